@@ -1,0 +1,1 @@
+"""recursor.archive"""

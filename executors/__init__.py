@@ -1,0 +1,1 @@
+"""Executors for training and evaluation jobs (local, TRL, vLLM, DeepSpeed, Ray): not built yet."""

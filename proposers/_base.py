@@ -1,0 +1,81 @@
+"""The Proposer interface.
+
+Contract: ``propose(context)`` returns a ``Proposal`` whose ``files`` maps relative paths to their
+complete new content (only changed files need appear). It may raise ``ProposerError`` when it
+cannot produce a usable change; the orchestrator records that as a failed node with the reason.
+It must not evaluate anything: proposing and evaluating are kept apart (ask/tell).
+``observe(outcome)`` is told the result of each of its proposals (optional).
+Proposers never see held-out results: ``NodeView.metrics`` holds dev metrics only.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from recursor.types import ChangeKind, NodeStatus
+
+
+@dataclass(frozen=True)
+class NodeView:
+    """A node as a proposer may see it: dev metrics only, files on demand."""
+
+    id: str
+    parent_id: str | None
+    kind: ChangeKind
+    proposer: str
+    status: NodeStatus
+    score: float | None
+    metrics: Mapping[str, float]
+    files: Mapping[str, str]
+    rationale: str = ""
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class ProposalContext:
+    task_name: str
+    task_description: str
+    objective_metric: str
+    objective_direction: str
+    parent: NodeView
+    editable_paths: Sequence[str]
+    allowed_kinds: Sequence[ChangeKind]
+    inspirations: Sequence[NodeView] = ()
+    recent_failures: Sequence[NodeView] = ()
+    history: Sequence[NodeView] = ()
+    seed: int = 0
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Proposal:
+    kind: ChangeKind
+    rationale: str
+    files: Mapping[str, str]
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    node_id: str
+    proposer: str
+    ok: bool
+    score: float | None
+    parent_score: float | None
+    improvement: float | None
+
+
+class Proposer(abc.ABC):
+    """Produces candidate changes. Built-ins: ``mutation``, ``optuna``."""
+
+    name: str
+
+    @abc.abstractmethod
+    def propose(self, context: ProposalContext) -> Proposal:
+        """Return one proposal for the context's parent."""
+
+    def observe(self, outcome: Outcome) -> None:  # noqa: B027 - optional hook
+        """Learn from the evaluated result of one of this proposer's proposals."""

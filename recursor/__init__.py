@@ -1,0 +1,28 @@
+"""Recursor: unattended improvement campaigns with a persistent discovery tree."""
+
+from recursor.errors import (
+    ArchiveError,
+    ConfigError,
+    ExecutorError,
+    ProposerError,
+    RecursorError,
+    SandboxError,
+    TaskError,
+)
+from recursor.types import ChangeKind, NodeStatus, RunStatus
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "ArchiveError",
+    "ChangeKind",
+    "ConfigError",
+    "ExecutorError",
+    "NodeStatus",
+    "ProposerError",
+    "RecursorError",
+    "RunStatus",
+    "SandboxError",
+    "TaskError",
+    "__version__",
+]

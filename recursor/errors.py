@@ -1,0 +1,33 @@
+"""The package's exceptions: one root and a subclass per component.
+
+Library code raises these; only the CLI maps them to exit codes. A failing
+*candidate* is never an exception: it is a recorded status (see ``RunStatus``).
+"""
+
+
+class RecursorError(Exception):
+    """Root of every error Recursor raises on purpose."""
+
+
+class ConfigError(RecursorError):
+    """A campaign file or option is invalid; the message names the field and the fix."""
+
+
+class ProposerError(RecursorError):
+    """A proposer could not produce a proposal (recorded as a failed node)."""
+
+
+class SandboxError(RecursorError):
+    """The sandbox itself could not run (missing bwrap, bad mount), not the candidate."""
+
+
+class ExecutorError(RecursorError):
+    """A job could not be submitted or tracked."""
+
+
+class ArchiveError(RecursorError):
+    """The archive store or git artifact store is unusable or inconsistent."""
+
+
+class TaskError(RecursorError):
+    """A task is misconfigured or unknown."""

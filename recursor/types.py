@@ -1,0 +1,42 @@
+"""Core enums shared by every component."""
+
+from enum import StrEnum
+
+
+class RunStatus(StrEnum):
+    """Outcome of running a candidate, kept beside (never inside) its metrics."""
+
+    OK = "ok"
+    CRASHED = "crashed"
+    TIMEOUT = "timeout"
+    OOM = "oom"
+    INVALID = "invalid"
+
+
+class NodeStatus(StrEnum):
+    """Life cycle of a discovery-tree node; it only moves forward."""
+
+    PENDING = "pending"
+    RUNNING = "running"
+    DONE = "done"
+    FAILED = "failed"
+
+    def can_move_to(self, new: "NodeStatus") -> bool:
+        order = {NodeStatus.PENDING: 0, NodeStatus.RUNNING: 1, NodeStatus.DONE: 2, NodeStatus.FAILED: 2}
+        return order[new] > order[self] or new == self
+
+
+class ChangeKind(StrEnum):
+    """What a proposal changes."""
+
+    ROOT = "root"
+    ALGORITHM = "algorithm"
+    HARNESS = "harness"
+    DATA = "data"
+    CURRICULUM = "curriculum"
+    POLICY = "policy"
+
+
+class Split(StrEnum):
+    DEV = "dev"
+    HELDOUT = "heldout"

@@ -1,0 +1,87 @@
+"""The Sandbox interface.
+
+Contract: ``Sandbox.run`` executes ``request.command`` with the candidate's workspace as a
+*writable copy* at ``/workspace`` (the original directory is never modified), the given
+read-only mounts, no network, a fixed environment, and the limits in ``request.limits``.
+It never raises for anything the candidate does: a crash, a hang, memory exhaustion or
+garbage output is a ``SandboxResult`` with the matching ``RunStatus``. It raises
+``SandboxError`` only when the sandbox itself cannot work (e.g. bubblewrap is missing).
+
+The verdict channel: the command may write a JSON object to ``$RECURSOR_RESULT`` (a path in a
+directory outside the workspace); the sandbox parses it into ``result``. Stdout/stderr are
+captured and truncated to ``limits.output_bytes``.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from recursor.types import RunStatus
+
+
+@dataclass(frozen=True)
+class Mount:
+    """A host path made visible inside the sandbox at ``target``, read-only unless ``writable``."""
+
+    source: Path
+    target: str
+    writable: bool = False
+
+
+@dataclass(frozen=True)
+class SandboxLimits:
+    wall_time_s: float = 60.0
+    memory_mb: int = 2048
+    max_processes: int = 64
+    output_bytes: int = 64_000
+
+
+@dataclass(frozen=True)
+class SandboxRequest:
+    command: Sequence[str]
+    workspace: Path | None = None
+    mounts: Sequence[Mount] = ()
+    env: Mapping[str, str] = field(default_factory=dict)
+    limits: SandboxLimits = SandboxLimits()
+    workdir: str = "/workspace"
+
+
+@dataclass
+class SandboxResult:
+    status: RunStatus
+    exit_code: int | None
+    stdout: str
+    stderr: str
+    wall_time_s: float
+    result: dict[str, Any] | None = None
+    error: str | None = None
+    output_truncated: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "status": self.status.value,
+            "exit_code": self.exit_code,
+            "stdout": self.stdout,
+            "stderr": self.stderr,
+            "wall_time_s": self.wall_time_s,
+            "result": self.result,
+            "error": self.error,
+            "output_truncated": self.output_truncated,
+        }
+
+
+class Sandbox(abc.ABC):
+    """Runs one command in isolation. Implementations: process (bubblewrap), docker."""
+
+    kind: str
+
+    @abc.abstractmethod
+    def run(self, request: SandboxRequest) -> SandboxResult:
+        """Run the request to completion; never raises for candidate behaviour."""
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        """Release pooled resources; the default holds none."""

@@ -1,0 +1,91 @@
+"""The Task interface: the system under improvement.
+
+A task declares its evolvable files (the starting workspace), a quick validity check that a
+proposal must pass before it is evaluated, how a workspace is evaluated per split (a sandboxed
+command whose verdict arrives through ``$RECURSOR_RESULT``), and its objective.
+
+Contract for the evaluation command: it writes one JSON object
+``{"metrics": {name: float}, "instances": {name: float}, "error": str | null}`` to the file
+named by ``$RECURSOR_RESULT``. ``metrics`` must contain ``objective.metric``. ``instances``
+holds the per-instance values (games, seeds, tasks) that paired promotion tests use.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from recursor.sandbox import Mount, SandboxLimits
+from recursor.types import ChangeKind, Split
+
+
+@dataclass(frozen=True)
+class Objective:
+    metric: str
+    direction: Literal["minimize", "maximize"] = "minimize"
+
+    def better(self, a: float, b: float) -> bool:
+        """True when ``a`` is strictly better than ``b``."""
+        return a < b if self.direction == "minimize" else a > b
+
+    def improvement(self, candidate: float, incumbent: float) -> float:
+        """Positive when the candidate is better, in the metric's units."""
+        d = incumbent - candidate
+        return d if self.direction == "minimize" else -d
+
+
+@dataclass(frozen=True)
+class Component:
+    """A named evolvable artifact: the files under ``paths`` in the workspace."""
+
+    name: str
+    kind: ChangeKind
+    paths: Sequence[str]
+
+
+@dataclass(frozen=True)
+class EvaluationPlan:
+    """How to evaluate a workspace on one split inside a sandbox."""
+
+    command: Sequence[str]
+    mounts: Sequence[Mount] = ()
+    env: Mapping[str, str] = field(default_factory=dict)
+    limits: SandboxLimits = SandboxLimits()
+
+
+class Task(abc.ABC):
+    """A system under improvement. Built-ins: ``cfr``."""
+
+    name: str
+    description: str
+    objective: Objective
+
+    @abc.abstractmethod
+    def components(self) -> Sequence[Component]:
+        """The evolvable components and their files."""
+
+    @abc.abstractmethod
+    def seed_files(self) -> Mapping[str, str]:
+        """Relative path -> content of the starting workspace (the root node)."""
+
+    def prepare(self, cache_dir: Path) -> None:  # noqa: B027 - optional hook
+        """Build anything the evaluator needs once (e.g. game trees); idempotent."""
+
+    @abc.abstractmethod
+    def quick_check(self, files: Mapping[str, str]) -> str | None:
+        """None when the files are worth evaluating, else the reason they are not."""
+
+    @abc.abstractmethod
+    def evaluation(self, split: Split, cache_dir: Path) -> EvaluationPlan:
+        """The sandboxed command that evaluates ``/workspace`` on ``split``."""
+
+    def mutation_primitives(self) -> Sequence[Any]:
+        """Task-specific mutation primitives added to the generic library."""
+        return ()
+
+    def proposer_hints(self) -> str:
+        """Free text shown to proposers (never mentions held-out data)."""
+        return self.description
