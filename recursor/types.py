@@ -22,7 +22,8 @@ class NodeStatus(StrEnum):
     FAILED = "failed"
 
     def can_move_to(self, new: "NodeStatus") -> bool:
-        order = {NodeStatus.PENDING: 0, NodeStatus.RUNNING: 1, NodeStatus.DONE: 2, NodeStatus.FAILED: 2}
+        order = {NodeStatus.PENDING: 0, NodeStatus.RUNNING: 1,
+                 NodeStatus.DONE: 2, NodeStatus.FAILED: 2}
         return order[new] > order[self] or new == self
 
 

@@ -1,0 +1,272 @@
+"""The archive: campaigns, the discovery tree, evaluations, logs and promotions.
+
+One :class:`Archive` wraps a SQLAlchemy engine. The default is a SQLite file inside the campaign
+directory; any SQLAlchemy URL (PostgreSQL included) works unchanged, because only portable
+constructs are used. Every write is its own short transaction, so a crash loses at most the
+write in flight, and the writes the controller repeats on resume are idempotent: a node is keyed
+by ``(campaign, round, slot)`` and an evaluation by ``(node, split, seed)``.
+
+Rows come back detached (``expire_on_commit=False``): read their attributes freely, but change
+them only through the methods here, which enforce that a node's status only moves forward.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import create_engine, event, select
+from sqlalchemy.engine import Engine
+from sqlalchemy.exc import IntegrityError, OperationalError
+from sqlalchemy.orm import Session, sessionmaker
+
+from recursor.archive.migrations import migrate
+from recursor.archive.models import (
+    ArtifactRow,
+    CampaignRow,
+    EvaluationRow,
+    LogRow,
+    NodeRow,
+    PromotionRow,
+)
+from recursor.errors import ArchiveError
+from recursor.types import NodeStatus
+
+ARCHIVE_FILE = "archive.sqlite"
+LOG_LIMIT = 200_000  # characters kept per log entry
+
+
+def sqlite_url(directory: Path) -> str:
+    return f"sqlite:///{Path(directory).resolve() / ARCHIVE_FILE}"
+
+
+def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
+    cursor = dbapi_conn.cursor()
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.execute("PRAGMA busy_timeout=30000")
+    cursor.close()
+
+
+def make_engine(url: str) -> Engine:
+    """An engine for ``url``; SQLite gets WAL mode so readers never block the campaign."""
+    try:
+        if url.startswith("sqlite"):
+            engine = create_engine(url, connect_args={"check_same_thread": False})
+            event.listen(engine, "connect", _sqlite_pragmas)
+            return engine
+        return create_engine(url, pool_pre_ping=True)
+    except Exception as exc:  # bad URL or missing driver
+        raise ArchiveError(f"cannot open archive {url!r}: {exc}") from exc
+
+
+def now() -> datetime:
+    return datetime.now(UTC)
+
+
+class Archive:
+    """Typed access to one archive database (see the module docstring)."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.engine = make_engine(url)
+        try:
+            migrate(self.engine)
+        except OperationalError as exc:
+            raise ArchiveError(f"cannot open archive {url!r}: {exc.orig}") from exc
+        self._sessions = sessionmaker(self.engine, expire_on_commit=False)
+
+    @classmethod
+    def in_directory(cls, directory: Path, url: str | None = None) -> Archive:
+        """The campaign directory's archive (SQLite there unless ``url`` names another)."""
+        return cls(url or sqlite_url(directory))
+
+    def session(self) -> Session:
+        return self._sessions()
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    # campaigns ---------------------------------------------------------------------------
+    def create_campaign(self, campaign_id: str, name: str, task: str, config: dict[str, Any],
+                        repo_path: str) -> CampaignRow:
+        row = CampaignRow(id=campaign_id, name=name, task=task, config=config,
+                          repo_path=repo_path, status="running")
+        with self.session() as s, s.begin():
+            s.add(row)
+        return row
+
+    def campaign(self, campaign_id: str) -> CampaignRow:
+        with self.session() as s:
+            row = s.get(CampaignRow, campaign_id)
+        if row is None:
+            raise ArchiveError(f"no campaign {campaign_id!r} in {self.url}")
+        return row
+
+    def campaigns(self) -> list[CampaignRow]:
+        with self.session() as s:
+            return list(s.scalars(select(CampaignRow).order_by(CampaignRow.created_at)))
+
+    def only_campaign(self) -> CampaignRow:
+        """The campaign of a campaign directory's archive (which holds exactly one)."""
+        rows = self.campaigns()
+        if not rows:
+            raise ArchiveError(f"the archive {self.url} holds no campaign")
+        return rows[-1]
+
+    def update_campaign(self, campaign_id: str, **fields: Any) -> None:
+        with self.session() as s, s.begin():
+            row = s.get(CampaignRow, campaign_id)
+            if row is None:
+                raise ArchiveError(f"no campaign {campaign_id!r}")
+            for key, value in fields.items():
+                setattr(row, key, value)
+            row.updated_at = now()
+
+    # nodes -------------------------------------------------------------------------------
+    def add_node(self, node: NodeRow) -> NodeRow:
+        """Insert ``node``; if its (campaign, round, slot) exists, return the stored one."""
+        existing = self.node_at(node.campaign_id, node.round, node.slot)
+        if existing is not None:
+            return existing
+        try:
+            with self.session() as s, s.begin():
+                s.add(node)
+        except IntegrityError:
+            existing = self.node_at(node.campaign_id, node.round, node.slot)
+            if existing is None:
+                raise
+            return existing
+        return node
+
+    def node_at(self, campaign_id: str, round_: int, slot: int) -> NodeRow | None:
+        with self.session() as s:
+            query = select(NodeRow).where(NodeRow.campaign_id == campaign_id,
+                                          NodeRow.round == round_, NodeRow.slot == slot)
+            return s.scalars(query).first()
+
+    def node(self, node_id: str) -> NodeRow:
+        with self.session() as s:
+            row = s.get(NodeRow, node_id)
+        if row is None:
+            raise ArchiveError(f"no node {node_id!r}")
+        return row
+
+    def find_node(self, campaign_id: str, ref: str) -> NodeRow:
+        """A node by full id or by a unique suffix/prefix of its id (as the CLI accepts)."""
+        nodes = self.nodes(campaign_id)
+        exact = [n for n in nodes if n.id == ref]
+        matches = exact or [n for n in nodes if n.id.endswith(ref) or n.id.startswith(ref)]
+        if len(matches) == 1:
+            return matches[0]
+        if not matches:
+            raise ArchiveError(f"no node matches {ref!r}; `recursor archive tree` lists them")
+        ids = ", ".join(n.id for n in matches[:5])
+        raise ArchiveError(f"{ref!r} is ambiguous ({ids}, ...); give more of the id")
+
+    def nodes(self, campaign_id: str, round_: int | None = None) -> list[NodeRow]:
+        with self.session() as s:
+            query = select(NodeRow).where(NodeRow.campaign_id == campaign_id)
+            if round_ is not None:
+                query = query.where(NodeRow.round == round_)
+            return list(s.scalars(query.order_by(NodeRow.round, NodeRow.slot)))
+
+    def update_node(self, node_id: str, **fields: Any) -> NodeRow:
+        """Set ``fields`` on a node; a ``status`` change must move forward (ArchiveError)."""
+        with self.session() as s, s.begin():
+            row = s.get(NodeRow, node_id)
+            if row is None:
+                raise ArchiveError(f"no node {node_id!r}")
+            if "status" in fields:
+                old, new = NodeStatus(row.status), NodeStatus(fields["status"])
+                if not old.can_move_to(new):
+                    raise ArchiveError(f"node {node_id}: status cannot go from {old} to {new}")
+                fields["status"] = new.value
+            for key, value in fields.items():
+                setattr(row, key, value)
+            row.updated_at = now()
+        return row
+
+    # evaluations -------------------------------------------------------------------------
+    def add_evaluation(self, row: EvaluationRow) -> EvaluationRow:
+        """Insert an evaluation; an existing one for (node, split, seed) wins and is returned."""
+        existing = self.evaluation(row.node_id, row.split, row.seed)
+        if existing is not None:
+            return existing
+        try:
+            with self.session() as s, s.begin():
+                s.add(row)
+        except IntegrityError:
+            existing = self.evaluation(row.node_id, row.split, row.seed)
+            if existing is None:
+                raise
+            return existing
+        return row
+
+    def evaluation(self, node_id: str, split: str, seed: int = 0) -> EvaluationRow | None:
+        with self.session() as s:
+            query = select(EvaluationRow).where(EvaluationRow.node_id == node_id,
+                                                EvaluationRow.split == split,
+                                                EvaluationRow.seed == seed)
+            return s.scalars(query).first()
+
+    def evaluations(self, node_ids: Sequence[str] | None = None) -> list[EvaluationRow]:
+        with self.session() as s:
+            query = select(EvaluationRow).order_by(EvaluationRow.id)
+            if node_ids is not None:
+                query = query.where(EvaluationRow.node_id.in_(list(node_ids)))
+            return list(s.scalars(query))
+
+    # logs and artifacts ------------------------------------------------------------------
+    def add_log(self, node_id: str, stream: str, content: str) -> None:
+        if not content:
+            return
+        with self.session() as s, s.begin():
+            s.add(LogRow(node_id=node_id, stream=stream, content=content[:LOG_LIMIT]))
+
+    def logs(self, node_id: str) -> list[LogRow]:
+        with self.session() as s:
+            query = select(LogRow).where(LogRow.node_id == node_id).order_by(LogRow.id)
+            return list(s.scalars(query))
+
+    def logs_all(self) -> list[LogRow]:
+        """Every log entry of the archive, oldest first."""
+        with self.session() as s:
+            return list(s.scalars(select(LogRow).order_by(LogRow.id)))
+
+    def add_artifact(self, node_id: str, name: str, kind: str, uri: str,
+                     sha256: str | None = None) -> None:
+        with self.session() as s, s.begin():
+            s.add(ArtifactRow(node_id=node_id, name=name, kind=kind, uri=uri, sha256=sha256))
+
+    def artifacts(self, node_id: str) -> list[ArtifactRow]:
+        with self.session() as s:
+            query = select(ArtifactRow).where(ArtifactRow.node_id == node_id)
+            return list(s.scalars(query.order_by(ArtifactRow.id)))
+
+    # promotions --------------------------------------------------------------------------
+    def add_promotion(self, campaign_id: str, component: str, node_id: str,
+                      previous: str | None, evidence: dict[str, Any]) -> None:
+        """Record that ``node_id`` became the incumbent (idempotent per node)."""
+        with self.session() as s:
+            found = s.scalars(select(PromotionRow).where(PromotionRow.node_id == node_id)).first()
+        if found is not None:
+            return
+        with self.session() as s, s.begin():
+            s.add(PromotionRow(campaign_id=campaign_id, component=component, node_id=node_id,
+                               previous_node_id=previous, evidence=evidence))
+
+    def promotions(self, campaign_id: str) -> list[PromotionRow]:
+        with self.session() as s:
+            query = select(PromotionRow).where(PromotionRow.campaign_id == campaign_id)
+            return list(s.scalars(query.order_by(PromotionRow.id)))
+
+    def incumbent(self, campaign_id: str) -> str | None:
+        """The id of the latest promoted node (the root counts as promoted first)."""
+        rows = self.promotions(campaign_id)
+        return rows[-1].node_id if rows else None
+
+
+__all__ = ["ARCHIVE_FILE", "Archive", "make_engine", "sqlite_url"]

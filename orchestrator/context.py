@@ -1,0 +1,154 @@
+"""Everything a campaign's graph steps share at run time, and the campaign directory.
+
+A campaign directory holds::
+
+    campaign.json        campaign id and archive URL (what ``recursor resume`` reads first)
+    campaign.yaml        the resolved campaign config
+    archive.sqlite       the archive (unless ``archive.url`` names another database)
+    repo/                the git artifact store: one commit per node, branch ``best``
+    checkpoints.sqlite   the LangGraph checkpointer's state
+    cache/               the task's prepared data (e.g. game trees)
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from recursor.archive.gitstore import GitStore
+from recursor.archive.store import Archive, sqlite_url
+from recursor.config import CampaignConfig, config_to_dict, parse_config
+from recursor.errors import ConfigError
+from recursor.orchestrator.progress import Reporter
+from recursor.proposers import Proposer
+from recursor.proposers.ensemble import ProposerChooser
+from recursor.proposers.registry import build_proposers
+from recursor.sandbox import Sandbox
+from recursor.sandbox.factory import build_sandbox
+from recursor.tasks import Task
+from recursor.tasks.loading import build_task
+from recursor.types import ChangeKind
+
+MANIFEST = "campaign.json"
+CHECKPOINTS = "checkpoints.sqlite"
+
+
+@dataclass
+class CampaignContext:
+    """The run-time context of one campaign (LangGraph ``Runtime.context``)."""
+
+    campaign_id: str
+    directory: Path
+    config: CampaignConfig
+    archive: Archive
+    store: GitStore
+    task: Task
+    sandbox: Sandbox
+    proposers: dict[str, Proposer]
+    chooser: ProposerChooser
+    reporter: Reporter
+    cache_dir: Path
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def editable_paths(self) -> list[str]:
+        chosen = set(self.config.components)
+        return [p for c in self.task.components() if c.name in chosen for p in c.paths]
+
+    @property
+    def allowed_kinds(self) -> list[ChangeKind]:
+        chosen = set(self.config.components)
+        return [c.kind for c in self.task.components() if c.name in chosen]
+
+    def node_id(self, round_: int, slot: int) -> str:
+        return f"{self.campaign_id[:6]}-{round_:03d}-{slot}"
+
+    def close(self) -> None:
+        self.sandbox.close()
+        self.archive.close()
+
+
+def _check_components(config: CampaignConfig, task: Task) -> None:
+    known = [c.name for c in task.components()]
+    unknown = [c for c in config.components if c not in known]
+    if unknown:
+        raise ConfigError(f"components: {', '.join(unknown)} not in task {task.name!r} "
+                          f"(allowed: {', '.join(known)})")
+
+
+def create_campaign_dir(directory: Path, config: CampaignConfig) -> tuple[str, str]:
+    """Write a new campaign directory's manifest; return (campaign id, archive URL)."""
+    directory = Path(directory)
+    if (directory / MANIFEST).exists():
+        raise ConfigError(f"{directory} already holds a campaign; continue it with "
+                          f"`recursor resume --dir {directory}` or choose another --dir")
+    directory.mkdir(parents=True, exist_ok=True)
+    campaign_id = secrets.token_hex(6)
+    url = config.archive.url or sqlite_url(directory)
+    (directory / "campaign.yaml").write_text(yaml.safe_dump(config_to_dict(config),
+                                                            sort_keys=False))
+    manifest = {"campaign_id": campaign_id, "archive_url": url}
+    (directory / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
+    return campaign_id, url
+
+
+def read_manifest(directory: Path) -> dict[str, str]:
+    path = Path(directory) / MANIFEST
+    if not path.exists():
+        raise ConfigError(f"{directory} is not a campaign directory (no {MANIFEST}); "
+                          "start one with `recursor run --dir DIR`")
+    data: dict[str, str] = json.loads(path.read_text())
+    return data
+
+
+def open_context(directory: Path, reporter: Reporter,
+                 overrides: dict[str, Any] | None = None) -> CampaignContext:
+    """Open an existing campaign directory (created by :func:`create_campaign_dir`)."""
+    directory = Path(directory).resolve()
+    manifest = read_manifest(directory)
+    campaign_id, url = manifest["campaign_id"], manifest["archive_url"]
+    archive = Archive(url)
+    try:
+        row = next((c for c in archive.campaigns() if c.id == campaign_id), None)
+        data = row.config if row is not None else yaml.safe_load(
+            (directory / "campaign.yaml").read_text())
+        if overrides:
+            data = _merge(data, overrides)
+        config = parse_config(data, str(directory / "campaign.yaml"))
+        task = build_task(config.task)
+        _check_components(config, task)
+        cache_dir = directory / "cache"
+        task.prepare(cache_dir)
+        store = GitStore(directory / "repo")
+        if row is None:
+            archive.create_campaign(campaign_id, config.name, task.name,
+                                    config_to_dict(config), str(directory / "repo"))
+        elif overrides:
+            archive.update_campaign(campaign_id, config=config_to_dict(config))
+        proposers = {p.name: p for p in build_proposers(config.proposers, task, config.seed)}
+        chooser = ProposerChooser(list(proposers), config.proposer_choice.policy)
+        sandbox = build_sandbox(config.sandbox, hidden_paths=[directory])
+    except BaseException:
+        archive.close()
+        raise
+    return CampaignContext(campaign_id, directory, config, archive, store, task, sandbox,
+                           proposers, chooser, reporter, cache_dir)
+
+
+def _merge(base: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in overrides.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+__all__ = ["CHECKPOINTS", "CampaignContext", "create_campaign_dir", "open_context",
+           "read_manifest"]

@@ -1,0 +1,115 @@
+"""Running one workspace through the task's evaluator in the sandbox, and reading the verdict.
+
+:func:`run_evaluation` is synchronous and never raises for anything the candidate does; the
+controller calls it from worker threads. The verdict rules:
+
+- the evaluator's JSON (``$RECURSOR_RESULT``) with ``error`` set -> ``invalid`` with that error;
+- a verdict whose ``metrics`` lack the objective, or hold a non-number -> ``invalid``;
+- no verdict: the sandbox's status (``crashed``, ``timeout``, ``oom``), or ``invalid`` when the
+  command exited 0 without one;
+- otherwise ``ok`` with the metrics and per-instance values.
+"""
+
+from __future__ import annotations
+
+import math
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from recursor.config import SandboxConfig
+from recursor.sandbox import Sandbox, SandboxRequest, SandboxResult
+from recursor.sandbox.factory import limits_for
+from recursor.tasks import Task
+from recursor.types import RunStatus, Split
+
+
+@dataclass
+class EvaluationOutcome:
+    """The verdict on one workspace for one split, with the logs that explain it."""
+
+    run_status: RunStatus
+    metrics: dict[str, float] = field(default_factory=dict)
+    instances: dict[str, float] = field(default_factory=dict)
+    error: str | None = None
+    stdout: str = ""
+    stderr: str = ""
+    wall_s: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.run_status is RunStatus.OK
+
+
+def write_workspace(files: Mapping[str, str], root: Path) -> None:
+    """Write ``files`` (relative path -> text) under ``root``; refuse paths that escape it."""
+    base = root.resolve()
+    for rel, text in files.items():
+        target = (base / rel).resolve()
+        if base not in target.parents:
+            raise ValueError(f"workspace path {rel!r} escapes the workspace")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text)
+
+
+def _numbers(raw: Any, what: str) -> dict[str, float]:
+    if not isinstance(raw, dict):
+        raise ValueError(f"verdict {what} is {type(raw).__name__}, expected an object")
+    out: dict[str, float] = {}
+    for key, value in raw.items():
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ValueError(f"verdict {what}[{key!r}] is {value!r}, expected a number")
+        out[str(key)] = float(value)
+    return out
+
+
+def interpret(result: SandboxResult, metric: str) -> EvaluationOutcome:
+    """Turn a sandbox result into an outcome (see the module docstring)."""
+    base = EvaluationOutcome(result.status, stdout=result.stdout, stderr=result.stderr,
+                             wall_s=result.wall_time_s)
+    verdict = result.result
+    if verdict is None:
+        if result.status is RunStatus.OK:
+            base.run_status = RunStatus.INVALID
+            base.error = "the evaluator exited without writing a verdict to $RECURSOR_RESULT"
+        else:
+            base.error = result.error or f"{result.status.value} (exit code {result.exit_code})"
+        return base
+    if verdict.get("error"):
+        base.run_status, base.error = RunStatus.INVALID, str(verdict["error"])[:4000]
+        return base
+    try:
+        metrics = _numbers(verdict.get("metrics", {}), "metrics")
+        instances = _numbers(verdict.get("instances", {}), "instances")
+    except ValueError as exc:
+        base.run_status, base.error = RunStatus.INVALID, str(exc)
+        return base
+    value = metrics.get(metric)
+    if value is None or not math.isfinite(value):
+        base.run_status = RunStatus.INVALID
+        base.error = f"verdict has no finite {metric!r} metric (got {value!r})"
+        return base
+    base.run_status, base.metrics, base.instances = RunStatus.OK, metrics, instances
+    return base
+
+
+def run_evaluation(task: Task, sandbox: Sandbox, sandbox_config: SandboxConfig,
+                   files: Mapping[str, str], split: Split, cache_dir: Path) -> EvaluationOutcome:
+    """Evaluate ``files`` on ``split`` in ``sandbox``; never raises for candidate behaviour."""
+    plan = task.evaluation(split, cache_dir)
+    with tempfile.TemporaryDirectory(prefix="recursor-ws-") as tmp:
+        workspace = Path(tmp)
+        try:
+            write_workspace(files, workspace)
+        except (ValueError, OSError) as exc:
+            return EvaluationOutcome(RunStatus.INVALID, error=f"cannot build workspace: {exc}")
+        request = SandboxRequest(command=list(plan.command), workspace=workspace,
+                                 mounts=list(plan.mounts), env=dict(plan.env),
+                                 limits=limits_for(sandbox_config, plan.limits))
+        result = sandbox.run(request)
+    return interpret(result, task.objective.metric)
+
+
+__all__ = ["EvaluationOutcome", "interpret", "run_evaluation", "write_workspace"]

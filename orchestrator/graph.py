@@ -1,0 +1,110 @@
+"""The campaign controller: a LangGraph ``StateGraph`` and the functions that run it.
+
+::
+
+    seed -> select -(budget left)-> propose -> materialize -> evaluate -> judge -> record
+              ^   \\-(budget spent)-> END                                           |
+              \\_______________________________________________________________/
+
+The graph's checkpoints go to ``checkpoints.sqlite`` in the campaign directory (written before
+each next step starts), its facts to the archive. :func:`run_campaign` starts a new campaign;
+:func:`resume_campaign` continues one from its last checkpoint: after a clean stop, after
+``kill -9``, or after a finished campaign whose budget was raised.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+from langgraph.graph import END, START, StateGraph
+
+from recursor.config import CampaignConfig
+from recursor.orchestrator import steps
+from recursor.orchestrator.context import (
+    CHECKPOINTS,
+    CampaignContext,
+    create_campaign_dir,
+    open_context,
+)
+from recursor.orchestrator.progress import NullReporter, Reporter
+from recursor.orchestrator.steps import CampaignState
+from recursor.orchestrator.summary import CampaignSummary, summarize
+
+RECURSION_LIMIT = 1_000_000  # the loop ends by budget, never by LangGraph's step limit
+
+
+def build_graph() -> StateGraph[CampaignState, CampaignContext, CampaignState, CampaignState]:
+    graph = StateGraph(CampaignState, context_schema=CampaignContext)
+    for name in ("seed", "select", "propose", "materialize", "evaluate", "judge", "record"):
+        graph.add_node(name, getattr(steps, name))
+    graph.add_edge(START, "seed")
+    graph.add_edge("seed", "select")
+    graph.add_conditional_edges("select", steps.route_after_select,
+                                {"propose": "propose", "end": END})
+    graph.add_edge("propose", "materialize")
+    graph.add_edge("materialize", "evaluate")
+    graph.add_edge("evaluate", "judge")
+    graph.add_edge("judge", "record")
+    graph.add_edge("record", "select")
+    return graph
+
+
+async def _drive(ctx: CampaignContext) -> CampaignState:
+    """Run the graph from its last checkpoint (or from the start) to the end."""
+    async with AsyncSqliteSaver.from_conn_string(str(ctx.directory / CHECKPOINTS)) as saver:
+        app = build_graph().compile(checkpointer=saver)
+        config: Any = {"configurable": {"thread_id": ctx.campaign_id},
+                       "recursion_limit": RECURSION_LIMIT}
+        state = await app.aget_state(config)
+        start: CampaignState | None = None
+        if not state.next:  # new, or finished earlier: (re)start the loop at its round
+            start = {"round": state.values.get("round", 1), "done": False}
+        async for _ in app.astream(start, config, context=ctx, durability="sync"):
+            pass
+        final = await app.aget_state(config)
+        values: CampaignState = final.values
+        return values
+
+
+def execute(ctx: CampaignContext) -> CampaignSummary:
+    """Drive ``ctx``'s campaign to its end; mark it finished; return its summary."""
+    ctx.archive.update_campaign(ctx.campaign_id, status="running")
+    try:
+        state = asyncio.run(_drive(ctx))
+    except BaseException:
+        ctx.archive.update_campaign(ctx.campaign_id, status="stopped")
+        raise
+    finally:
+        ctx.reporter.stop()
+    ctx.archive.update_campaign(ctx.campaign_id, status="finished")
+    reason = state.get("stop_reason", "")
+    if reason:
+        ctx.reporter.message(f"campaign finished: {reason}")
+    return summarize(ctx, reason)
+
+
+def run_campaign(config: CampaignConfig, directory: Path,
+                 reporter: Reporter | None = None) -> CampaignSummary:
+    """Start a new campaign in ``directory`` (which must not hold one) and run it."""
+    create_campaign_dir(directory, config)
+    ctx = open_context(directory, reporter or NullReporter())
+    try:
+        return execute(ctx)
+    finally:
+        ctx.close()
+
+
+def resume_campaign(directory: Path, reporter: Reporter | None = None,
+                    overrides: dict[str, Any] | None = None) -> CampaignSummary:
+    """Continue the campaign in ``directory``; ``overrides`` may raise its budget."""
+    ctx = open_context(directory, reporter or NullReporter(), overrides=overrides)
+    try:
+        return execute(ctx)
+    finally:
+        ctx.close()
+
+
+__all__ = ["build_graph", "execute", "resume_campaign", "run_campaign"]

@@ -1,0 +1,54 @@
+"""Judging one evaluated node against the incumbent (see ``promotion`` for the gates).
+
+The decision and its evidence are written as the node's ``judge`` log entry, which also marks
+the node as judged so that a resumed campaign does not judge it twice. A promoted node gets a
+promotion row and becomes the tip of the git branch ``best``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from recursor.archive.models import NodeRow
+from recursor.orchestrator.context import CampaignContext
+from recursor.orchestrator.promotion import dev_gate, heldout_gate
+from recursor.types import Split
+
+SplitScorer = Callable[[CampaignContext, NodeRow, Split], float | None]
+
+
+def judge_node(ctx: CampaignContext, node: NodeRow, score_split: SplitScorer) -> bool:
+    """Promote ``node`` if it passes both gates; return whether it was promoted."""
+    incumbent_id = ctx.archive.incumbent(ctx.campaign_id)
+    if incumbent_id is None or node.score is None:
+        return False
+    incumbent = ctx.archive.node(incumbent_id)
+    evidence: dict[str, Any] = {"incumbent": incumbent_id}
+    promoted = False
+    cand_dev = ctx.archive.evaluation(node.id, Split.DEV.value)
+    inc_dev = ctx.archive.evaluation(incumbent_id, Split.DEV.value)
+    gate = dev_gate(node.score, incumbent.score or 0.0,
+                    cand_dev.instances if cand_dev else {}, inc_dev.instances if inc_dev else {},
+                    ctx.task.objective, ctx.config.promotion, seed=node.id)
+    evidence["dev"] = gate.evidence
+    if gate.passed:
+        heldout = score_split(ctx, node, Split.HELDOUT)
+        ctx.archive.update_node(node.id, heldout_score=heldout)
+        held = heldout_gate(heldout, incumbent.heldout_score, ctx.task.objective,
+                            ctx.config.promotion)
+        evidence["heldout"] = held.evidence
+        promoted = held.passed
+    evidence["promoted"] = promoted
+    if promoted:
+        ctx.archive.add_promotion(ctx.campaign_id, ctx.config.components[0], node.id,
+                                  incumbent_id, evidence)
+        ctx.store.set_branch("best", node.commit or "")
+        ctx.reporter.message(f"promoted {node.id}: dev {node.score:.4f} "
+                             f"(was {incumbent.score:.4f})")
+    ctx.archive.add_log(node.id, "judge", json.dumps(evidence, sort_keys=True))
+    return promoted
+
+
+__all__ = ["judge_node"]

@@ -1,0 +1,306 @@
+"""The controller's graph steps: seed, select, propose, materialize, evaluate, judge, record.
+
+Every step reads what it needs from the archive and writes its results there before returning,
+and every step is idempotent: it skips work the archive shows as done. A resumed campaign
+therefore re-runs at most the step that was in flight when it died, and that step re-does only
+what did not reach the archive (a node is keyed by round and slot, an evaluation by node and
+split, a judgement by a ``judge`` log entry).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import operator
+import random
+import time
+import traceback
+from typing import Annotated, Any, TypedDict
+
+from langgraph.runtime import Runtime
+
+from recursor.archive.models import EvaluationRow, NodeRow
+from recursor.archive.selection import choose_parents
+from recursor.errors import ProposerError, RecursorError
+from recursor.orchestrator.context import CampaignContext
+from recursor.orchestrator.evaluation import EvaluationOutcome, run_evaluation
+from recursor.orchestrator.judging import judge_node
+from recursor.orchestrator.progress import Snapshot
+from recursor.orchestrator.views import outcome_of, past_outcomes, proposal_context, slot_seed
+from recursor.types import ChangeKind, NodeStatus, RunStatus, Split
+
+
+class CampaignState(TypedDict, total=False):
+    """The checkpointed loop state; everything else lives in the archive."""
+
+    round: int
+    parents: list[str]
+    active_s: Annotated[float, operator.add]
+    done: bool
+    stop_reason: str
+
+
+Ctx = Runtime[CampaignContext]
+
+
+def snapshot(ctx: CampaignContext) -> Snapshot:
+    nodes = ctx.archive.nodes(ctx.campaign_id)
+    finished = [n for n in nodes if n.round > 0 and n.status in ("done", "failed")]
+    incumbent = ctx.archive.incumbent(ctx.campaign_id)
+    best = next((n.score for n in nodes if n.id == incumbent), None)
+    return Snapshot(evaluated=len(finished), budget=ctx.config.budget.max_evals, best=best,
+                    failures=sum(n.status == "failed" for n in finished),
+                    promotions=max(0, len(ctx.archive.promotions(ctx.campaign_id)) - 1))
+
+
+def describe(node: NodeRow) -> str:
+    score = "-" if node.score is None else f"{node.score:.4f}"
+    detail = node.rationale if node.status == "done" else (node.error or "")
+    detail = detail.splitlines()[0][:90] if detail else ""
+    return (f"{node.id} [{node.proposer}] {node.run_status or node.status:<8} "
+            f"score {score}  {detail}")
+
+
+# seed ------------------------------------------------------------------------------------
+async def seed(state: CampaignState, runtime: Ctx) -> dict[str, Any]:
+    """Create, evaluate (dev and held-out) and promote the starting point (round 0)."""
+    ctx, started = runtime.context, time.monotonic()
+    root_id = ctx.node_id(0, 0)
+    files = dict(ctx.task.seed_files())
+    kind = ctx.allowed_kinds[0] if ctx.allowed_kinds else ChangeKind.ROOT
+    commit = ctx.store.commit(files, [], f"{root_id}: starting point")
+    ctx.archive.add_node(NodeRow(id=root_id, campaign_id=ctx.campaign_id, parent_id=None,
+                                 round=0, slot=0, kind=ChangeKind.ROOT.value, proposer="seed",
+                                 rationale=f"the task's starting {kind.value}",
+                                 commit=commit, status=NodeStatus.PENDING.value))
+    ctx.store.set_ref(root_id, ctx.archive.node(root_id).commit or commit)
+    ctx.archive.update_campaign(ctx.campaign_id, root_node_id=root_id)
+    await _evaluate_nodes(ctx, [ctx.archive.node(root_id)])
+    root = ctx.archive.node(root_id)
+    if root.status != NodeStatus.DONE.value:
+        raise RecursorError(f"the starting point failed its dev evaluation ({root.run_status}):"
+                            f" {root.error}\n`recursor archive show {root_id}` has its logs")
+    if ctx.archive.incumbent(ctx.campaign_id) is None:
+        heldout = await asyncio.to_thread(_evaluate_split, ctx, root, Split.HELDOUT)
+        ctx.archive.update_node(root_id, heldout_score=heldout)
+        ctx.archive.add_promotion(ctx.campaign_id, ctx.config.components[0], root_id, None,
+                                  {"reason": "starting point", "dev_score": root.score,
+                                   "heldout_score": heldout})
+        ctx.store.set_branch("best", root.commit or commit)
+    ctx.reporter.start(snapshot(ctx))
+    return {"round": max(state.get("round", 1), 1), "active_s": time.monotonic() - started}
+
+
+# select ----------------------------------------------------------------------------------
+def _budget_left(ctx: CampaignContext, state: CampaignState) -> tuple[int, str | None]:
+    round_ = state.get("round", 1)
+    attempted = sum(1 for n in ctx.archive.nodes(ctx.campaign_id) if 0 < n.round < round_)
+    left = ctx.config.budget.max_evals - attempted
+    if left <= 0:
+        return 0, f"evaluation budget reached ({ctx.config.budget.max_evals})"
+    wall = ctx.config.budget.wall_time_s
+    if wall is not None and state.get("active_s", 0.0) >= wall:
+        return 0, f"wall-time budget reached ({wall:.0f} s)"
+    return left, None
+
+
+async def select(state: CampaignState, runtime: Ctx) -> dict[str, Any]:
+    """Pick a parent for each slot of the round, or end the campaign when a budget is spent."""
+    ctx, started = runtime.context, time.monotonic()
+    left, reason = _budget_left(ctx, state)
+    if reason is not None:
+        return {"done": True, "stop_reason": reason, "parents": []}
+    scored = [(n.id, n.score) for n in ctx.archive.nodes(ctx.campaign_id)
+              if n.status == NodeStatus.DONE.value and n.score is not None]
+    rng = random.Random(f"{ctx.config.seed}-select-{state['round']}")
+    k = min(ctx.config.concurrency, left)
+    parents = choose_parents(scored, ctx.config.selection, ctx.task.objective, rng, k)
+    return {"parents": parents, "done": False, "active_s": time.monotonic() - started}
+
+
+def route_after_select(state: CampaignState) -> str:
+    return "end" if state.get("done") else "propose"
+
+
+# propose ---------------------------------------------------------------------------------
+async def propose(state: CampaignState, runtime: Ctx) -> dict[str, Any]:
+    """Ask the chosen proposer for one change per slot; record each as a pending node."""
+    ctx, started, round_ = runtime.context, time.monotonic(), state["round"]
+    ctx.chooser.replay(past_outcomes(ctx))
+    before = sum(1 for n in ctx.archive.nodes(ctx.campaign_id) if 0 < n.round < round_)
+    jobs = []
+    for slot, parent_id in enumerate(state["parents"]):
+        if ctx.archive.node_at(ctx.campaign_id, round_, slot) is None:
+            name, reason = ctx.chooser.choose(before + slot)
+            jobs.append(_propose_slot(ctx, round_, slot, parent_id, name, reason))
+    await asyncio.gather(*jobs)
+    return {"active_s": time.monotonic() - started}
+
+
+async def _propose_slot(ctx: CampaignContext, round_: int, slot: int, parent_id: str,
+                        proposer_name: str, reason: str) -> None:
+    seed_value = slot_seed(ctx.config.seed, round_, slot)
+    node = NodeRow(id=ctx.node_id(round_, slot), campaign_id=ctx.campaign_id,
+                   parent_id=parent_id, round=round_, slot=slot, proposer=proposer_name,
+                   proposer_reason=reason, status=NodeStatus.PENDING.value,
+                   kind=(ctx.allowed_kinds or [ChangeKind.ALGORITHM])[0].value)
+    try:
+        context = proposal_context(ctx, parent_id, seed_value)
+        proposal = await asyncio.to_thread(ctx.proposers[proposer_name].propose, context)
+        node.kind = ChangeKind(proposal.kind).value
+        node.rationale = proposal.rationale
+        node.proposal = {"files": dict(proposal.files), "metadata": dict(proposal.metadata)}
+    except ProposerError as exc:
+        node.status, node.error = NodeStatus.FAILED.value, f"proposer: {exc}"
+    except Exception as exc:  # a proposer bug must not end the campaign
+        node.status = NodeStatus.FAILED.value
+        node.error = f"proposer {proposer_name} raised {type(exc).__name__}: {exc}"
+        node.proposal = {"traceback": traceback.format_exc()[-8000:]}
+    stored = ctx.archive.add_node(node)
+    if stored.status == NodeStatus.FAILED.value:
+        ctx.reporter.node(describe(stored))
+
+
+# materialize -----------------------------------------------------------------------------
+async def materialize(state: CampaignState, runtime: Ctx) -> dict[str, Any]:
+    """Commit each pending proposal on top of its parent and run the task's quick check."""
+    ctx, started = runtime.context, time.monotonic()
+    pending = [n for n in ctx.archive.nodes(ctx.campaign_id, state["round"])
+               if n.status == NodeStatus.PENDING.value and n.commit is None]
+    await asyncio.gather(*(asyncio.to_thread(_materialize_node, ctx, n) for n in pending))
+    return {"active_s": time.monotonic() - started}
+
+
+def _materialize_node(ctx: CampaignContext, node: NodeRow) -> None:
+    parent = ctx.archive.node(node.parent_id or "")
+    base = ctx.store.read(parent.commit) if parent.commit else {}
+    edits: dict[str, str] = dict((node.proposal or {}).get("files", {}))
+    error = _edit_error(ctx, base, edits)
+    files = {**base, **edits}
+    commit = ctx.store.commit(files, [parent.commit] if parent.commit else [],
+                              f"{node.id}: {node.rationale or node.proposer}"[:2000])
+    ctx.store.set_ref(node.id, commit)
+    patch = ctx.store.diff(parent.commit, commit)
+    if error is None:
+        error = ctx.task.quick_check(files)
+        error = None if error is None else f"quick check: {error}"
+    fields: dict[str, Any] = {"commit": commit, "patch": patch}
+    if error is not None:
+        fields.update(status=NodeStatus.FAILED.value, run_status=RunStatus.INVALID.value,
+                      error=error)
+    updated = ctx.archive.update_node(node.id, **fields)
+    if error is not None:
+        ctx.reporter.node(describe(updated))
+
+
+def _edit_error(ctx: CampaignContext, base: dict[str, str], edits: dict[str, str]) -> str | None:
+    editable = set(ctx.editable_paths)
+    outside = sorted(p for p in edits if p not in editable)
+    if outside:
+        return (f"proposal edits {', '.join(outside)}, which the campaign does not evolve "
+                f"(editable: {', '.join(sorted(editable))})")
+    if all(base.get(p) == text for p, text in edits.items()):
+        return "proposal changes nothing"
+    return None
+
+
+# evaluate --------------------------------------------------------------------------------
+async def evaluate(state: CampaignState, runtime: Ctx) -> dict[str, Any]:
+    """Evaluate the round's materialized nodes on dev, up to ``concurrency`` at once."""
+    ctx, started = runtime.context, time.monotonic()
+    todo = [n for n in ctx.archive.nodes(ctx.campaign_id, state["round"])
+            if n.commit is not None and n.status in ("pending", "running")]
+    await _evaluate_nodes(ctx, todo)
+    return {"active_s": time.monotonic() - started}
+
+
+async def _evaluate_nodes(ctx: CampaignContext, nodes: list[NodeRow]) -> None:
+    limit = asyncio.Semaphore(ctx.config.concurrency)
+
+    async def one(node: NodeRow) -> None:
+        if ctx.archive.evaluation(node.id, Split.DEV.value) is None:
+            async with limit:
+                ctx.archive.update_node(node.id, status=NodeStatus.RUNNING.value)
+                outcome = await asyncio.to_thread(_run, ctx, node, Split.DEV)
+                _record_evaluation(ctx, node, Split.DEV, outcome)
+        _finish_node(ctx, node.id)
+
+    await asyncio.gather(*(one(n) for n in nodes))
+    ctx.reporter.update(snapshot(ctx))
+
+
+def _run(ctx: CampaignContext, node: NodeRow, split: Split) -> EvaluationOutcome:
+    files = ctx.store.read(node.commit or "")
+    return run_evaluation(ctx.task, ctx.sandbox, ctx.config.sandbox, files, split,
+                          ctx.cache_dir)
+
+
+def _record_evaluation(ctx: CampaignContext, node: NodeRow, split: Split,
+                       outcome: EvaluationOutcome) -> EvaluationRow:
+    for stream, text in ((f"{split.value}.stdout", outcome.stdout),
+                         (f"{split.value}.stderr", outcome.stderr)):
+        ctx.archive.add_log(node.id, stream, text)
+    if outcome.error:
+        ctx.archive.add_log(node.id, f"{split.value}.error", outcome.error)
+    return ctx.archive.add_evaluation(EvaluationRow(
+        node_id=node.id, split=split.value, seed=0, run_status=outcome.run_status.value,
+        metrics=outcome.metrics, instances=outcome.instances, wall_s=outcome.wall_s))
+
+
+def _finish_node(ctx: CampaignContext, node_id: str) -> None:
+    """Set the node's final status from its dev evaluation (idempotent)."""
+    node, dev = ctx.archive.node(node_id), ctx.archive.evaluation(node_id, Split.DEV.value)
+    if dev is None or node.status in ("done", "failed"):
+        return
+    metric = ctx.task.objective.metric
+    if dev.run_status == RunStatus.OK.value:
+        node = ctx.archive.update_node(node_id, status=NodeStatus.DONE.value,
+                                       run_status=dev.run_status, score=dev.metrics[metric],
+                                       wall_s=dev.wall_s)
+    else:
+        errors = [log.content for log in ctx.archive.logs(node_id) if log.stream == "dev.error"]
+        node = ctx.archive.update_node(node_id, status=NodeStatus.FAILED.value,
+                                       run_status=dev.run_status, wall_s=dev.wall_s,
+                                       error=errors[-1] if errors else dev.run_status)
+    if node.round > 0:
+        ctx.reporter.node(describe(node))
+
+
+def _evaluate_split(ctx: CampaignContext, node: NodeRow, split: Split) -> float | None:
+    """The node's score on ``split`` (evaluating it unless already recorded); None if failed."""
+    row = ctx.archive.evaluation(node.id, split.value)
+    if row is None:
+        row = _record_evaluation(ctx, node, split, _run(ctx, node, split))
+    if row.run_status != RunStatus.OK.value:
+        return None
+    return float(row.metrics[ctx.task.objective.metric])
+
+
+# judge -----------------------------------------------------------------------------------
+async def judge(state: CampaignState, runtime: Ctx) -> dict[str, Any]:
+    """Promote the round's nodes that pass the dev and held-out gates, best first."""
+    ctx, started = runtime.context, time.monotonic()
+    sign = 1.0 if ctx.task.objective.direction == "minimize" else -1.0
+    done = [n for n in ctx.archive.nodes(ctx.campaign_id, state["round"])
+            if n.status == NodeStatus.DONE.value and n.score is not None]
+    for node in sorted(done, key=lambda n: (sign * (n.score or 0.0), n.id)):
+        if not any(log.stream == "judge" for log in ctx.archive.logs(node.id)):
+            await asyncio.to_thread(judge_node, ctx, node, _evaluate_split)
+    ctx.reporter.update(snapshot(ctx))
+    return {"active_s": time.monotonic() - started}
+
+
+# record ----------------------------------------------------------------------------------
+async def record(state: CampaignState, runtime: Ctx) -> dict[str, Any]:
+    """Tell proposers their outcomes and move to the next round."""
+    ctx, round_ = runtime.context, state["round"]
+    nodes = ctx.archive.nodes(ctx.campaign_id)
+    by_id = {n.id: n for n in nodes}
+    for node in (n for n in nodes if n.round == round_):
+        proposer = ctx.proposers.get(node.proposer)
+        if proposer is not None:
+            proposer.observe(outcome_of(node, by_id.get(node.parent_id or ""), ctx))
+    return {"round": round_ + 1}
+
+
+__all__ = ["CampaignState", "evaluate", "judge", "materialize", "propose", "record",
+           "route_after_select", "seed", "select", "snapshot"]

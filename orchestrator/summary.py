@@ -1,0 +1,116 @@
+"""The end-of-campaign summary: the starting point against the best node, on dev and held-out."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from recursor.archive.store import Archive
+from recursor.errors import ArchiveError
+from recursor.types import Split
+
+
+@dataclass
+class NodeReport:
+    """One node's identity and results per split (``instances``: per game/seed values)."""
+
+    id: str
+    commit: str | None
+    proposer: str
+    rationale: str
+    status: str
+    dev: dict[str, Any] = field(default_factory=dict)
+    heldout: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class CampaignSummary:
+    campaign_id: str
+    name: str
+    stop_reason: str
+    evaluated: int
+    failed: int
+    promotions: int
+    root: NodeReport
+    best: NodeReport
+    patch: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def node_report(archive: Archive, node_id: str) -> NodeReport:
+    node = archive.node(node_id)
+    report = NodeReport(node.id, node.commit, node.proposer, node.rationale, node.status)
+    for row in archive.evaluations([node_id]):
+        target = report.dev if row.split == Split.DEV.value else report.heldout
+        target.update(run_status=row.run_status, metrics=row.metrics, instances=row.instances)
+    return report
+
+
+def campaign_summary(archive: Archive, campaign_id: str, stop_reason: str = "") -> CampaignSummary:
+    """The summary of a campaign as its archive stands."""
+    campaign = archive.campaign(campaign_id)
+    if campaign.root_node_id is None:
+        raise ArchiveError(f"campaign {campaign_id} has no starting point yet")
+    best_id = archive.incumbent(campaign_id) or campaign.root_node_id
+    nodes = [n for n in archive.nodes(campaign_id) if n.round > 0]
+    finished = [n for n in nodes if n.status in ("done", "failed")]
+    best = archive.node(best_id)
+    patch = best.patch if best_id != campaign.root_node_id else ""
+    if best.parent_id and best_id != campaign.root_node_id:
+        patch = _patch_from_root(archive, campaign.root_node_id, best_id) or patch
+    return CampaignSummary(
+        campaign_id=campaign_id, name=campaign.name, stop_reason=stop_reason,
+        evaluated=len(finished), failed=sum(n.status == "failed" for n in finished),
+        promotions=max(0, len(archive.promotions(campaign_id)) - 1),
+        root=node_report(archive, campaign.root_node_id), best=node_report(archive, best_id),
+        patch=patch,
+    )
+
+
+def _patch_from_root(archive: Archive, root_id: str, best_id: str) -> str:
+    from pathlib import Path
+
+    from recursor.archive.gitstore import GitStore
+
+    campaign = archive.campaign(archive.node(best_id).campaign_id)
+    store = GitStore(Path(campaign.repo_path))
+    return store.diff(archive.node(root_id).commit, archive.node(best_id).commit or "")
+
+
+def summarize(ctx: Any, stop_reason: str) -> CampaignSummary:
+    return campaign_summary(ctx.archive, ctx.campaign_id, stop_reason)
+
+
+def _score(split: dict[str, Any], metric: str) -> str:
+    value = split.get("metrics", {}).get(metric)
+    return "-" if value is None else f"{value:.4f}"
+
+
+def render_summary(summary: CampaignSummary, metric: str, console: Console) -> None:
+    """Print the root-vs-best table (objective and every per-instance value)."""
+    table = Table(title=f"campaign {summary.name} ({summary.campaign_id})")
+    table.add_column("split / measure")
+    table.add_column(f"start {summary.root.id}", justify="right")
+    table.add_column(f"best {summary.best.id}", justify="right")
+    for split_name in ("dev", "heldout"):
+        root, best = getattr(summary.root, split_name), getattr(summary.best, split_name)
+        table.add_row(f"{split_name} {metric}", _score(root, metric), _score(best, metric))
+        for key in sorted(set(root.get("instances", {})) | set(best.get("instances", {}))):
+            r, b = root.get("instances", {}).get(key), best.get("instances", {}).get(key)
+            table.add_row(f"  {split_name} {key}", "-" if r is None else f"{r:.6g}",
+                          "-" if b is None else f"{b:.6g}")
+    console.print(table)
+    console.print(f"{summary.evaluated} candidates evaluated, {summary.failed} failed, "
+                  f"{summary.promotions} promotions. {summary.stop_reason}")
+
+
+__all__ = ["CampaignSummary", "NodeReport", "campaign_summary", "node_report",
+           "render_summary", "summarize"]

@@ -1,0 +1,81 @@
+"""What proposers and the chooser see of the archive: dev-only node views and outcomes.
+
+Held-out results never leave the archive through here: a :class:`NodeView` carries the dev
+evaluation's metrics only.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+from recursor.archive.models import EvaluationRow, NodeRow
+from recursor.orchestrator.context import CampaignContext
+from recursor.proposers import NodeView, Outcome, ProposalContext
+from recursor.types import ChangeKind, NodeStatus, Split
+
+INSPIRATIONS = 3
+RECENT_FAILURES = 5
+
+
+def slot_seed(seed: int, round_: int, slot: int) -> int:
+    """A stable 32-bit seed for one slot of one round."""
+    digest = hashlib.sha256(f"{seed}-{round_}-{slot}".encode()).digest()
+    return int.from_bytes(digest[:4], "big")
+
+
+def dev_evaluations(ctx: CampaignContext, nodes: list[NodeRow]) -> dict[str, EvaluationRow]:
+    rows = ctx.archive.evaluations([n.id for n in nodes])
+    return {r.node_id: r for r in rows if r.split == Split.DEV.value}
+
+
+def node_view(ctx: CampaignContext, node: NodeRow, dev: EvaluationRow | None) -> NodeView:
+    files = ctx.store.read(node.commit) if node.commit else {}
+    return NodeView(
+        id=node.id, parent_id=node.parent_id, kind=ChangeKind(node.kind),
+        proposer=node.proposer, status=NodeStatus(node.status), score=node.score,
+        metrics=dict(dev.metrics) if dev is not None else {}, files=files,
+        rationale=node.rationale, error=node.error,
+    )
+
+
+def proposal_context(ctx: CampaignContext, parent_id: str, seed: int) -> ProposalContext:
+    """The context for one proposal on ``parent_id``, built from the archive as it stands."""
+    nodes = ctx.archive.nodes(ctx.campaign_id)
+    devs = dev_evaluations(ctx, nodes)
+    by_id = {n.id: n for n in nodes}
+    views = [node_view(ctx, n, devs.get(n.id)) for n in nodes if n.commit]
+    done = [v for v in views if v.status is NodeStatus.DONE and v.score is not None]
+    sign = 1.0 if ctx.task.objective.direction == "minimize" else -1.0
+    best = sorted(done, key=lambda v: (sign * (v.score or 0.0), v.id))[:INSPIRATIONS]
+    failures = [v for v in views if v.status is NodeStatus.FAILED][-RECENT_FAILURES:]
+    objective = ctx.task.objective
+    return ProposalContext(
+        task_name=ctx.task.name, task_description=ctx.task.proposer_hints(),
+        objective_metric=objective.metric, objective_direction=objective.direction,
+        parent=node_view(ctx, by_id[parent_id], devs.get(parent_id)),
+        editable_paths=ctx.editable_paths, allowed_kinds=ctx.allowed_kinds,
+        inspirations=best, recent_failures=failures, history=views, seed=seed,
+    )
+
+
+def outcome_of(node: NodeRow, parent: NodeRow | None, ctx: CampaignContext) -> Outcome:
+    """The outcome a proposer and the chooser learn from (dev score against the parent's)."""
+    ok = node.status == NodeStatus.DONE.value and node.score is not None
+    parent_score = parent.score if parent is not None else None
+    improvement = None
+    if ok and node.score is not None and parent_score is not None:
+        improvement = ctx.task.objective.improvement(node.score, parent_score)
+    return Outcome(node_id=node.id, proposer=node.proposer, ok=ok, score=node.score,
+                   parent_score=parent_score, improvement=improvement)
+
+
+def past_outcomes(ctx: CampaignContext) -> list[Outcome]:
+    """Outcomes of every finished non-root node, in creation order (for replaying a chooser)."""
+    nodes = ctx.archive.nodes(ctx.campaign_id)
+    by_id = {n.id: n for n in nodes}
+    finished = (NodeStatus.DONE.value, NodeStatus.FAILED.value)
+    return [outcome_of(n, by_id.get(n.parent_id or ""), ctx) for n in nodes
+            if n.round > 0 and n.status in finished and n.proposer in ctx.proposers]
+
+
+__all__ = ["node_view", "outcome_of", "past_outcomes", "proposal_context", "slot_seed"]

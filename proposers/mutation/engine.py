@@ -1,0 +1,166 @@
+"""The program-mutation engine: random primitive edits inside EVOLVE blocks.
+
+One *attempt* applies between 1 and ``max_mutations`` edits in sequence; each edit re-parses
+the current source, lists every (node, primitive) pair inside a block where the primitive
+applies, draws one with probability proportional to the primitive's weight, and splices the
+replacement at the node's span. An attempt succeeds when the result parses, is a different
+program from the input (and from every ``avoid``-ed source) and the validity callback returns
+None. The engine makes up to ``max_attempts`` attempts, then raises ``ProposerError`` with the
+last reasons. All randomness comes from the ``random.Random`` passed in, so a seed reproduces
+a run exactly.
+"""
+
+from __future__ import annotations
+
+import ast
+import random
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from recursor.errors import ProposerError
+from recursor.mutation import MutationPrimitive
+
+from recursor.proposers.mutation.scope import ContextualPrimitive, block_scope
+from recursor.proposers.mutation.source import (
+    find_blocks,
+    nodes_in_blocks,
+    parent_map,
+    replacement_text,
+    same_program,
+    splice,
+)
+
+Validity = Callable[[str], str | None]
+MAX_REASONS = 5
+
+
+@dataclass(frozen=True)
+class AppliedMutation:
+    """One edit: which primitive, where (1-based line), and the text before and after."""
+
+    primitive: str
+    line: int
+    before: str
+    after: str
+
+    def describe(self) -> str:
+        return f"{self.primitive} at line {self.line}: {self.before} -> {self.after}"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"primitive": self.primitive, "line": self.line, "before": self.before,
+                "after": self.after}
+
+
+@dataclass(frozen=True)
+class MutationResult:
+    source: str
+    mutations: tuple[AppliedMutation, ...]
+    attempts: int
+
+    def describe(self) -> str:
+        return "; ".join(m.describe() for m in self.mutations)
+
+
+def _sites(tree: ast.Module, source: str,
+           primitives: Sequence[MutationPrimitive]) -> list[tuple[ast.AST, MutationPrimitive]]:
+    """Every (node, primitive) pair inside a block where the primitive applies."""
+    blocks = find_blocks(source)
+    bound: dict[int, list[MutationPrimitive]] = {}
+    for index, block in enumerate(blocks):
+        scope = block_scope(tree, block)
+        usable: list[MutationPrimitive] = []
+        for primitive in primitives:
+            if isinstance(primitive, ContextualPrimitive):
+                bound_primitive = primitive.bind(scope)
+                if bound_primitive is not None:
+                    usable.append(bound_primitive)
+            else:
+                usable.append(primitive)
+        bound[index] = usable
+    sites = []
+    for node, block in nodes_in_blocks(tree, blocks):
+        for primitive in bound[blocks.index(block)]:
+            if primitive.weight > 0 and primitive.applies(node):
+                sites.append((node, primitive))
+    return sites
+
+
+def mutate_once(source: str, primitives: Sequence[MutationPrimitive],
+                rng: random.Random) -> tuple[str, AppliedMutation] | None:
+    """Apply one weighted-random edit inside a block; None when no primitive offers one."""
+    tree = ast.parse(source)
+    sites = _sites(tree, source, primitives)
+    parents = parent_map(tree)
+    while sites:
+        weights = [primitive.weight for _, primitive in sites]
+        index = rng.choices(range(len(sites)), weights=weights)[0]
+        node, primitive = sites.pop(index)
+        replacement = primitive.mutate(node, rng)
+        if replacement is None:
+            continue
+        text = replacement_text(node, replacement, parents)
+        before = ast.get_source_segment(source, node) or ast.unparse(node)
+        new_source = splice(source, [(node, text)])
+        line = getattr(node, "lineno", 0)
+        return new_source, AppliedMutation(primitive.name, line, before, text)
+    return None
+
+
+class MutationEngine:
+    """Applies primitives to EVOLVE blocks until a valid, new program comes out."""
+
+    def __init__(self, primitives: Sequence[MutationPrimitive], max_mutations: int = 2,
+                 max_attempts: int = 50) -> None:
+        if max_mutations < 1 or max_attempts < 1:
+            raise ValueError("max_mutations and max_attempts must be at least 1")
+        if not primitives:
+            raise ValueError("the mutation engine needs at least one primitive")
+        self.primitives = list(primitives)
+        self.max_mutations = max_mutations
+        self.max_attempts = max_attempts
+
+    def _attempt(self, source: str, rng: random.Random) -> tuple[str, list[AppliedMutation]]:
+        current, applied = source, []
+        for _ in range(rng.randint(1, self.max_mutations)):
+            step = mutate_once(current, self.primitives, rng)
+            if step is None:
+                break
+            current, mutation = step
+            applied.append(mutation)
+        return current, applied
+
+    def _reject(self, source: str, candidate: str, applied: list[AppliedMutation],
+                avoid: Collection[str], is_valid: Validity) -> str | None:
+        """Why ``candidate`` is unusable, or None."""
+        if not applied:
+            return "no primitive applies inside the EVOLVE blocks"
+        try:
+            ast.parse(candidate)
+        except SyntaxError as exc:
+            return f"result does not parse: {exc.msg}"
+        if same_program(candidate, source):
+            return "result is the same program"
+        if any(same_program(candidate, seen) for seen in avoid):
+            return "result was already proposed"
+        return is_valid(candidate)
+
+    def mutate(self, source: str, rng: random.Random, is_valid: Validity,
+               avoid: Collection[str] = ()) -> MutationResult:
+        """A valid mutant of ``source``; raises ProposerError when no attempt gave one."""
+        try:
+            ast.parse(source)
+        except SyntaxError as exc:
+            raise ProposerError(f"cannot mutate a source that does not parse: {exc.msg}") from None
+        if not find_blocks(source):
+            raise ProposerError("the source has no EVOLVE-BLOCK-START/END region to mutate")
+        reasons: list[str] = []
+        for attempt in range(1, self.max_attempts + 1):
+            candidate, applied = self._attempt(source, rng)
+            reason = self._reject(source, candidate, applied, avoid, is_valid)
+            if reason is None:
+                return MutationResult(candidate, tuple(applied), attempt)
+            reasons.append(reason)
+        distinct = list(dict.fromkeys(reasons))[:MAX_REASONS]
+        raise ProposerError(f"no valid mutant in {self.max_attempts} attempts; reasons: "
+                            + " | ".join(r[:200] for r in distinct))

@@ -1,0 +1,78 @@
+"""``MutationProposer``: one random, valid program mutation of the parent per proposal."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Mapping, Sequence
+
+from recursor.errors import ProposerError
+from recursor.mutation import MutationPrimitive
+from recursor.types import ChangeKind
+
+from recursor.proposers._base import Proposal, ProposalContext, Proposer
+from recursor.proposers.mutation.engine import MutationEngine
+from recursor.proposers.mutation.source import find_blocks
+
+QuickCheck = Callable[[Mapping[str, str]], str | None]
+
+
+def context_rng(name: str, context: ProposalContext, base_seed: int = 0) -> random.Random:
+    """A generator seeded by the context alone: its seed, its parent and the history length.
+
+    The same context always gives the same proposal; a new step (longer history) or another
+    parent gives a different one even when the campaign passes one fixed seed.
+    """
+    material = f"{name}:{base_seed}:{context.seed}:{context.parent.id}:{len(context.history)}"
+    return random.Random(material)
+
+
+def proposal_kind(context: ProposalContext) -> ChangeKind:
+    """The component's kind: the first allowed kind, or ALGORITHM when none is given."""
+    return context.allowed_kinds[0] if context.allowed_kinds else ChangeKind.ALGORITHM
+
+
+def mutable_paths(files: Mapping[str, str], editable: Sequence[str]) -> list[str]:
+    """The editable paths present in ``files`` that hold at least one EVOLVE block, sorted."""
+    return sorted(p for p in editable if p in files and find_blocks(files[p]))
+
+
+class MutationProposer(Proposer):
+    """Mutates one editable file of the parent with the given primitives.
+
+    Contract: the proposal's single file parses, differs from the parent's and from every
+    file of the same path in ``context.history``, and passes ``quick_check`` (called with the
+    parent's files, that one replaced). ``editable_paths`` limits which files may change; when
+    empty, ``context.editable_paths`` decides. Raises ProposerError when no file is mutable or
+    no valid mutant was found in ``max_attempts`` attempts.
+    """
+
+    name = "mutation"
+
+    def __init__(self, primitives: Sequence[MutationPrimitive], quick_check: QuickCheck,
+                 max_mutations: int = 2, max_attempts: int = 50,
+                 editable_paths: Sequence[str] = (), seed: int = 0) -> None:
+        self.engine = MutationEngine(primitives, max_mutations, max_attempts)
+        self.quick_check = quick_check
+        self.editable_paths = tuple(editable_paths)
+        self.seed = seed
+
+    def propose(self, context: ProposalContext) -> Proposal:
+        files = context.parent.files
+        paths = mutable_paths(files, self.editable_paths or context.editable_paths)
+        if not paths:
+            raise ProposerError("no editable file of the parent has an EVOLVE block to mutate")
+        rng = context_rng(self.name, context, self.seed)
+        path = rng.choice(paths)
+        seen = [n.files[path] for n in context.history if path in n.files]
+
+        def is_valid(source: str) -> str | None:
+            return self.quick_check({**files, path: source})
+
+        result = self.engine.mutate(files[path], rng, is_valid, avoid=seen)
+        return Proposal(
+            kind=proposal_kind(context),
+            rationale=f"{path}: {result.describe()}",
+            files={path: result.source},
+            metadata={"mutations": [m.as_dict() for m in result.mutations], "path": path,
+                      "attempts": result.attempts},
+        )

@@ -1,0 +1,235 @@
+"""``OptunaProposer``: tune the numeric literals of the parent's EVOLVE blocks with TPE.
+
+The parent's *structure* is its source with every numeric literal inside an EVOLVE block
+abstracted (a negated literal ``-c`` counts as one literal). Every evaluated node of
+``context.history`` with the same structure is a finished trial whose parameters are its
+literals and whose value is its score; a seeded TPE sampler then asks for new values. The study
+is rebuilt on every call, so the proposer keeps no state and the same context always gives the
+same proposal.
+
+Search ranges lie around the parent's values, widened to cover every value seen in history:
+log-uniform over ``[v / 100, 5 v]`` for a positive float, ``[-5|v|, -|v| / 100]`` (uniform) for
+a negative one, ``[-1, 1]`` for ``0.0``; an int literal ``n`` stays an int in
+``[n - max(2, |n|), n + max(2, |n|)]``.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import optuna
+from optuna.distributions import BaseDistribution, FloatDistribution, IntDistribution
+from recursor.errors import ProposerError
+from recursor.types import NodeStatus
+
+from recursor.proposers._base import NodeView, Proposal, ProposalContext, Proposer
+from recursor.proposers.mutation.primitives import is_number
+from recursor.proposers.mutation.proposer import (
+    QuickCheck,
+    context_rng,
+    mutable_paths,
+    proposal_kind,
+)
+from recursor.proposers.mutation.source import find_blocks, nodes_in_blocks, splice
+
+optuna.logging.set_verbosity(optuna.logging.WARNING)
+PLACEHOLDER = "__recursor_constant__"
+LOW_FACTOR, HIGH_FACTOR = 0.01, 5.0
+STARTUP_TRIALS = 4
+
+
+@dataclass(frozen=True)
+class Literal:
+    """One numeric literal of a block: its node (the ``-c`` node when negated) and value."""
+
+    node: ast.expr
+    value: float | int
+
+    @property
+    def is_int(self) -> bool:
+        return isinstance(self.value, int)
+
+
+def find_literals(source: str) -> list[Literal]:
+    """The numeric literals inside the EVOLVE blocks of ``source``, in source order."""
+    tree = ast.parse(source)
+    negated: set[int] = set()
+    found: list[Literal] = []
+    for node, _ in nodes_in_blocks(tree, find_blocks(source)):
+        if (isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub)
+                and is_number(node.operand)):
+            negated.add(id(node.operand))
+            found.append(Literal(node, -node.operand.value))  # type: ignore[attr-defined]
+        elif is_number(node) and id(node) not in negated:
+            found.append(Literal(node, node.value))  # type: ignore[attr-defined]
+    found = [lit for lit in found if not (isinstance(lit.node, ast.Constant)
+                                           and id(lit.node) in negated)]
+    return sorted(found, key=lambda lit: (lit.node.lineno, lit.node.col_offset))
+
+
+def with_values(source: str, literals: Sequence[Literal], values: Sequence[float | int]) -> str:
+    """``source`` with each literal's text replaced by the matching value."""
+    edits = [(lit.node, _literal_text(v)) for lit, v in zip(literals, values, strict=True)]
+    return splice(source, edits)  # type: ignore[arg-type]
+
+
+def _literal_text(value: float | int) -> str:
+    text = repr(value)
+    return f"({text})" if value < 0 else text
+
+
+def structure(source: str) -> str:
+    """The program with block literals abstracted (an AST dump, formatting ignored)."""
+    literals = find_literals(source)
+    edits = [(lit.node, PLACEHOLDER) for lit in literals]
+    return ast.dump(ast.parse(splice(source, edits)))  # type: ignore[arg-type]
+
+
+def _distribution(parent: float | int, seen: Sequence[float | int]) -> BaseDistribution:
+    """The search range of one literal (see the module docstring)."""
+    if isinstance(parent, int):
+        spread = max(2, abs(parent))
+        ints = [int(round(v)) for v in seen]
+        return IntDistribution(min([parent - spread, *ints]), max([parent + spread, *ints]))
+    if parent > 0:
+        low, high = parent * LOW_FACTOR, parent * HIGH_FACTOR
+    elif parent < 0:
+        low, high = parent * HIGH_FACTOR, parent * LOW_FACTOR
+    else:
+        low, high = -1.0, 1.0
+    low, high = min([low, *seen]), max([high, *seen])
+    return FloatDistribution(low, high, log=parent > 0 and low > 0)
+
+
+def _param_name(index: int, literal: Literal) -> str:
+    return f"c{index}_line{literal.node.lineno}"
+
+
+def _trial_values(node: NodeView, path: str, shape: str, count: int) -> list[float | int] | None:
+    """A history node's literal values when it is a scored node of the same structure."""
+    source = node.files.get(path)
+    if node.status != NodeStatus.DONE or node.score is None or source is None:
+        return None
+    if not math.isfinite(node.score):
+        return None
+    try:
+        if structure(source) != shape:
+            return None
+        values = [lit.value for lit in find_literals(source)]
+    except SyntaxError:
+        return None
+    return values if len(values) == count else None
+
+
+def build_study(literals: Sequence[Literal], history: Sequence[tuple[list[float | int], float]],
+                direction: str, seed: int) -> tuple[optuna.Study, dict[str, BaseDistribution]]:
+    """A TPE study holding one finished trial per history entry (values, score)."""
+    direction = "maximize" if direction == "maximize" else "minimize"
+    sampler = optuna.samplers.TPESampler(seed=seed, n_startup_trials=STARTUP_TRIALS,
+                                         multivariate=True, warn_independent_sampling=False)
+    study = optuna.create_study(direction=direction, sampler=sampler)
+    distributions = {}
+    for index, lit in enumerate(literals):
+        seen = [values[index] for values, _ in history]
+        distributions[_param_name(index, lit)] = _distribution(lit.value, seen)
+    for values, score in history:
+        params = {name: (int(round(v)) if isinstance(d, IntDistribution) else float(v))
+                  for (name, d), v in zip(distributions.items(), values, strict=True)}
+        study.add_trial(optuna.trial.create_trial(params=params, distributions=distributions,
+                                                  value=score))
+    return study, distributions
+
+
+class OptunaProposer(Proposer):
+    """Proposes new values for the parent's block literals from a history-built TPE study.
+
+    Contract: the proposal changes only literal values of one editable file (its structure is
+    the parent's), passes ``quick_check``, and is deterministic given the context. The study's
+    trials are exactly the history nodes whose file has the parent's structure (the parent
+    among them when it is in history). Raises ProposerError when the parent has no literal in
+    an EVOLVE block or when ``max_attempts`` asks gave nothing valid and new.
+    """
+
+    name = "optuna"
+
+    def __init__(self, quick_check: QuickCheck, editable_paths: Sequence[str] = (),
+                 max_attempts: int = 20, seed: int = 0) -> None:
+        if max_attempts < 1:
+            raise ValueError("max_attempts must be at least 1")
+        self.quick_check = quick_check
+        self.editable_paths = tuple(editable_paths)
+        self.max_attempts = max_attempts
+        self.seed = seed
+
+    def _target(self, context: ProposalContext) -> tuple[str, list[Literal]]:
+        files = context.parent.files
+        paths = mutable_paths(files, self.editable_paths or context.editable_paths)
+        with_literals = [(p, find_literals(files[p])) for p in paths]
+        with_literals = [(p, lits) for p, lits in with_literals if lits]
+        if not with_literals:
+            raise ProposerError("the parent has no numeric constant inside an EVOLVE block "
+                                "of an editable file; nothing for optuna to tune")
+        rng = context_rng(self.name, context, self.seed)
+        return rng.choice(with_literals)
+
+    def history_trials(self, context: ProposalContext, path: str,
+                       literals: Sequence[Literal]) -> list[tuple[list[float | int], float]]:
+        """(values, score) of every history node with the parent's structure, deduplicated."""
+        shape = structure(context.parent.files[path])
+        trials: dict[tuple[float | int, ...], float] = {}
+        for node in context.history:
+            values = _trial_values(node, path, shape, len(literals))
+            if values is not None and node.score is not None:
+                trials.setdefault(tuple(values), node.score)
+        return [(list(v), s) for v, s in trials.items()]
+
+    def propose(self, context: ProposalContext) -> Proposal:
+        path, literals = self._target(context)
+        source = context.parent.files[path]
+        trials = self.history_trials(context, path, literals)
+        seed = context_rng(self.name, context, self.seed).randrange(2**31)
+        study, distributions = build_study(literals, trials, context.objective_direction, seed)
+        seen = {tuple(values) for values, _ in trials}
+        seen.add(tuple(lit.value for lit in literals))
+        reasons: list[str] = []
+        for _ in range(self.max_attempts):
+            trial = study.ask(distributions)
+            values = [trial.params[name] for name in distributions]
+            if tuple(values) in seen:
+                study.tell(trial, state=optuna.trial.TrialState.PRUNED)
+                reasons.append("repeated values")
+                continue
+            seen.add(tuple(values))
+            candidate = with_values(source, literals, values)
+            reason = self.quick_check({**context.parent.files, path: candidate})
+            if reason is None:
+                return self._proposal(context, path, literals, values, candidate, len(trials))
+            reasons.append(reason)
+            study.tell(trial, state=optuna.trial.TrialState.FAIL)
+        distinct = " | ".join(list(dict.fromkeys(r[:200] for r in reasons))[:5])
+        raise ProposerError(f"optuna found no valid values in {self.max_attempts} asks: {distinct}")
+
+    def _proposal(self, context: ProposalContext, path: str, literals: Sequence[Literal],
+                  values: Sequence[float | int], candidate: str, n_trials: int) -> Proposal:
+        changes = [{"line": lit.node.lineno, "before": lit.value, "after": v}
+                   for lit, v in zip(literals, values, strict=True) if v != lit.value]
+        words = ", ".join(f"line {c['line']}: {c['before']!r} -> {_short(c['after'])}"
+                          for c in changes)
+        return Proposal(
+            kind=proposal_kind(context),
+            rationale=f"{path}: TPE over {len(literals)} constants "
+                      f"({n_trials} history trials): {words}",
+            files={path: candidate},
+            metadata={"path": path, "constants": changes, "history_trials": n_trials},
+        )
+
+
+def _short(value: float | int) -> str:
+    return repr(value) if isinstance(value, int) else f"{value:.4g}"
+
+
+__all__ = ["Literal", "OptunaProposer", "build_study", "find_literals", "structure",
+           "with_values"]

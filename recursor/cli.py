@@ -1,0 +1,125 @@
+"""The ``recursor`` command line: run and resume campaigns, inspect archives, debug sandboxes.
+
+Library errors (:class:`RecursorError`) become a one-paragraph message and exit status 2;
+Ctrl-C stops a campaign cleanly (exit status 130) and says how to resume it.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from datetime import datetime
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+
+from recursor import cli_archive, cli_sandbox
+from recursor.config import load_config
+from recursor.errors import RecursorError
+
+app = typer.Typer(help="Recursor: unattended improvement campaigns with a discovery archive.",
+                  no_args_is_help=True, pretty_exceptions_enable=False)
+app.add_typer(cli_archive.app, name="archive")
+app.add_typer(cli_sandbox.app, name="sandbox")
+console = Console()
+err_console = Console(stderr=True)
+
+DirOption = Annotated[Path | None, typer.Option("--dir", help="campaign directory")]
+MaxEvals = Annotated[int | None, typer.Option("--max-evals", min=1,
+                                              help="override budget.max_evals")]
+CampaignFile = Annotated[Path | None, typer.Argument(help="campaign YAML (default: built-in)")]
+Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="no live progress")]
+
+
+def _reporter(quiet: bool) -> Any:
+    from recursor.orchestrator.progress import NullReporter, RichReporter
+
+    return NullReporter() if quiet else RichReporter(console)
+
+
+def _finish(summary: Any, directory: Path, metric: str) -> None:
+    from recursor.orchestrator.summary import render_summary
+
+    render_summary(summary, metric, console)
+    if summary.patch:
+        console.print(f"\n[bold]best node {summary.best.id}: diff from the starting point[/bold]")
+        console.print(summary.patch, highlight=False, markup=False)
+    console.print("\n[bold]inspect the archive:[/bold]")
+    for command in ("tree", "best", f"show {summary.best.id}", f"lineage {summary.best.id}",
+                    "export --format csv"):
+        console.print(f"  recursor archive {command} --dir {directory}", highlight=False)
+
+
+def _interrupted(directory: Path) -> None:
+    err_console.print(f"\nstopped. Continue with: recursor resume --dir {directory}")
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # Sandboxed evaluations in worker threads die with the process; the archive and the
+    # checkpoints are transactional, so this is as safe as the kill -9 the resume handles.
+    os._exit(130)
+
+
+@app.command()
+def run(
+    campaign: CampaignFile = None,
+    directory: DirOption = None,
+    max_evals: MaxEvals = None,
+    quiet: Quiet = False,
+) -> None:
+    """Start a campaign (the built-in CFR campaign when no file is given)."""
+    from recursor.orchestrator.graph import run_campaign
+
+    config = load_config(campaign)
+    if max_evals is not None:
+        config.budget.max_evals = max_evals
+    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+    target = directory or Path("campaigns") / f"{config.name}-{stamp}"
+    console.print(f"campaign [bold]{config.name}[/bold] in {target}")
+    try:
+        summary = run_campaign(config, target, _reporter(quiet))
+    except KeyboardInterrupt:
+        _interrupted(target)
+    _finish(summary, target, _metric(config))
+
+
+@app.command()
+def resume(
+    directory: Annotated[Path, typer.Option("--dir", help="campaign directory")],
+    max_evals: MaxEvals = None,
+    quiet: Quiet = False,
+) -> None:
+    """Continue a stopped, killed or finished campaign (``--max-evals`` raises its budget)."""
+    from recursor.orchestrator.context import open_context
+    from recursor.orchestrator.graph import execute
+
+    overrides = {"budget": {"max_evals": max_evals}} if max_evals is not None else None
+    ctx = open_context(directory, _reporter(quiet), overrides=overrides)
+    try:
+        summary = execute(ctx)
+        metric = ctx.task.objective.metric
+    except KeyboardInterrupt:
+        _interrupted(directory)
+    finally:
+        ctx.close()
+    _finish(summary, directory, metric)
+
+
+def _metric(config: Any) -> str:
+    from recursor.tasks.loading import build_task
+
+    return str(build_task(config.task).objective.metric)
+
+
+def main() -> None:
+    """Console-script entry point."""
+    try:
+        app()
+    except RecursorError as exc:
+        err_console.print(f"[bold red]error:[/bold red] {exc}", highlight=False)
+        raise SystemExit(2) from None
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,107 @@
+"""``recursor sandbox``: run one command in a sandbox by hand, to try limits and isolation.
+
+Mounted by the main CLI as ``app.add_typer(cli_sandbox.app, name="sandbox")``.
+Exit codes: 0 when the run's status is ``ok``, 1 for any other status, 2 for bad usage or a
+sandbox that cannot work here.
+"""
+
+from __future__ import annotations
+
+import json
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from recursor.errors import SandboxError
+from recursor.sandbox import Mount, Sandbox, SandboxLimits, SandboxRequest, SandboxResult
+from recursor.types import RunStatus
+
+app = typer.Typer(help="Run commands in a sandbox by hand (to check isolation and limits).")
+
+
+@app.callback()
+def sandbox_group() -> None:
+    """Run commands in a sandbox by hand (to check isolation and limits)."""
+
+
+class SandboxKind(StrEnum):
+    PROCESS = "process"
+    DOCKER = "docker"
+
+
+def parse_mount(spec: str) -> Mount:
+    """``SRC:TARGET`` or ``SRC:TARGET:rw`` into a Mount; raises typer.BadParameter."""
+    parts = spec.split(":")
+    writable = False
+    if len(parts) == 3 and parts[2] in ("ro", "rw"):
+        writable = parts.pop() == "rw"
+    if len(parts) != 2 or not parts[0] or not parts[1].startswith("/"):
+        raise typer.BadParameter(f"{spec!r} is not SRC:/TARGET[:ro|rw]", param_hint="--mount")
+    return Mount(source=Path(parts[0]), target=parts[1], writable=writable)
+
+
+def make_sandbox(kind: SandboxKind) -> Sandbox:
+    """The sandbox of ``kind``; raises typer.BadParameter for one that is not available."""
+    if kind is SandboxKind.DOCKER:
+        raise typer.BadParameter("docker sandbox is not available yet", param_hint="--kind")
+    from recursor.sandbox.process import ProcessSandbox
+
+    return ProcessSandbox()
+
+
+@app.command(context_settings={"allow_interspersed_args": False})
+def run(
+    command: Annotated[list[str], typer.Argument(help="The command to run, after `--`.")],
+    kind: Annotated[SandboxKind, typer.Option(help="Sandbox kind.")] = SandboxKind.PROCESS,
+    timeout: Annotated[float, typer.Option(help="Wall-time limit in seconds.", min=0.1)] = 60.0,
+    memory: Annotated[int, typer.Option(help="Memory limit in MB.", min=16)] = 2048,
+    workspace: Annotated[
+        Path | None,
+        typer.Option(help="Directory copied to /workspace.", exists=True, file_okay=False),
+    ] = None,
+    mount: Annotated[
+        list[str] | None, typer.Option(help="SRC:TARGET[:rw], read-only unless :rw; repeatable.")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+) -> None:
+    """Run COMMAND in the sandbox and report its status, output and verdict."""
+    mounts = [parse_mount(spec) for spec in mount or []]
+    sandbox = make_sandbox(kind)
+    limits = SandboxLimits(wall_time_s=timeout, memory_mb=memory)
+    request = SandboxRequest(command=command, workspace=workspace, mounts=mounts, limits=limits)
+    try:
+        result = sandbox.run(request)
+    except SandboxError as exc:
+        Console(stderr=True).print(f"[red]sandbox error:[/red] {exc}")
+        raise typer.Exit(2) from exc
+    finally:
+        sandbox.close()
+    if as_json:
+        typer.echo(json.dumps(result.to_dict(), indent=2))
+    else:
+        print_summary(result, Console())
+    raise typer.Exit(0 if result.status is RunStatus.OK else 1)
+
+
+def print_summary(result: SandboxResult, console: Console) -> None:
+    """A readable account of one run: a table of facts, then the captured output."""
+    colour = "green" if result.status is RunStatus.OK else "red"
+    table = Table(show_header=False, box=None)
+    table.add_row("status", f"[{colour}]{result.status.value}[/{colour}]")
+    table.add_row("exit code", str(result.exit_code))
+    table.add_row("wall time", f"{result.wall_time_s:.2f} s")
+    if result.error:
+        table.add_row("error", result.error)
+    if result.result is not None:
+        table.add_row("result", json.dumps(result.result))
+    if result.output_truncated:
+        table.add_row("output", "truncated")
+    console.print(table)
+    for name, text in (("stdout", result.stdout), ("stderr", result.stderr)):
+        if text:
+            console.rule(name)
+            console.print(text, markup=False, highlight=False, end="")

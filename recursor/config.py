@@ -1,0 +1,168 @@
+"""Campaign configuration: pydantic models loaded from YAML.
+
+Every model forbids unknown fields, so a typo is an error that names the field. Variants are
+discriminated unions on ``kind``, so each variant carries only its own fields. Secrets never
+appear here: they come from the environment at the point of use.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from recursor.errors import ConfigError
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class CfrTaskConfig(_Model):
+    kind: Literal["cfr"] = "cfr"
+    iterations: int = Field(100, ge=1, le=100_000, description="CFR iterations per game")
+
+
+class PluginTaskConfig(_Model):
+    kind: Literal["plugin"]
+    class_path: str = Field(pattern=r"^[\w.]+:[\w.]+$", description="package.module:Class")
+    options: dict[str, Any] = Field(default_factory=dict)
+
+
+TaskConfig = Annotated[CfrTaskConfig | PluginTaskConfig, Field(discriminator="kind")]
+
+
+class MutationProposerConfig(_Model):
+    kind: Literal["mutation"] = "mutation"
+    max_mutations: int = Field(2, ge=1, le=10)
+    max_attempts: int = Field(50, ge=1)
+
+
+class OptunaProposerConfig(_Model):
+    kind: Literal["optuna"] = "optuna"
+
+
+class PluginProposerConfig(_Model):
+    kind: Literal["plugin"]
+    class_path: str = Field(pattern=r"^[\w.]+:[\w.]+$", description="package.module:Class")
+    options: dict[str, Any] = Field(default_factory=dict)
+
+
+ProposerConfig = Annotated[
+    MutationProposerConfig | OptunaProposerConfig | PluginProposerConfig,
+    Field(discriminator="kind"),
+]
+
+
+class ProposerChoiceConfig(_Model):
+    policy: Literal["alternate", "ucb"] = "ucb"
+
+
+class ProcessSandboxConfig(_Model):
+    kind: Literal["process"] = "process"
+    timeout_s: float = Field(120.0, gt=0)
+    memory_mb: int = Field(2048, ge=64)
+    max_processes: int = Field(64, ge=1)
+    output_bytes: int = Field(64_000, ge=1024)
+
+
+SandboxConfig = Annotated[ProcessSandboxConfig, Field(discriminator="kind")]
+
+
+class SelectionConfig(_Model):
+    kind: Literal["greedy", "rank", "epsilon_greedy", "tournament"] = "rank"
+    exponent: float = Field(1.5, gt=0, description="rank: power-law exponent")
+    epsilon: float = Field(0.2, ge=0, le=1, description="epsilon_greedy: exploration rate")
+    tournament_size: int = Field(3, ge=1)
+
+
+class PromotionConfig(_Model):
+    min_improvement: float = Field(
+        1e-3, ge=0, description="smallest dev improvement (objective units) that counts"
+    )
+    confidence: float = Field(0.95, gt=0.5, lt=1)
+    heldout_tolerance: float = Field(
+        0.5, ge=0, description="largest held-out regression (objective units) allowed"
+    )
+
+
+class BudgetConfig(_Model):
+    max_evals: int = Field(60, ge=1, description="candidates attempted, failures included")
+    wall_time_s: float | None = Field(None, gt=0, description="active seconds before stopping")
+
+
+class ArchiveConfig(_Model):
+    url: str | None = Field(None, description="SQLAlchemy URL; default: SQLite in the campaign dir")
+
+
+def _default_proposers() -> list[ProposerConfig]:
+    return [MutationProposerConfig(), OptunaProposerConfig()]
+
+
+class CampaignConfig(_Model):
+    name: str = "campaign"
+    task: TaskConfig = Field(default_factory=CfrTaskConfig)
+    components: list[str] = Field(default_factory=lambda: ["algorithm"])
+    proposers: list[ProposerConfig] = Field(default_factory=_default_proposers, min_length=1)
+    proposer_choice: ProposerChoiceConfig = Field(default_factory=ProposerChoiceConfig)
+    sandbox: SandboxConfig = Field(default_factory=ProcessSandboxConfig)
+    selection: SelectionConfig = Field(default_factory=SelectionConfig)
+    promotion: PromotionConfig = Field(default_factory=PromotionConfig)
+    budget: BudgetConfig = Field(default_factory=BudgetConfig)
+    concurrency: int = Field(2, ge=1, le=256)
+    archive: ArchiveConfig = Field(default_factory=ArchiveConfig)
+    seed: int = 0
+
+
+def _format_errors(err: ValidationError, source: str) -> str:
+    lines = [f"invalid campaign config ({source}):"]
+    for e in err.errors():
+        path = ".".join(str(p) for p in e["loc"]) or "<root>"
+        msg = e["msg"]
+        if e["type"] == "extra_forbidden":
+            msg = "unknown field; check its spelling (see docs/configuration.md)"
+        elif e["type"] == "literal_error":
+            msg = f"{msg} (got {e.get('input')!r})"
+        elif e["type"] == "union_tag_invalid":
+            msg = f"{msg}"
+        lines.append(f"  {path}: {msg}")
+    return "\n".join(lines)
+
+
+def parse_config(data: Any, source: str = "<dict>") -> CampaignConfig:
+    """Validate a mapping as a campaign config; raise ConfigError naming each bad field."""
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        kind = type(data).__name__
+        raise ConfigError(f"{source}: a campaign file must be a YAML mapping, got {kind}")
+    try:
+        return CampaignConfig.model_validate(data)
+    except ValidationError as err:
+        raise ConfigError(_format_errors(err, source)) from None
+
+
+def load_config(path: Path | None) -> CampaignConfig:
+    """Load a campaign YAML file, or the built-in default campaign when ``path`` is None."""
+    if path is None:
+        return default_campaign()
+    try:
+        text = Path(path).read_text()
+    except OSError as err:
+        raise ConfigError(f"cannot read campaign file {path}: {err.strerror}") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as err:
+        raise ConfigError(f"{path}: not valid YAML: {err}") from None
+    return parse_config(data, str(path))
+
+
+def default_campaign() -> CampaignConfig:
+    """The built-in campaign: discover a better CFR variant from vanilla CFR."""
+    return CampaignConfig(name="cfr-default")
+
+
+def config_to_dict(config: CampaignConfig) -> dict[str, Any]:
+    return config.model_dump(mode="json")

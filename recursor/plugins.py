@@ -1,0 +1,43 @@
+"""Loading user plug-ins from ``class_path`` strings and entry-point groups."""
+
+from __future__ import annotations
+
+import importlib
+from importlib.metadata import entry_points
+from typing import Any
+
+from recursor.errors import ConfigError
+
+
+def load_class_path(class_path: str) -> Any:
+    """Import ``package.module:Attr``; raise ConfigError saying what is missing."""
+    module_name, _, attr = class_path.partition(":")
+    if not module_name or not attr:
+        raise ConfigError(f"class_path {class_path!r} must look like 'package.module:Class'")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as err:
+        raise ConfigError(
+            f"class_path {class_path!r}: cannot import module {module_name!r} ({err}); "
+            "is the package installed in this environment?"
+        ) from None
+    obj: Any = module
+    for part in attr.split("."):
+        try:
+            obj = getattr(obj, part)
+        except AttributeError:
+            raise ConfigError(f"class_path {class_path!r}: {module_name} has no {attr!r}") from None
+    return obj
+
+
+def entry_point_names(group: str) -> dict[str, str]:
+    """Installed entry points of ``group``: name -> 'module:attr'."""
+    return {ep.name: ep.value for ep in entry_points(group=group)}
+
+
+def load_entry_point(group: str, name: str) -> Any:
+    for ep in entry_points(group=group):
+        if ep.name == name:
+            return ep.load()
+    known = ", ".join(sorted(entry_point_names(group))) or "none"
+    raise ConfigError(f"no plug-in {name!r} in entry-point group {group!r} (installed: {known})")

@@ -1,0 +1,34 @@
+"""Building the sandbox a campaign's ``sandbox:`` section names."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from recursor.config import ProcessSandboxConfig, SandboxConfig
+from recursor.errors import ConfigError
+from recursor.sandbox._base import Sandbox, SandboxLimits
+
+
+def build_sandbox(config: SandboxConfig, hidden_paths: Sequence[Path] = ()) -> Sandbox:
+    """A ready sandbox; ``hidden_paths`` (e.g. the campaign directory) stay out of its sight."""
+    if isinstance(config, ProcessSandboxConfig):
+        from recursor.sandbox.process import ProcessSandbox
+
+        return ProcessSandbox(hidden_paths=list(hidden_paths))
+    raise ConfigError(f"sandbox.kind {getattr(config, 'kind', config)!r} is not available")
+
+
+def limits_for(config: SandboxConfig, task_limits: SandboxLimits) -> SandboxLimits:
+    """The task's suggested limits, with every field the campaign sets explicitly overriding."""
+    chosen = config.model_fields_set
+    return SandboxLimits(
+        wall_time_s=config.timeout_s if "timeout_s" in chosen else task_limits.wall_time_s,
+        memory_mb=config.memory_mb if "memory_mb" in chosen else task_limits.memory_mb,
+        max_processes=(config.max_processes if "max_processes" in chosen
+                       else task_limits.max_processes),
+        output_bytes=config.output_bytes if "output_bytes" in chosen else task_limits.output_bytes,
+    )
+
+
+__all__ = ["build_sandbox", "limits_for"]

@@ -1,0 +1,149 @@
+"""The built-in ``cfr`` task: discover regret-minimization algorithms.
+
+The candidate is one file, ``cfr_hooks.py``, defining the three hooks of the vectorized CFR
+engine (``engine.py`` states the contract). It starts as vanilla CFR (``hooks/vanilla.py``);
+the evaluator (``evaluate.py``) runs it for a fixed number of iterations on each game of a split
+and scores the mean ``log10`` exploitability of the average policy (lower is better).
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+import tempfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from recursor.sandbox import Mount, SandboxLimits
+from recursor.tasks._base import Component, EvaluationPlan, Objective, Task
+from recursor.tasks.cfr import games
+from recursor.tasks.cfr._protocol import ERROR_FILE, HOOK_FILE
+from recursor.tasks.cfr.primitives import cfr_primitives
+
+from recursor.mutation import MutationPrimitive
+from recursor.types import ChangeKind, Split
+
+HOOKS_DIR = Path(__file__).parent / "hooks"
+CACHE_TARGET = "/cache"
+# name -> number of positional parameters the engine passes
+REQUIRED_HOOKS: dict[str, int] = {"update_regrets": 4, "regrets_to_policy": 4, "update_average": 5}
+QUICK_ITERATIONS = 10
+QUICK_TIMEOUT_S = 1.5
+
+DESCRIPTION = """\
+Improve a counterfactual-regret-minimization (CFR) algorithm for two-player zero-sum
+imperfect-information games. The file cfr_hooks.py defines three numpy functions that a fixed,
+vectorized CFR engine (alternating updates) calls for one player's information sets at
+iteration t = 1.0, 2.0, ...; every array is float64 [n_infosets, n_actions] ('reach' is
+[n_infosets, 1]; 'legal' is a 0/1 mask of legal actions):
+
+- update_regrets(cum_regret, inst_regret, t, legal) -> new cumulative regrets;
+- regrets_to_policy(cum_regret, inst_regret, t, legal) -> the next current policy: rows
+  non-negative, zero on illegal actions, summing to 1;
+- update_average(cum_policy, policy, reach, t, legal) -> new non-negative cumulative policy
+  (the output strategy is its per-row normalization).
+
+The score is the mean over the games of log10(exploitability) of the average policy after a
+fixed number of iterations: lower is better. Use numpy only; hooks must return new arrays and
+must not keep state between calls. Any NaN, exception or invalid policy makes the candidate
+invalid. The starting point is vanilla CFR (regret matching, uniform averaging).
+"""
+
+
+def _hook_source(name: str) -> str:
+    return (HOOKS_DIR / f"{name}.py").read_text()
+
+
+def static_check(source: str) -> str | None:
+    """None when ``source`` parses and defines the hooks with the right arity, else why not."""
+    try:
+        module = ast.parse(source)
+    except SyntaxError as exc:
+        return f"{HOOK_FILE} does not parse: {exc.msg} (line {exc.lineno})"
+    defined = {n.name: n for n in module.body if isinstance(n, ast.FunctionDef)}
+    for name, arity in REQUIRED_HOOKS.items():
+        fn = defined.get(name)
+        if fn is None:
+            return f"{HOOK_FILE} does not define {name}()"
+        positional = len(fn.args.posonlyargs) + len(fn.args.args)
+        if positional != arity and fn.args.vararg is None:
+            return f"{name}() takes {positional} positional arguments; the engine passes {arity}"
+    return None
+
+
+class CFRTask(Task):
+    """Discover CFR variants; dev games are poker, held-out games are never shown."""
+
+    name = "cfr"
+    description = DESCRIPTION
+    objective = Objective("score", "minimize")
+
+    def __init__(self, iterations: int = 100) -> None:
+        if iterations < 1:
+            raise ValueError("iterations must be at least 1")
+        self.iterations = iterations
+        self._cache_dir: Path | None = None
+
+    def components(self) -> Sequence[Component]:
+        return [Component("algorithm", ChangeKind.ALGORITHM, [HOOK_FILE])]
+
+    def seed_files(self) -> Mapping[str, str]:
+        return {HOOK_FILE: _hook_source("vanilla")}
+
+    def prepare(self, cache_dir: Path) -> None:
+        """Build and cache every split's game trees (needs pyspiel once); idempotent."""
+        games.prepare(Path(cache_dir))
+        self._cache_dir = Path(cache_dir)
+
+    def quick_check(self, files: Mapping[str, str]) -> str | None:
+        """Static checks, then a few iterations on Kuhn poker in a child process (< ~1 s).
+
+        The candidate runs in a child so that a hang or a crash cannot take the caller with it;
+        the child is *not* sandboxed (the sandboxed evaluation comes later).
+        """
+        source = files.get(HOOK_FILE)
+        if source is None:
+            return f"missing {HOOK_FILE}"
+        reason = static_check(source)
+        if reason is not None:
+            return reason
+        return self._trial_run(source)
+
+    def _trial_run(self, source: str) -> str | None:
+        with tempfile.TemporaryDirectory(prefix="cfr-quick-") as tmp:
+            workspace = Path(tmp)
+            (workspace / HOOK_FILE).write_text(source)
+            command = [sys.executable, "-m", "recursor.tasks.cfr.evaluate", "--solve",
+                       "kuhn_poker", "--workspace", tmp, "--iterations", str(QUICK_ITERATIONS),
+                       "--policies-out", str(workspace / "policies.npz")]
+            if self._cache_dir is not None:
+                command += ["--cache", str(self._cache_dir)]
+            try:
+                proc = subprocess.run(command, capture_output=True, text=True,
+                                      timeout=QUICK_TIMEOUT_S, check=False)
+            except subprocess.TimeoutExpired:
+                return f"{QUICK_ITERATIONS} iterations on kuhn_poker took over {QUICK_TIMEOUT_S} s"
+            if proc.returncode == 0:
+                return None
+            error = workspace / ERROR_FILE
+            if error.exists():
+                return error.read_text()[:2000]
+            return f"trial run failed: {proc.stderr.strip()[-2000:]}"
+
+    def evaluation(self, split: Split, cache_dir: Path) -> EvaluationPlan:
+        command = [sys.executable, "-m", "recursor.tasks.cfr.evaluate",
+                   "--workspace", "/workspace", "--split", Split(split).value,
+                   "--cache", CACHE_TARGET, "--iterations", str(self.iterations),
+                   "--timeout", "100"]
+        return EvaluationPlan(
+            command=command,
+            mounts=[Mount(Path(cache_dir), CACHE_TARGET)],
+            limits=SandboxLimits(wall_time_s=120.0, memory_mb=2048),
+        )
+
+    def mutation_primitives(self) -> Sequence[MutationPrimitive]:
+        return cfr_primitives()
+
+
+__all__ = ["CFRTask", "static_check"]

@@ -1,0 +1,62 @@
+"""A test proposer plug-in that proposes a fixed sequence of hook files, round robin."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from recursor.proposers import Proposal, ProposalContext, Proposer
+from recursor.types import ChangeKind
+
+VANILLA_TAIL_FAILS = '''
+import os
+import sys
+import time
+
+import numpy as np
+
+
+def update_regrets(cum_regret, inst_regret, t, legal):
+    if t > 20:
+        {action}
+    return np.maximum(cum_regret + inst_regret, 0.0)
+
+
+def regrets_to_policy(cum_regret, inst_regret, t, legal):
+    positive = np.maximum(cum_regret, 0.0) * legal
+    total = positive.sum(axis=1, keepdims=True)
+    uniform = legal / legal.sum(axis=1, keepdims=True)
+    return np.where(total > 0, positive / np.where(total > 0, total, 1.0), uniform)
+
+
+def update_average(cum_policy, policy, reach, t, legal):
+    return cum_policy + t * reach * policy
+'''
+
+# Each passes the quick check (10 iterations on Kuhn) and misbehaves from iteration 21 on.
+BEHAVIOURS = {
+    "crash": "os.kill(os.getppid(), 9)",
+    "hang": "time.sleep(1000)",
+    "garbage": "sys.stdout.write('\\x00\\xff garbage ' * 20000); return 'not an array'",
+    "good": "pass",
+}
+
+
+def hook_source(behaviour: str) -> str:
+    return VANILLA_TAIL_FAILS.replace("{action}", BEHAVIOURS[behaviour])
+
+
+class ScriptedProposer(Proposer):
+    """Proposes ``hook_source(b)`` for each ``b`` of ``behaviours`` in turn."""
+
+    name = "scripted"
+
+    def __init__(self, behaviours: list[str] | None = None, **_: Any) -> None:
+        self.behaviours = behaviours or list(BEHAVIOURS)
+        self.calls = 0
+
+    def propose(self, context: ProposalContext) -> Proposal:
+        step = sum(1 for v in context.history if v.proposer == self.name)
+        behaviour = self.behaviours[step % len(self.behaviours)]
+        self.calls += 1
+        return Proposal(kind=ChangeKind.ALGORITHM, rationale=f"scripted: {behaviour}",
+                        files={context.editable_paths[0]: hook_source(behaviour)})

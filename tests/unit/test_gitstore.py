@@ -1,0 +1,139 @@
+"""GitStore against real git repositories in temporary directories."""
+
+from __future__ import annotations
+
+import subprocess
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+from recursor.archive.gitstore import GitStore
+
+from recursor.errors import ArchiveError
+
+FILES = {
+    "cfr_hooks.py": "import numpy as np\n\nx = 1\n",
+    "pkg/sub/deep.txt": "nested\n",
+    "données/ünïcode.md": "héllo wörld ✓ 日本語\n",
+    "empty.txt": "",
+}
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> GitStore:
+    return GitStore(tmp_path / "repo")
+
+
+def _git(repo: Path, *args: str) -> str:
+    env = {"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null", "PATH": "/usr/bin:/bin"}
+    return subprocess.run(
+        ["git", "-C", str(repo), *args], check=True, capture_output=True, text=True, env=env
+    ).stdout
+
+
+def test_round_trip_nested_and_unicode(store: GitStore) -> None:
+    sha = store.commit(FILES, [], "root")
+    assert store.read(sha) == FILES
+    assert store.has(sha)
+
+
+def test_read_returns_a_copy(store: GitStore) -> None:
+    sha = store.commit(FILES, [], "root")
+    store.read(sha)["cfr_hooks.py"] = "tampered"
+    assert store.read(sha) == FILES
+
+
+def test_empty_workspace(store: GitStore) -> None:
+    sha = store.commit({}, [], "empty")
+    assert store.read(sha) == {}
+
+
+def test_same_content_twice_gives_valid_commits(store: GitStore) -> None:
+    first = store.commit(FILES, [], "root")
+    second = store.commit(FILES, [], "root")
+    assert store.read(first) == store.read(second) == FILES
+
+
+def test_diff_shows_changed_lines(store: GitStore) -> None:
+    a = store.commit(FILES, [], "root")
+    b = store.commit({**FILES, "cfr_hooks.py": "import numpy as np\n\nx = 2\n"}, [a], "edit")
+    patch = store.diff(a, b)
+    assert "--- a/cfr_hooks.py" in patch and "+++ b/cfr_hooks.py" in patch
+    assert "-x = 1\n" in patch and "+x = 2\n" in patch
+    assert "deep.txt" not in patch
+
+
+def test_diff_from_empty_tree_adds_every_file(store: GitStore) -> None:
+    sha = store.commit(FILES, [], "root")
+    patch = store.diff(None, sha)
+    assert "+++ b/données/ünïcode.md" in patch
+    assert "+héllo wörld ✓ 日本語" in patch
+    assert patch.count("new file mode") == len(FILES)
+
+
+def test_log_follows_first_parent_to_root(store: GitStore) -> None:
+    root = store.commit({"f": "0\n"}, [], "root")
+    side = store.commit({"f": "side\n"}, [root], "side")
+    child = store.commit({"f": "1\n"}, [root], "child")
+    merge = store.commit({"f": "2\n"}, [child, side], "merge")
+    assert store.log(merge) == [merge, child, root]
+    assert store.log(root) == [root]
+
+
+def test_unknown_commits(store: GitStore) -> None:
+    assert not store.has("0" * 40)
+    assert not store.has("not-a-sha")
+    with pytest.raises(ArchiveError):
+        store.read("0" * 40)
+    with pytest.raises(ArchiveError):
+        store.commit(FILES, ["0" * 40], "orphan parent")
+
+
+@pytest.mark.parametrize("bad", ["/abs", "../up", "a/../b", "a//b", ".git/config", "./a", ""])
+def test_unclean_paths_rejected(store: GitStore, bad: str) -> None:
+    with pytest.raises(ArchiveError):
+        store.commit({bad: "x"}, [], "bad")
+
+
+def test_parallel_commits_are_all_valid(store: GitStore) -> None:
+    root = store.commit({"f": "root\n"}, [], "root")
+
+    def work(i: int) -> tuple[int, str]:
+        files = {"f": f"thread {i}\n", f"dir/{i}.txt": str(i)}
+        return i, store.commit(files, [root], f"node {i}")
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        results = list(pool.map(work, range(8)))
+    assert len({sha for _, sha in results}) == 8
+    for i, sha in results:
+        assert store.read(sha) == {"f": f"thread {i}\n", f"dir/{i}.txt": str(i)}
+        assert store.log(sha) == [sha, root]
+    _git(store.path, "fsck", "--strict", "--no-dangling")  # raises on corruption
+
+
+def test_reopen_keeps_history(tmp_path: Path) -> None:
+    sha = GitStore(tmp_path / "repo").commit(FILES, [], "root")
+    reopened = GitStore(tmp_path / "repo")
+    assert reopened.has(sha)
+    assert reopened.read(sha) == FILES
+
+
+def test_refs_and_best_branch_visible_to_git(store: GitStore) -> None:
+    root = store.commit({"f": "0\n"}, [], "root node")
+    child = store.commit({"f": "1\n"}, [root], "child node")
+    store.set_ref("n1", root)
+    store.set_branch("best", child)
+    assert _git(store.path, "rev-parse", "refs/nodes/n1").strip() == root
+    assert _git(store.path, "log", "--format=%H", "best").split() == [child, root]
+    assert _git(store.path, "symbolic-ref", "HEAD").strip() == "refs/heads/best"
+    assert "child node" in _git(store.path, "log", "-p")
+    author = _git(store.path, "log", "-1", "--format=%an <%ae>", "best").strip()
+    assert author == "recursor <recursor@localhost>"
+
+
+def test_bad_ref_name_rejected(store: GitStore) -> None:
+    sha = store.commit({"f": "0\n"}, [], "root")
+    with pytest.raises(ArchiveError):
+        store.set_ref("bad..name", sha)
+    with pytest.raises(ArchiveError):
+        store.set_branch("best", "0" * 40)

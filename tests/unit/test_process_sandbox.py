@@ -1,0 +1,214 @@
+"""Adversarial checks of ProcessSandbox against real bubblewrap; each test checks one property."""
+
+from __future__ import annotations
+
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+
+from recursor.sandbox import Mount, SandboxLimits, SandboxRequest
+from recursor.sandbox.process import BWRAP, ProcessSandbox
+from recursor.types import RunStatus
+
+pytestmark = pytest.mark.skipif(
+    shutil.which(BWRAP) is None, reason="bubblewrap is not installed (apt-get install bubblewrap)"
+)
+
+
+@pytest.fixture(scope="module")
+def sandbox() -> ProcessSandbox:
+    return ProcessSandbox()
+
+
+WRITE_RESULT = (
+    "import json, os; dump = lambda v: json.dump(v, open(os.environ['RECURSOR_RESULT'], 'w'))"
+)
+
+
+def python(
+    code: str, limits: SandboxLimits | None = None, env: dict[str, str] | None = None
+) -> SandboxRequest:
+    limits = limits or SandboxLimits()
+    return SandboxRequest(command=["python", "-c", code], limits=limits, env=env or {})
+
+
+def test_ok_run_parses_result_file(sandbox: ProcessSandbox) -> None:
+    code = WRITE_RESULT + "; print('hi'); dump({'score': 3})"
+    res = sandbox.run(python(code))
+    assert res.status is RunStatus.OK
+    assert res.exit_code == 0
+    assert res.result == {"score": 3}
+    assert res.stdout == "hi\n"
+
+
+def test_ok_without_result_file_has_no_result(sandbox: ProcessSandbox) -> None:
+    res = sandbox.run(SandboxRequest(command=["true"]))
+    assert res.status is RunStatus.OK
+    assert res.result is None
+
+
+def test_crash_is_recorded_with_stderr(sandbox: ProcessSandbox) -> None:
+    res = sandbox.run(python("raise ValueError('boom')"))
+    assert res.status is RunStatus.CRASHED
+    assert res.exit_code == 1
+    assert "ValueError: boom" in res.stderr
+
+
+def test_timeout_kills_at_the_limit(sandbox: ProcessSandbox) -> None:
+    started = time.monotonic()
+    res = sandbox.run(SandboxRequest(command=["sleep", "100"], limits=SandboxLimits(wall_time_s=1)))
+    assert res.status is RunStatus.TIMEOUT
+    assert time.monotonic() - started < 5
+    assert 0.9 <= res.wall_time_s < 3
+
+
+def test_memory_bomb_is_oom(sandbox: ProcessSandbox) -> None:
+    limits = SandboxLimits(memory_mb=256)
+    res = sandbox.run(python("x = bytearray(4 * 1024**3)", limits=limits))
+    assert res.status is RunStatus.OOM
+    assert "MemoryError" in res.stderr
+
+
+def test_fork_bomb_is_contained(sandbox: ProcessSandbox) -> None:
+    if not sandbox.enforces_process_limit:
+        pytest.skip("process limit not enforceable here (root without a writable pids cgroup)")
+    bomb = "import os\nwhile True:\n    os.fork()\n"
+    limits = SandboxLimits(wall_time_s=10, max_processes=16)
+    started = time.monotonic()
+    res = sandbox.run(python(bomb, limits=limits))
+    assert res.status is not RunStatus.OK
+    assert res.status is not RunStatus.TIMEOUT, "the bomb should hit the limit, not the clock"
+    assert time.monotonic() - started < 10
+    assert sandbox.run(SandboxRequest(command=["true"])).status is RunStatus.OK
+
+
+def test_process_limit_counts_children(sandbox: ProcessSandbox) -> None:
+    if not sandbox.enforces_process_limit:
+        pytest.skip("process limit not enforceable here (root without a writable pids cgroup)")
+    code = (
+        "import os, time\nn = 0\ntry:\n    for _ in range(200):\n"
+        "        if os.fork() == 0:\n            time.sleep(5); os._exit(0)\n        n += 1\n"
+        "except OSError:\n    pass\nprint(n)\n"
+    )
+    res = sandbox.run(python(code, limits=SandboxLimits(max_processes=16)))
+    assert res.status is RunStatus.OK
+    assert int(res.stdout) < 16
+
+
+def test_network_is_blocked(sandbox: ProcessSandbox) -> None:
+    code = (
+        "import socket\ns = socket.socket()\ns.settimeout(2)\n"
+        "try:\n    s.connect(('1.1.1.1', 53))\nexcept OSError as e:\n    print('blocked', e)\n"
+        "else:\n    print('connected')\n"
+    )
+    res = sandbox.run(python(code))
+    assert res.stdout.startswith("blocked")
+
+
+def test_cannot_write_outside_workspace(sandbox: ProcessSandbox, tmp_path: Path) -> None:
+    (tmp_path / "keep.txt").write_text("original")
+    script = (
+        f"echo new > /workspace/keep.txt; echo x > /workspace/made.txt; "
+        f"touch /escape 2>/dev/null && echo root-writable; "
+        f"touch {tmp_path}/made.txt 2>/dev/null && echo original-writable; "
+        f"touch /usr/escape 2>/dev/null && echo usr-writable; cat /workspace/keep.txt"
+    )
+    res = sandbox.run(SandboxRequest(command=["sh", "-c", script], workspace=tmp_path))
+    assert res.stdout == "new\n"
+    assert (tmp_path / "keep.txt").read_text() == "original"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["keep.txt"]
+    assert not Path("/escape").exists()
+
+
+def test_mounts_are_read_only_unless_writable(sandbox: ProcessSandbox, tmp_path: Path) -> None:
+    ro, rw = tmp_path / "ro", tmp_path / "rw"
+    ro.mkdir()
+    rw.mkdir()
+    (ro / "data.txt").write_text("data")
+    mounts = [Mount(ro, "/data"), Mount(rw, "/out", writable=True)]
+    script = "cat /data/data.txt; touch /data/x 2>/dev/null && echo ro-writable; echo y > /out/y"
+    res = sandbox.run(SandboxRequest(command=["sh", "-c", script], mounts=mounts))
+    assert res.stdout == "data"
+    assert not (ro / "x").exists()
+    assert (rw / "y").read_text() == "y\n"
+
+
+def test_host_env_does_not_leak(sandbox: ProcessSandbox, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RECURSOR_TEST_SECRET", "sk-very-secret")
+    code = "import os; print(os.environ.get('RECURSOR_TEST_SECRET'), os.environ['GIVEN'])"
+    res = sandbox.run(python(code, env={"GIVEN": "yes"}))
+    assert res.stdout == "None yes\n"
+    assert "sk-very-secret" not in res.stdout + res.stderr
+
+
+def test_hidden_path_is_not_readable(tmp_path: Path) -> None:
+    campaign = tmp_path / "campaign"
+    campaign.mkdir()
+    (campaign / "archive.db").write_text("secret rows")
+    hiding = ProcessSandbox(hidden_paths=[campaign])
+    res = hiding.run(
+        SandboxRequest(command=["sh", "-c", f"cat {campaign}/archive.db; ls {campaign}"])
+    )
+    assert "secret rows" not in res.stdout
+    assert "archive.db" not in res.stdout
+
+
+def test_home_is_hidden_but_interpreter_visible(sandbox: ProcessSandbox) -> None:
+    code = "import os, recursor; print(os.listdir('/tmp'), os.listdir('/run'))"
+    res = sandbox.run(python(code))
+    assert res.status is RunStatus.OK, res.stderr
+    assert res.stdout == "[] []\n"
+
+
+def test_stdout_flood_is_truncated(sandbox: ProcessSandbox) -> None:
+    limits = SandboxLimits(output_bytes=1000)
+    res = sandbox.run(python("import sys; sys.stdout.write('x' * 10_000_000)", limits=limits))
+    assert res.status is RunStatus.OK
+    assert res.output_truncated
+    assert len(res.stdout) == 1000
+
+
+def test_background_process_is_killed_after_run(sandbox: ProcessSandbox, tmp_path: Path) -> None:
+    marker = tmp_path / "out"
+    marker.mkdir()
+    script = "(sleep 1; echo alive > /out/late) > /dev/null 2>&1 & echo started"
+    mounts = [Mount(marker, "/out", writable=True)]
+    res = sandbox.run(SandboxRequest(command=["sh", "-c", script], mounts=mounts))
+    assert res.stdout == "started\n"
+    assert res.wall_time_s < 1
+    time.sleep(1.5)
+    assert not (marker / "late").exists()
+
+
+@pytest.mark.parametrize("content", ["{not json", "[1, 2]"])
+def test_garbage_result_is_invalid(sandbox: ProcessSandbox, content: str) -> None:
+    code = f"import os; open(os.environ['RECURSOR_RESULT'], 'w').write({content!r})"
+    res = sandbox.run(python(code))
+    assert res.status is RunStatus.INVALID
+    assert res.result is None
+    assert res.error
+
+
+def test_temp_dirs_are_removed(sandbox: ProcessSandbox, tmp_path: Path) -> None:
+    before = {p for p in Path("/tmp").glob("recursor-sandbox-*")}
+    sandbox.run(SandboxRequest(command=["sh", "-c", "echo x > /workspace/f"], workspace=tmp_path))
+    assert {p for p in Path("/tmp").glob("recursor-sandbox-*")} <= before
+
+
+def test_parallel_runs_are_independent(sandbox: ProcessSandbox) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    code = WRITE_RESULT + "; import sys; dump({'i': int(sys.argv[1])})"
+    requests = [SandboxRequest(command=["python", "-c", code, str(i)]) for i in range(6)]
+    with ThreadPoolExecutor(max_workers=6) as pool:
+        results = list(pool.map(sandbox.run, requests))
+    assert [r.result for r in results] == [{"i": i} for i in range(6)]
+
+
+def test_missing_bwrap_is_a_sandbox_error() -> None:
+    from recursor.errors import SandboxError
+
+    with pytest.raises(SandboxError, match="apt-get install bubblewrap"):
+        ProcessSandbox(bwrap="/nonexistent/bwrap")
