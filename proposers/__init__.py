@@ -1,5 +1,19 @@
 """Proposers: where candidate changes come from."""
 
 from recursor.proposers._base import NodeView, Outcome, Proposal, ProposalContext, Proposer
+from recursor.proposers.ensemble import ProposerChoice
+from recursor.proposers.mutation import MutationProposer
+from recursor.proposers.optuna_tuner import OptunaProposer
+from recursor.proposers.registry import build_proposers
 
-__all__ = ["NodeView", "Outcome", "Proposal", "ProposalContext", "Proposer"]
+__all__ = [
+    "MutationProposer",
+    "NodeView",
+    "OptunaProposer",
+    "Outcome",
+    "Proposal",
+    "ProposalContext",
+    "Proposer",
+    "ProposerChoice",
+    "build_proposers",
+]

@@ -18,6 +18,7 @@ import pytest
 from open_spiel.python import policy as os_policy
 from open_spiel.python.algorithms import cfr, discounted_cfr
 from open_spiel.python.algorithms import exploitability as os_exploitability
+
 from recursor.tasks.cfr import games
 from recursor.tasks.cfr.engine import CFREngine, HookError, Hooks, exploitability
 from recursor.tasks.cfr.games import GameTree
@@ -114,8 +115,7 @@ def _flat_regrets(cum: np.ndarray, inst: np.ndarray, t: float, legal: np.ndarray
 
 def _negative_policy(cum: np.ndarray, inst: np.ndarray, t: float,
                      legal: np.ndarray) -> np.ndarray:
-    policy = legal / legal.sum(axis=1, keepdims=True)
-    return policy * 2.0 - legal  # rows with 2 legal actions become 0/0, others negative
+    return -legal / legal.sum(axis=1, keepdims=True)
 
 
 def _unnormalized_policy(cum: np.ndarray, inst: np.ndarray, t: float,

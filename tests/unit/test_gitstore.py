@@ -7,8 +7,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from recursor.archive.gitstore import GitStore
 
+from recursor.archive.gitstore import GitStore
 from recursor.errors import ArchiveError
 
 FILES = {

@@ -1,0 +1,60 @@
+"""Building a campaign's proposers from its ``proposers:`` section."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from recursor.config import (
+    MutationProposerConfig,
+    OptunaProposerConfig,
+    PluginProposerConfig,
+    ProposerConfig,
+)
+from recursor.errors import ConfigError
+from recursor.plugins import load_class_path
+from recursor.proposers._base import Proposer
+from recursor.proposers.mutation.primitives import generic_primitives
+from recursor.proposers.mutation.proposer import MutationProposer
+from recursor.proposers.optuna_tuner import OptunaProposer
+from recursor.tasks import Task
+
+
+def _editable(task: Task) -> list[str]:
+    return [p for c in task.components() for p in c.paths]
+
+
+def build_proposer(config: ProposerConfig, task: Task, seed: int) -> Proposer:
+    """One proposer; ConfigError when a plug-in cannot be loaded or built."""
+    if isinstance(config, MutationProposerConfig):
+        primitives = [*generic_primitives(), *task.mutation_primitives()]
+        return MutationProposer(primitives, task.quick_check, config.max_mutations,
+                                config.max_attempts, seed=seed)
+    if isinstance(config, OptunaProposerConfig):
+        return OptunaProposer(task.quick_check, seed=seed)
+    if isinstance(config, PluginProposerConfig):
+        cls = load_class_path(config.class_path)
+        try:
+            proposer = cls(**config.options)
+        except TypeError as err:
+            raise ConfigError(f"proposers: options do not fit {config.class_path}: {err}") from None
+        if not isinstance(proposer, Proposer):
+            raise ConfigError(f"proposers: {config.class_path} is not a recursor Proposer")
+        return proposer
+    raise ConfigError(f"proposers: unknown kind {config!r}")
+
+
+def build_proposers(configs: Sequence[ProposerConfig], task: Task, seed: int) -> list[Proposer]:
+    """All proposers, with unique names (a repeated kind gets a ``#2`` suffix)."""
+    out: list[Proposer] = []
+    seen: dict[str, int] = {}
+    for config in configs:
+        proposer = build_proposer(config, task, seed)
+        count = seen.get(proposer.name, 0) + 1
+        seen[proposer.name] = count
+        if count > 1:
+            proposer.name = f"{proposer.name}#{count}"
+        out.append(proposer)
+    return out
+
+
+__all__ = ["build_proposer", "build_proposers"]
