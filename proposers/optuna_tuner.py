@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import ast
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 import optuna
@@ -39,6 +39,7 @@ optuna.logging.set_verbosity(optuna.logging.WARNING)
 PLACEHOLDER = "__recursor_constant__"
 LOW_FACTOR, HIGH_FACTOR = 0.01, 5.0
 STARTUP_TRIALS = 4
+MAX_TUNED = 2  # constants moved per proposal
 
 
 @dataclass(frozen=True)
@@ -125,16 +126,25 @@ def _trial_values(node: NodeView, path: str, shape: str, count: int) -> list[flo
 
 
 def build_study(literals: Sequence[Literal], history: Sequence[tuple[list[float | int], float]],
-                direction: str, seed: int) -> tuple[optuna.Study, dict[str, BaseDistribution]]:
-    """A TPE study holding one finished trial per history entry (values, score)."""
+                direction: str, seed: int, tuned: Collection[int]
+                ) -> tuple[optuna.Study, dict[str, BaseDistribution]]:
+    """A TPE study holding one finished trial per history entry (values, score).
+
+    Only the literals whose index is in ``tuned`` are sampled; the others stay fixed at their
+    value in ``literals`` (the parent's), so one proposal moves one or two constants at a time
+    while the model still learns from every trial.
+    """
     direction = "maximize" if direction == "maximize" else "minimize"
-    sampler = optuna.samplers.TPESampler(seed=seed, n_startup_trials=STARTUP_TRIALS,
-                                         multivariate=True, warn_independent_sampling=False)
-    study = optuna.create_study(direction=direction, sampler=sampler)
     distributions = {}
     for index, lit in enumerate(literals):
         seen = [values[index] for values, _ in history]
         distributions[_param_name(index, lit)] = _distribution(lit.value, seen)
+    fixed = {name: lit.value for index, (name, lit) in enumerate(zip(distributions, literals,
+                                                                      strict=True))
+             if index not in tuned}
+    tpe = optuna.samplers.TPESampler(seed=seed, n_startup_trials=STARTUP_TRIALS)
+    sampler = optuna.samplers.PartialFixedSampler(fixed, tpe)
+    study = optuna.create_study(direction=direction, sampler=sampler)
     for values, score in history:
         params = {name: (int(round(v)) if isinstance(d, IntDistribution) else float(v))
                   for (name, d), v in zip(distributions.items(), values, strict=True)}
@@ -190,8 +200,10 @@ class OptunaProposer(Proposer):
         path, literals = self._target(context)
         source = context.parent.files[path]
         trials = self.history_trials(context, path, literals)
-        seed = context_rng(self.name, context, self.seed).randrange(2**31)
-        study, distributions = build_study(literals, trials, context.objective_direction, seed)
+        rng = context_rng(f"{self.name}:tune", context, self.seed)
+        tuned = rng.sample(range(len(literals)), rng.randint(1, min(MAX_TUNED, len(literals))))
+        study, distributions = build_study(literals, trials, context.objective_direction,
+                                           rng.randrange(2**31), tuned)
         seen = {tuple(values) for values, _ in trials}
         seen.add(tuple(lit.value for lit in literals))
         reasons: list[str] = []

@@ -359,17 +359,15 @@ def _judge(
         result.error = f"wall time limit of {limit_s:g} s exceeded"
         return result
     code = result.exit_code
+    parsed, error = _parse_result(result_file) if result_file.exists() else (None, None)
+    result.result = parsed  # kept on a failed exit too: an evaluator may explain the failure
     if code != 0:
         if any(marker in result.stderr for marker in OOM_MARKERS) or code == SIGKILL_EXIT:
             result.status, result.error = RunStatus.OOM, "out of memory (heuristic, see stderr)"
         else:
             result.status, result.error = RunStatus.CRASHED, f"exited with status {code}"
-        return result
-    if result_file.exists():
-        parsed, error = _parse_result(result_file)
-        if error is not None:
-            result.status, result.error = RunStatus.INVALID, error
-        result.result = parsed
+    elif error is not None:
+        result.status, result.error = RunStatus.INVALID, error
     return result
 
 
