@@ -1,0 +1,90 @@
+"""The archive store: round trips, idempotent writes, forward-only status, schema versions."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from recursor.archive.migrations import LATEST
+from recursor.archive.models import EvaluationRow, NodeRow, SchemaVersion
+from recursor.archive.store import Archive
+from recursor.errors import ArchiveError
+
+
+@pytest.fixture
+def archive(tmp_path: Path) -> Archive:
+    store = Archive.in_directory(tmp_path)
+    store.create_campaign("c1", "demo", "cfr", {"seed": 0}, str(tmp_path / "repo"))
+    return store
+
+
+def _node(round_: int, slot: int, **fields: object) -> NodeRow:
+    return NodeRow(id=f"c1-{round_:03d}-{slot}", campaign_id="c1", round=round_, slot=slot,
+                   kind="algorithm", proposer="mutation", status="pending", **fields)
+
+
+def test_round_trip_survives_reopening(archive: Archive, tmp_path: Path) -> None:
+    archive.add_node(_node(0, 0, rationale="root", proposal={"files": {"a.py": "x = 1"}}))
+    archive.add_evaluation(EvaluationRow(node_id="c1-000-0", split="dev", seed=0,
+                                         run_status="ok", metrics={"score": -1.5},
+                                         instances={"kuhn": 0.01}, wall_s=0.5))
+    archive.add_log("c1-000-0", "dev.stdout", "hello")
+    archive.add_promotion("c1", "algorithm", "c1-000-0", None, {"reason": "start"})
+    archive.close()
+    again = Archive.in_directory(tmp_path)
+    node = again.node("c1-000-0")
+    assert node.rationale == "root" and node.proposal == {"files": {"a.py": "x = 1"}}
+    evaluation = again.evaluation("c1-000-0", "dev")
+    assert evaluation is not None and evaluation.metrics == {"score": -1.5}
+    assert evaluation.instances == {"kuhn": 0.01}
+    assert [log.content for log in again.logs("c1-000-0")] == ["hello"]
+    assert again.incumbent("c1") == "c1-000-0"
+    assert again.campaign("c1").config == {"seed": 0}
+
+
+def test_writes_are_idempotent(archive: Archive) -> None:
+    first = archive.add_node(_node(1, 0, rationale="first"))
+    second = archive.add_node(_node(1, 0, rationale="second"))
+    assert second.rationale == first.rationale == "first"
+    row = EvaluationRow(node_id=first.id, split="dev", seed=0, run_status="ok",
+                        metrics={"score": 1.0}, instances={})
+    archive.add_evaluation(row)
+    archive.add_evaluation(EvaluationRow(node_id=first.id, split="dev", seed=0,
+                                         run_status="crashed", metrics={}, instances={}))
+    assert len(archive.evaluations([first.id])) == 1
+    archive.add_promotion("c1", "algorithm", first.id, None, {})
+    archive.add_promotion("c1", "algorithm", first.id, None, {})
+    assert len(archive.promotions("c1")) == 1
+
+
+def test_status_only_moves_forward(archive: Archive) -> None:
+    node = archive.add_node(_node(1, 0))
+    archive.update_node(node.id, status="running")
+    archive.update_node(node.id, status="done", score=0.5)
+    with pytest.raises(ArchiveError, match="cannot go from done to running"):
+        archive.update_node(node.id, status="running")
+    with pytest.raises(ArchiveError, match="cannot go"):
+        archive.update_node(node.id, status="pending")
+
+
+def test_find_node_accepts_unique_parts(archive: Archive) -> None:
+    archive.add_node(_node(1, 0))
+    archive.add_node(_node(1, 1))
+    assert archive.find_node("c1", "001-1").id == "c1-001-1"
+    with pytest.raises(ArchiveError, match="ambiguous"):
+        archive.find_node("c1", "c1-001")
+    with pytest.raises(ArchiveError, match="no node matches"):
+        archive.find_node("c1", "999-9")
+
+
+def test_a_newer_schema_is_refused(archive: Archive, tmp_path: Path) -> None:
+    with archive.engine.begin() as conn:
+        conn.execute(SchemaVersion.__table__.insert().values(version=LATEST + 1))
+    archive.close()
+    with pytest.raises(ArchiveError, match="newer than this Recursor"):
+        Archive.in_directory(tmp_path)
+
+
+def test_unknown_campaign_is_a_clear_error(archive: Archive) -> None:
+    with pytest.raises(ArchiveError, match="no campaign 'nope'"):
+        archive.campaign("nope")

@@ -1,0 +1,63 @@
+"""Campaign config: defaults, overrides, and errors that name the field and the fix."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from recursor.config import default_campaign, load_config, parse_config
+from recursor.errors import ConfigError
+
+
+def test_default_campaign_is_the_cfr_demo() -> None:
+    config = default_campaign()
+    assert config.task.kind == "cfr" and config.task.iterations == 100
+    assert [p.kind for p in config.proposers] == ["mutation", "optuna"]
+    assert config.sandbox.kind == "process" and config.budget.max_evals == 60
+
+
+def test_unknown_field_is_named_with_its_path() -> None:
+    with pytest.raises(ConfigError) as err:
+        parse_config({"budget": {"max_eval": 3}})
+    assert "budget.max_eval" in str(err.value) and "unknown field" in str(err.value)
+
+
+def test_bad_literal_lists_the_allowed_values() -> None:
+    with pytest.raises(ConfigError) as err:
+        parse_config({"selection": {"kind": "best"}})
+    message = str(err.value)
+    assert "selection.kind" in message
+    for allowed in ("greedy", "rank", "epsilon_greedy", "tournament"):
+        assert allowed in message
+
+
+def test_bad_discriminator_names_the_union() -> None:
+    with pytest.raises(ConfigError) as err:
+        parse_config({"proposers": [{"kind": "gpt"}]})
+    assert "proposers.0" in str(err.value)
+
+
+def test_out_of_range_number() -> None:
+    with pytest.raises(ConfigError, match="concurrency"):
+        parse_config({"concurrency": 0})
+
+
+def test_yaml_errors_name_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text("budget: [1,\n")
+    with pytest.raises(ConfigError, match="not valid YAML"):
+        load_config(path)
+    path.write_text("- a\n- b\n")
+    with pytest.raises(ConfigError, match="must be a YAML mapping"):
+        load_config(path)
+    with pytest.raises(ConfigError, match="cannot read"):
+        load_config(tmp_path / "missing.yaml")
+
+
+def test_a_file_overrides_defaults(tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text("name: x\nbudget:\n  max_evals: 5\nselection:\n  kind: greedy\n")
+    config = load_config(path)
+    assert (config.name, config.budget.max_evals, config.selection.kind) == ("x", 5, "greedy")
+    assert config.concurrency == 2

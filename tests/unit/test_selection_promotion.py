@@ -1,0 +1,65 @@
+"""Parent selection policies and the promotion gates."""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+
+import pytest
+
+from recursor.archive.selection import choose_parents, ranked
+from recursor.config import PromotionConfig, SelectionConfig
+from recursor.orchestrator.promotion import dev_gate, heldout_gate, paired_bootstrap_lower
+from recursor.tasks import Objective
+
+MIN = Objective("score", "minimize")
+NODES = [("a", 3.0), ("b", 1.0), ("c", 2.0), ("d", 4.0)]
+
+
+def test_ranked_respects_direction() -> None:
+    assert ranked(NODES, MIN) == ["b", "c", "a", "d"]
+    assert ranked(NODES, Objective("score", "maximize")) == ["d", "a", "c", "b"]
+
+
+def test_greedy_always_picks_the_best() -> None:
+    picks = choose_parents(NODES, SelectionConfig(kind="greedy"), MIN, random.Random(0), 10)
+    assert set(picks) == {"b"}
+
+
+@pytest.mark.parametrize("kind", ["rank", "epsilon_greedy", "tournament"])
+def test_stochastic_policies_favour_the_best_but_explore(kind: str) -> None:
+    config = SelectionConfig(kind=kind)
+    counts = Counter(choose_parents(NODES, config, MIN, random.Random(1), 2000))
+    assert counts["b"] == max(counts.values())
+    assert len(counts) > 1
+    again = choose_parents(NODES, config, MIN, random.Random(1), 2000)
+    assert Counter(again) == counts  # a pure function of the rng
+
+
+def test_threshold_gate_with_few_instances() -> None:
+    config = PromotionConfig(min_improvement=0.01)
+    small = dev_gate(0.995, 1.0, {"x": 1}, {"x": 1}, MIN, config, "s")
+    big = dev_gate(0.9, 1.0, {"x": 1}, {"x": 1}, MIN, config, "s")
+    assert not small.passed and big.passed and big.evidence["test"] == "threshold"
+
+
+def test_paired_bootstrap_refuses_a_lucky_mean() -> None:
+    config = PromotionConfig(min_improvement=0.0)
+    incumbent = {str(i): 1.0 for i in range(8)}
+    consistent = {str(i): 0.8 for i in range(8)}
+    one_lucky = {**{str(i): 1.05 for i in range(7)}, "7": -1.0}
+    assert dev_gate(0.8, 1.0, consistent, incumbent, MIN, config, "s").passed
+    gate = dev_gate(0.8, 1.0, one_lucky, incumbent, MIN, config, "s")
+    assert gate.evidence["test"] == "paired_bootstrap" and not gate.passed
+
+
+def test_bootstrap_lower_bound_is_below_the_mean() -> None:
+    diffs = [0.1, 0.2, 0.3, 0.4, 0.5]
+    assert paired_bootstrap_lower(diffs, 0.95, "x") < sum(diffs) / len(diffs)
+
+
+def test_heldout_gate_blocks_regressions_beyond_tolerance() -> None:
+    config = PromotionConfig(heldout_tolerance=0.1)
+    assert heldout_gate(-1.95, -2.0, MIN, config).passed
+    assert not heldout_gate(-1.5, -2.0, MIN, config).passed
+    assert not heldout_gate(None, -2.0, MIN, config).passed
