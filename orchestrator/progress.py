@@ -75,7 +75,8 @@ class RichReporter(Reporter):
                                   total=snapshot.budget, description=self._describe(snapshot))
 
     def node(self, line: str) -> None:
-        self.console.print(line, highlight=False)
+        self.console.print(line, highlight=False, markup=False, overflow="ellipsis",
+                           no_wrap=True, crop=True)
 
     def message(self, text: str) -> None:
         self.console.print(f"[bold]{text}[/bold]")

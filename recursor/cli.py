@@ -45,7 +45,9 @@ def _finish(summary: Any, directory: Path, metric: str) -> None:
     render_summary(summary, metric, console)
     if summary.patch:
         console.print(f"\n[bold]best node {summary.best.id}: diff from the starting point[/bold]")
-        console.print(summary.patch, highlight=False, markup=False)
+        console.file.flush()
+        sys.stdout.write(summary.patch if summary.patch.endswith("\n") else summary.patch + "\n")
+        sys.stdout.flush()
     console.print("\n[bold]inspect the archive:[/bold]")
     for command in ("tree", "best", f"show {summary.best.id}", f"lineage {summary.best.id}",
                     "export --format csv"):

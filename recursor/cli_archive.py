@@ -158,7 +158,7 @@ def show(node: Annotated[str, typer.Argument(help="node id (or a unique part of 
                       f"{json.dumps(ev['metrics'])}", highlight=False)
     if data["patch"]:
         console.print("[bold]patch[/]:")
-        console.print(data["patch"], markup=False, highlight=False)
+        console.print(data["patch"], markup=False, highlight=False, soft_wrap=True)
     for stream, text in data["logs"].items():
         console.print(f"[bold]log {stream}[/]:")
         console.print(text[-4000:], markup=False, highlight=False)

@@ -15,13 +15,12 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from recursor.mutation import MutationPrimitive
 from recursor.sandbox import Mount, SandboxLimits
 from recursor.tasks._base import Component, EvaluationPlan, Objective, Task
 from recursor.tasks.cfr import games
 from recursor.tasks.cfr._protocol import ERROR_FILE, HOOK_FILE
 from recursor.tasks.cfr.primitives import cfr_primitives
-
-from recursor.mutation import MutationPrimitive
 from recursor.types import ChangeKind, Split
 
 HOOKS_DIR = Path(__file__).parent / "hooks"

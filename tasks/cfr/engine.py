@@ -46,6 +46,7 @@ from pathlib import Path
 from types import ModuleType
 
 import numpy as np
+
 from recursor.tasks.cfr.games import CHANCE, TERMINAL, GameTree
 
 HOOK_NAMES: tuple[str, ...] = ("update_regrets", "regrets_to_policy", "update_average")

@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
 from recursor.tasks.cfr._protocol import ERROR_FILE, HOOK_FILE
 from recursor.tasks.cfr.engine import CFREngine, HookError, check_policy, exploitability, load_hooks
 from recursor.tasks.cfr.games import SPLITS, load_tree
