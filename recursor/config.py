@@ -72,10 +72,10 @@ SandboxConfig = Annotated[ProcessSandboxConfig, Field(discriminator="kind")]
 
 
 class SelectionConfig(_Model):
-    kind: Literal["greedy", "rank", "epsilon_greedy", "tournament"] = "rank"
+    kind: Literal["greedy", "rank", "epsilon_greedy", "tournament"] = "tournament"
     exponent: float = Field(1.5, gt=0, description="rank: power-law exponent")
     epsilon: float = Field(0.2, ge=0, le=1, description="epsilon_greedy: exploration rate")
-    tournament_size: int = Field(3, ge=1)
+    tournament_size: int = Field(4, ge=1)
 
 
 class PromotionConfig(_Model):
@@ -89,7 +89,7 @@ class PromotionConfig(_Model):
 
 
 class BudgetConfig(_Model):
-    max_evals: int = Field(60, ge=1, description="candidates attempted, failures included")
+    max_evals: int = Field(100, ge=1, description="candidates attempted, failures included")
     wall_time_s: float | None = Field(None, gt=0, description="active seconds before stopping")
 
 
