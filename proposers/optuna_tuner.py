@@ -22,9 +22,8 @@ from dataclasses import dataclass
 
 import optuna
 from optuna.distributions import BaseDistribution, FloatDistribution, IntDistribution
-from recursor.errors import ProposerError
-from recursor.types import NodeStatus
 
+from recursor.errors import ProposerError
 from recursor.proposers._base import NodeView, Proposal, ProposalContext, Proposer
 from recursor.proposers.mutation.primitives import is_number
 from recursor.proposers.mutation.proposer import (
@@ -34,6 +33,7 @@ from recursor.proposers.mutation.proposer import (
     proposal_kind,
 )
 from recursor.proposers.mutation.source import find_blocks, nodes_in_blocks, splice
+from recursor.types import NodeStatus
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 PLACEHOLDER = "__recursor_constant__"

@@ -2,12 +2,12 @@
 
 One *attempt* applies between 1 and ``max_mutations`` edits in sequence; each edit re-parses
 the current source, lists every (node, primitive) pair inside a block where the primitive
-applies, draws one with probability proportional to the primitive's weight, and splices the
-replacement at the node's span. An attempt succeeds when the result parses, is a different
-program from the input (and from every ``avoid``-ed source) and the validity callback returns
-None. The engine makes up to ``max_attempts`` attempts, then raises ``ProposerError`` with the
-last reasons. All randomness comes from the ``random.Random`` passed in, so a seed reproduces
-a run exactly.
+applies, draws a primitive with probability proportional to its weight (among those that apply
+somewhere), then one of its nodes uniformly, and splices the replacement at the node's span.
+An attempt succeeds when the result parses, is a different program from the input (and from
+every ``avoid``-ed source) and the validity callback returns None. The engine makes up to
+``max_attempts`` attempts, then raises ``ProposerError`` with the last reasons. All randomness
+comes from the ``random.Random`` passed in, so a seed reproduces a run exactly.
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ from typing import Any
 
 from recursor.errors import ProposerError
 from recursor.mutation import MutationPrimitive
-
 from recursor.proposers.mutation.scope import ContextualPrimitive, block_scope
 from recursor.proposers.mutation.source import (
     find_blocks,
@@ -86,6 +85,20 @@ def _sites(tree: ast.Module, source: str,
     return sites
 
 
+def _draw(sites: list[tuple[ast.AST, MutationPrimitive]],
+          rng: random.Random) -> tuple[ast.AST, MutationPrimitive]:
+    """Remove and return one site: a primitive by weight, then one of its nodes uniformly.
+
+    Drawing the primitive first keeps its weight meaningful whether it applies to two nodes
+    (a literal) or to twenty (every variable read).
+    """
+    names = list(dict.fromkeys(primitive.name for _, primitive in sites))
+    weights = [next(p.weight for _, p in sites if p.name == name) for name in names]
+    name = rng.choices(names, weights=weights)[0]
+    indices = [i for i, (_, p) in enumerate(sites) if p.name == name]
+    return sites.pop(rng.choice(indices))
+
+
 def mutate_once(source: str, primitives: Sequence[MutationPrimitive],
                 rng: random.Random) -> tuple[str, AppliedMutation] | None:
     """Apply one weighted-random edit inside a block; None when no primitive offers one."""
@@ -93,9 +106,7 @@ def mutate_once(source: str, primitives: Sequence[MutationPrimitive],
     sites = _sites(tree, source, primitives)
     parents = parent_map(tree)
     while sites:
-        weights = [primitive.weight for _, primitive in sites]
-        index = rng.choices(range(len(sites)), weights=weights)[0]
-        node, primitive = sites.pop(index)
+        node, primitive = _draw(sites, rng)
         replacement = primitive.mutate(node, rng)
         if replacement is None:
             continue

@@ -22,7 +22,6 @@ import copy
 import random
 
 from recursor.mutation import MutationPrimitive
-
 from recursor.proposers.mutation.scope import BlockScope, ContextualPrimitive
 
 COUNTER_NAMES: tuple[str, ...] = ("t", "step", "iteration", "epoch")
@@ -128,7 +127,7 @@ class _InsertBound(_ScopedPrimitive):
         self.counter = counter
 
     def applies(self, node: ast.AST) -> bool:
-        return is_number(node)
+        return is_number(node) and node.value != 0  # type: ignore[attr-defined]
 
     def mutate(self, node: ast.AST, rng: random.Random) -> ast.AST | None:
         assert isinstance(node, ast.Constant)
@@ -139,7 +138,7 @@ class _InsertBound(_ScopedPrimitive):
 
 
 class InsertSchedule(ContextualPrimitive):
-    """A literal ``c`` -> ``c * s(t)`` (just ``s(t)`` when ``c`` is 1), ``s`` a schedule."""
+    """A nonzero literal ``c`` -> ``c * s(t)`` (just ``s(t)`` when ``c`` is 1), ``s`` a schedule."""
 
     name = "InsertSchedule"
     weight = 1.0
@@ -206,7 +205,7 @@ class _ComposeBound(_ScopedPrimitive):
 
 
 class ComposeNames(ContextualPrimitive):
-    """A read variable ``x`` -> ``y``, ``x + y`` or ``x * y`` for another variable ``y`` in scope."""
+    """A read variable ``x`` -> ``y``, ``x + y`` or ``x * y`` for another in-scope ``y``."""
 
     name = "ComposeNames"
     weight = 0.3

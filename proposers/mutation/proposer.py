@@ -7,11 +7,10 @@ from collections.abc import Callable, Mapping, Sequence
 
 from recursor.errors import ProposerError
 from recursor.mutation import MutationPrimitive
-from recursor.types import ChangeKind
-
 from recursor.proposers._base import Proposal, ProposalContext, Proposer
 from recursor.proposers.mutation.engine import MutationEngine
 from recursor.proposers.mutation.source import find_blocks
+from recursor.types import ChangeKind
 
 QuickCheck = Callable[[Mapping[str, str]], str | None]
 

@@ -14,7 +14,6 @@ import random
 from dataclasses import dataclass
 
 from recursor.mutation import MutationPrimitive
-
 from recursor.proposers.mutation.source import Block
 
 

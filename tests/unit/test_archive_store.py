@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
 from recursor.archive.migrations import LATEST
 from recursor.archive.models import EvaluationRow, NodeRow, SchemaVersion
 from recursor.archive.store import Archive
