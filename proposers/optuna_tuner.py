@@ -17,8 +17,10 @@ from __future__ import annotations
 
 import ast
 import math
+import warnings
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
+from typing import Literal as Lit
 
 import optuna
 from optuna.distributions import BaseDistribution, FloatDistribution, IntDistribution
@@ -54,6 +56,11 @@ class Literal:
         return isinstance(self.value, int)
 
 
+def _number(node: ast.expr) -> float | int:
+    assert isinstance(node, ast.Constant) and isinstance(node.value, int | float)
+    return node.value
+
+
 def find_literals(source: str) -> list[Literal]:
     """The numeric literals inside the EVOLVE blocks of ``source``, in source order."""
     tree = ast.parse(source)
@@ -63,9 +70,9 @@ def find_literals(source: str) -> list[Literal]:
         if (isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub)
                 and is_number(node.operand)):
             negated.add(id(node.operand))
-            found.append(Literal(node, -node.operand.value))  # type: ignore[attr-defined]
+            found.append(Literal(node, -_number(node.operand)))
         elif is_number(node) and id(node) not in negated:
-            found.append(Literal(node, node.value))  # type: ignore[attr-defined]
+            found.append(Literal(node, _number(node)))
     found = [lit for lit in found if not (isinstance(lit.node, ast.Constant)
                                            and id(lit.node) in negated)]
     return sorted(found, key=lambda lit: (lit.node.lineno, lit.node.col_offset))
@@ -74,7 +81,7 @@ def find_literals(source: str) -> list[Literal]:
 def with_values(source: str, literals: Sequence[Literal], values: Sequence[float | int]) -> str:
     """``source`` with each literal's text replaced by the matching value."""
     edits = [(lit.node, _literal_text(v)) for lit, v in zip(literals, values, strict=True)]
-    return splice(source, edits)  # type: ignore[arg-type]
+    return splice(source, edits)
 
 
 def _literal_text(value: float | int) -> str:
@@ -86,7 +93,7 @@ def structure(source: str) -> str:
     """The program with block literals abstracted (an AST dump, formatting ignored)."""
     literals = find_literals(source)
     edits = [(lit.node, PLACEHOLDER) for lit in literals]
-    return ast.dump(ast.parse(splice(source, edits)))  # type: ignore[arg-type]
+    return ast.dump(ast.parse(splice(source, edits)))
 
 
 def _distribution(parent: float | int, seen: Sequence[float | int]) -> BaseDistribution:
@@ -134,7 +141,8 @@ def build_study(literals: Sequence[Literal], history: Sequence[tuple[list[float 
     value in ``literals`` (the parent's), so one proposal moves one or two constants at a time
     while the model still learns from every trial.
     """
-    direction = "maximize" if direction == "maximize" else "minimize"
+    study_direction: Lit["minimize", "maximize"] = (
+        "maximize" if direction == "maximize" else "minimize")
     distributions = {}
     for index, lit in enumerate(literals):
         seen = [values[index] for values, _ in history]
@@ -143,8 +151,10 @@ def build_study(literals: Sequence[Literal], history: Sequence[tuple[list[float 
                                                                       strict=True))
              if index not in tuned}
     tpe = optuna.samplers.TPESampler(seed=seed, n_startup_trials=STARTUP_TRIALS)
-    sampler = optuna.samplers.PartialFixedSampler(fixed, tpe)
-    study = optuna.create_study(direction=direction, sampler=sampler)
+    with warnings.catch_warnings():  # PartialFixedSampler is marked experimental
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        sampler = optuna.samplers.PartialFixedSampler(fixed, tpe)
+    study = optuna.create_study(direction=study_direction, sampler=sampler)
     for values, score in history:
         params = {name: (int(round(v)) if isinstance(d, IntDistribution) else float(v))
                   for (name, d), v in zip(distributions.items(), values, strict=True)}

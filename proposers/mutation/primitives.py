@@ -79,7 +79,7 @@ class PerturbConstant(MutationPrimitive):
     def mutate(self, node: ast.AST, rng: random.Random) -> ast.AST | None:
         if not self.applies(node):
             return None
-        assert isinstance(node, ast.Constant)
+        assert isinstance(node, ast.Constant) and isinstance(node.value, int | float)
         options = self.candidates(node.value)
         return _number_node(rng.choice(options)) if options else None
 
@@ -110,7 +110,7 @@ class ClipAtZero(ContextualPrimitive):
     """``x`` -> ``np.maximum(x, 0.0)`` for a variable or arithmetic expression (needs numpy)."""
 
     name = "ClipAtZero"
-    weight = 0.5
+    weight = 0.3
 
     def bind(self, scope: BlockScope) -> MutationPrimitive | None:
         numpy = scope.alias_of("numpy")
@@ -130,7 +130,7 @@ class _InsertBound(_ScopedPrimitive):
         return is_number(node) and node.value != 0  # type: ignore[attr-defined]
 
     def mutate(self, node: ast.AST, rng: random.Random) -> ast.AST | None:
-        assert isinstance(node, ast.Constant)
+        assert isinstance(node, ast.Constant) and isinstance(node.value, int | float)
         schedule = _expr(rng.choice(schedules(self.counter)))
         if node.value == 1:
             return schedule
@@ -162,7 +162,7 @@ class WeightBySchedule(ContextualPrimitive):
     """An expression ``x`` -> ``x * s(t)``, ``s`` a discount or power schedule."""
 
     name = "WeightBySchedule"
-    weight = 0.5
+    weight = 0.3
 
     def bind(self, scope: BlockScope) -> MutationPrimitive | None:
         counter = _counter(scope)
@@ -173,7 +173,7 @@ class SwapOperands(MutationPrimitive):
     """``a - b`` -> ``b - a`` (non-commutative ops only); ``a > b`` -> ``b > a``."""
 
     name = "SwapOperands"
-    weight = 0.3
+    weight = 0.1
 
     def applies(self, node: ast.AST) -> bool:
         if isinstance(node, ast.BinOp):
@@ -208,7 +208,7 @@ class ComposeNames(ContextualPrimitive):
     """A read variable ``x`` -> ``y``, ``x + y`` or ``x * y`` for another in-scope ``y``."""
 
     name = "ComposeNames"
-    weight = 0.3
+    weight = 0.2
 
     def bind(self, scope: BlockScope) -> MutationPrimitive | None:
         return _ComposeBound(self.name, self.weight, scope) if scope.variables else None

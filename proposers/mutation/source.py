@@ -8,7 +8,7 @@ module count UTF-8 bytes, so splicing works on the encoded source.
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from recursor.mutation import BLOCK_END, BLOCK_START
@@ -98,7 +98,7 @@ def _offset(line_starts: list[int], lineno: int, col: int) -> int:
     return line_starts[lineno - 1] + col
 
 
-def splice(source: str, edits: list[tuple[ast.AST, str]]) -> str:
+def splice(source: str, edits: Sequence[tuple[ast.AST, str]]) -> str:
     """``source`` with each node's span replaced by its text; spans must not overlap."""
     data = source.encode("utf-8")
     line_starts = [0]
