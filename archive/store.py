@@ -12,10 +12,10 @@ them only through the methods here, which enforce that a node's status only move
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy import create_engine, event, select
 from sqlalchemy.engine import Engine
@@ -35,6 +35,7 @@ from recursor.errors import ArchiveError
 from recursor.types import NodeStatus
 
 ARCHIVE_FILE = "archive.sqlite"
+_Row = TypeVar("_Row", NodeRow, EvaluationRow)
 LOG_LIMIT = 200_000  # characters kept per log entry
 
 
@@ -126,20 +127,25 @@ class Archive:
             row.updated_at = now()
 
     # nodes -------------------------------------------------------------------------------
-    def add_node(self, node: NodeRow) -> NodeRow:
-        """Insert ``node``; if its (campaign, round, slot) exists, return the stored one."""
-        existing = self.node_at(node.campaign_id, node.round, node.slot)
+    def _insert_once(self, row: _Row, stored: Callable[[], _Row | None]) -> _Row:
+        """Insert ``row`` unless ``stored()`` finds its twin (also after losing a race)."""
+        existing = stored()
         if existing is not None:
             return existing
         try:
             with self.session() as s, s.begin():
-                s.add(node)
+                s.add(row)
         except IntegrityError:
-            existing = self.node_at(node.campaign_id, node.round, node.slot)
+            existing = stored()
             if existing is None:
                 raise
             return existing
-        return node
+        return row
+
+    def add_node(self, node: NodeRow) -> NodeRow:
+        """Insert ``node``; if its (campaign, round, slot) exists, return the stored one."""
+        return self._insert_once(
+            node, lambda: self.node_at(node.campaign_id, node.round, node.slot))
 
     def node_at(self, campaign_id: str, round_: int, slot: int) -> NodeRow | None:
         with self.session() as s:
@@ -192,18 +198,7 @@ class Archive:
     # evaluations -------------------------------------------------------------------------
     def add_evaluation(self, row: EvaluationRow) -> EvaluationRow:
         """Insert an evaluation; an existing one for (node, split, seed) wins and is returned."""
-        existing = self.evaluation(row.node_id, row.split, row.seed)
-        if existing is not None:
-            return existing
-        try:
-            with self.session() as s, s.begin():
-                s.add(row)
-        except IntegrityError:
-            existing = self.evaluation(row.node_id, row.split, row.seed)
-            if existing is None:
-                raise
-            return existing
-        return row
+        return self._insert_once(row, lambda: self.evaluation(row.node_id, row.split, row.seed))
 
     def evaluation(self, node_id: str, split: str, seed: int = 0) -> EvaluationRow | None:
         with self.session() as s:

@@ -65,15 +65,15 @@ async def seed(state: CampaignState, runtime: Ctx) -> dict[str, Any]:
     """Create, evaluate (dev and held-out) and promote the starting point (round 0)."""
     ctx, started = runtime.context, time.monotonic()
     root_id = ctx.node_id(0, 0)
-    files = dict(ctx.task.seed_files())
-    kind = ctx.allowed_kinds[0] if ctx.allowed_kinds else ChangeKind.ROOT
-    commit = ctx.store.commit(files, [], f"{root_id}: starting point")
-    ctx.archive.add_node(NodeRow(id=root_id, campaign_id=ctx.campaign_id, parent_id=None,
-                                 round=0, slot=0, kind=ChangeKind.ROOT.value, proposer="seed",
-                                 rationale=f"the task's starting {kind.value}",
-                                 commit=commit, status=NodeStatus.PENDING.value))
-    ctx.store.set_ref(root_id, ctx.archive.node(root_id).commit or commit)
-    ctx.archive.update_campaign(ctx.campaign_id, root_node_id=root_id)
+    if ctx.archive.node_at(ctx.campaign_id, 0, 0) is None:
+        kind = ctx.allowed_kinds[0] if ctx.allowed_kinds else ChangeKind.ROOT
+        commit = ctx.store.commit(dict(ctx.task.seed_files()), [], f"{root_id}: starting point")
+        ctx.archive.add_node(NodeRow(id=root_id, campaign_id=ctx.campaign_id, parent_id=None,
+                                     round=0, slot=0, kind=ChangeKind.ROOT.value,
+                                     proposer="seed", rationale=f"the task's starting {kind.value}",
+                                     commit=commit, status=NodeStatus.PENDING.value))
+        ctx.store.set_ref(root_id, commit)
+        ctx.archive.update_campaign(ctx.campaign_id, root_node_id=root_id)
     await _evaluate_nodes(ctx, [ctx.archive.node(root_id)])
     root = ctx.archive.node(root_id)
     if root.status != NodeStatus.DONE.value:
@@ -85,7 +85,7 @@ async def seed(state: CampaignState, runtime: Ctx) -> dict[str, Any]:
         ctx.archive.add_promotion(ctx.campaign_id, ctx.config.components[0], root_id, None,
                                   {"reason": "starting point", "dev_score": root.score,
                                    "heldout_score": heldout})
-        ctx.store.set_branch("best", root.commit or commit)
+        ctx.store.set_branch("best", root.commit or "")
     ctx.reporter.start(snapshot(ctx))
     return {"round": max(state.get("round", 1), 1), "active_s": time.monotonic() - started}
 

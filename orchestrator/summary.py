@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 
+from recursor.archive.gitstore import GitStore
 from recursor.archive.store import Archive
 from recursor.errors import ArchiveError
 from recursor.types import Split
@@ -62,10 +64,11 @@ def campaign_summary(archive: Archive, campaign_id: str, stop_reason: str = "") 
     best_id = archive.incumbent(campaign_id) or campaign.root_node_id
     nodes = [n for n in archive.nodes(campaign_id) if n.round > 0]
     finished = [n for n in nodes if n.status in ("done", "failed")]
-    best = archive.node(best_id)
-    patch = best.patch if best_id != campaign.root_node_id else ""
-    if best.parent_id and best_id != campaign.root_node_id:
-        patch = _patch_from_root(archive, campaign.root_node_id, best_id) or patch
+    patch = ""
+    if best_id != campaign.root_node_id:
+        store = GitStore(Path(campaign.repo_path))
+        patch = store.diff(archive.node(campaign.root_node_id).commit,
+                           archive.node(best_id).commit or "")
     return CampaignSummary(
         campaign_id=campaign_id, name=campaign.name, stop_reason=stop_reason,
         evaluated=len(finished), failed=sum(n.status == "failed" for n in finished),
@@ -73,16 +76,6 @@ def campaign_summary(archive: Archive, campaign_id: str, stop_reason: str = "") 
         root=node_report(archive, campaign.root_node_id), best=node_report(archive, best_id),
         patch=patch,
     )
-
-
-def _patch_from_root(archive: Archive, root_id: str, best_id: str) -> str:
-    from pathlib import Path
-
-    from recursor.archive.gitstore import GitStore
-
-    campaign = archive.campaign(archive.node(best_id).campaign_id)
-    store = GitStore(Path(campaign.repo_path))
-    return store.diff(archive.node(root_id).commit, archive.node(best_id).commit or "")
 
 
 def summarize(ctx: Any, stop_reason: str) -> CampaignSummary:

@@ -11,7 +11,7 @@ from recursor.config import (
     ProposerConfig,
 )
 from recursor.errors import ConfigError
-from recursor.plugins import load_class_path
+from recursor.plugins import instantiate
 from recursor.proposers._base import Proposer
 from recursor.proposers.mutation.primitives import generic_primitives
 from recursor.proposers.mutation.proposer import MutationProposer
@@ -32,13 +32,8 @@ def build_proposer(config: ProposerConfig, task: Task, seed: int) -> Proposer:
     if isinstance(config, OptunaProposerConfig):
         return OptunaProposer(task.quick_check, seed=seed)
     if isinstance(config, PluginProposerConfig):
-        cls = load_class_path(config.class_path)
-        try:
-            proposer = cls(**config.options)
-        except TypeError as err:
-            raise ConfigError(f"proposers: options do not fit {config.class_path}: {err}") from None
-        if not isinstance(proposer, Proposer):
-            raise ConfigError(f"proposers: {config.class_path} is not a recursor Proposer")
+        proposer: Proposer = instantiate(config.class_path, config.options, Proposer,
+                                         "proposers")
         return proposer
     raise ConfigError(f"proposers: unknown kind {config!r}")
 

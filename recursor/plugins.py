@@ -30,6 +30,18 @@ def load_class_path(class_path: str) -> Any:
     return obj
 
 
+def instantiate(class_path: str, options: dict[str, Any], base: type, field: str) -> Any:
+    """Build ``class_path(**options)``; ConfigError (naming ``field``) unless it is a ``base``."""
+    cls = load_class_path(class_path)
+    try:
+        obj = cls(**options)
+    except TypeError as err:
+        raise ConfigError(f"{field}: options do not fit {class_path}: {err}") from None
+    if not isinstance(obj, base):
+        raise ConfigError(f"{field}: {class_path} is not a recursor {base.__name__}")
+    return obj
+
+
 def entry_point_names(group: str) -> dict[str, str]:
     """Installed entry points of ``group``: name -> 'module:attr'."""
     return {ep.name: ep.value for ep in entry_points(group=group)}

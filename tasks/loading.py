@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from recursor.config import CfrTaskConfig, PluginTaskConfig, TaskConfig
 from recursor.errors import ConfigError
-from recursor.plugins import load_class_path
+from recursor.plugins import instantiate
 from recursor.tasks._base import Task
 
 
@@ -15,13 +15,7 @@ def build_task(config: TaskConfig) -> Task:
 
         return CFRTask(iterations=config.iterations)
     if isinstance(config, PluginTaskConfig):
-        cls = load_class_path(config.class_path)
-        try:
-            task = cls(**config.options)
-        except TypeError as err:
-            raise ConfigError(f"task.options do not fit {config.class_path}: {err}") from None
-        if not isinstance(task, Task):
-            raise ConfigError(f"task.class_path {config.class_path} is not a recursor Task")
+        task: Task = instantiate(config.class_path, config.options, Task, "task")
         return task
     raise ConfigError(f"unknown task kind {config!r}")
 
