@@ -3,14 +3,20 @@
 What it covers:
 
 * **Isolation.** New user, pid, net, ipc, uts and cgroup namespaces (``--unshare-all``): no
-  network, no view of host processes. The host's top-level directories are bound read-only
-  over a read-only root; ``/root``, ``/home``, ``/tmp``, ``/var/tmp``, ``/run`` and every
-  ``hidden_paths`` entry are covered by empty tmpfs (a hidden *file* by ``/dev/null``). The
-  interpreter running Recursor (``sys.prefix``, ``sys.base_prefix``) and the project source
-  directory are bound back read-only so that candidates can run ``python`` and import it;
-  ``hidden_paths`` are applied after them and always win.
+  network, no view of host processes; every capability is dropped (so a candidate cannot
+  ptrace or read the ``/proc`` entries of a non-dumpable evaluator, see ``guest``). The host's
+  top-level directories are bound read-only over a read-only root; ``/root``, ``/home``,
+  ``/tmp``, ``/var/tmp``, ``/run`` and every ``hidden_paths`` entry are covered by empty tmpfs
+  (a hidden *file* by ``/dev/null``). The interpreter running Recursor (``sys.prefix``,
+  ``sys.base_prefix``) and the project source directory are bound back read-only so that
+  candidates can run ``python`` and import it; ``hidden_paths`` are applied after them and
+  always win.
 * **Files.** The workspace is copied to a fresh temp dir bound writable at ``/workspace``; the
-  original is never touched. The verdict file lives in a separate dir bound at ``/result``.
+  original is never touched.
+* **Verdict channel.** ``RECURSOR_RESULT`` is ``/proc/self/fd/N``, the write end of a pipe that
+  only the command inherits (nothing in the file system): a child started with ``close_fds``
+  (Python's default) cannot write it, and cannot reach it through ``/proc`` when the evaluator
+  is non-dumpable (``recursor.sandbox.guest.protect_verdict``).
 * **Environment.** Cleared; only ``PATH``, ``HOME=/tmp``, ``LANG``, ``PYTHONDONTWRITEBYTECODE``,
   ``PYTHONHASHSEED``, ``RECURSOR_RESULT`` and ``request.env`` are set. Host variables (API
   keys) never enter.
@@ -75,19 +81,19 @@ class _OutputReader(threading.Thread):
         self._pipe = pipe
         self._limit = limit
         self._chunks: list[bytes] = []
-        self._kept = 0
+        self.kept = 0
         self.truncated = False
 
     def run(self) -> None:
         with contextlib.suppress(OSError, ValueError):
             while chunk := os.read(self._pipe.fileno(), 65536):
-                room = self._limit - self._kept
+                room = self._limit - self.kept
                 if len(chunk) > room:
                     self.truncated = True
                     chunk = chunk[: max(room, 0)]
                 if chunk:
                     self._chunks.append(chunk)
-                    self._kept += len(chunk)
+                    self.kept += len(chunk)
 
     def text(self) -> str:
         return b"".join(self._chunks).decode("utf-8", errors="replace")
@@ -239,14 +245,22 @@ class ProcessSandbox(Sandbox):
         """Run ``request`` to completion (see the module and ``Sandbox`` contracts)."""
         scratch = Path(tempfile.mkdtemp(prefix="recursor-sandbox-"))
         try:
-            workspace, result_dir = scratch / "workspace", scratch / "result"
-            self._prepare(request, workspace, result_dir)
-            argv = [self._bwrap, *self._bwrap_args(request, workspace, result_dir)]
-            return self._execute(argv, request, result_dir / "result.json")
+            workspace = scratch / "workspace"
+            self._prepare(request, workspace)
+            verdict_read, verdict_write = os.pipe()
+            try:
+                try:
+                    argv = [self._bwrap, *self._bwrap_args(request, workspace, verdict_write)]
+                except BaseException:
+                    os.close(verdict_write)
+                    raise
+                return self._execute(argv, request, verdict_read, verdict_write)
+            finally:
+                os.close(verdict_read)  # _execute closes the write end as soon as it can
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
 
-    def _prepare(self, request: SandboxRequest, workspace: Path, result_dir: Path) -> None:
+    def _prepare(self, request: SandboxRequest, workspace: Path) -> None:
         """Copy the workspace and check mounts; a bad request is a SandboxError."""
         if request.workspace is None:
             workspace.mkdir()
@@ -254,15 +268,15 @@ class ProcessSandbox(Sandbox):
             shutil.copytree(request.workspace, workspace, symlinks=True)
         else:
             raise SandboxError(f"workspace {request.workspace} is not a directory")
-        result_dir.mkdir()
         for mount in request.mounts:
             if not mount.source.exists():
                 raise SandboxError(f"mount source {mount.source} does not exist")
             if not mount.target.startswith("/"):
                 raise SandboxError(f"mount target {mount.target!r} must be an absolute path")
 
-    def _bwrap_args(self, request: SandboxRequest, workspace: Path, result_dir: Path) -> list[str]:
+    def _bwrap_args(self, request: SandboxRequest, workspace: Path, verdict_fd: int) -> list[str]:
         args = ["--unshare-all", "--die-with-parent", "--new-session", "--clearenv"]
+        args += ["--cap-drop", "ALL"]
         args += _root_binds()
         for default in DEFAULT_HIDDEN:
             args += _hide(Path(default), request.limits.memory_mb)
@@ -271,26 +285,33 @@ class ProcessSandbox(Sandbox):
         for path in self._hidden:
             args += _hide(path, request.limits.memory_mb)
         args += ["--proc", "/proc", "--dev", "/dev"]
-        args += ["--bind", str(workspace), "/workspace", "--bind", str(result_dir), "/result"]
+        args += ["--bind", str(workspace), "/workspace"]
         for mount in request.mounts:
             flag = "--bind" if mount.writable else "--ro-bind"
             args += [flag, str(mount.source.resolve()), mount.target]
         args += ["--remount-ro", "/"]
-        for name, value in _environment(request).items():
+        for name, value in _environment(request, verdict_fd).items():
             args += ["--setenv", name, value]
         args += ["--chdir", request.workdir, "--", *request.command]
         return args
 
     def _execute(
-        self, argv: list[str], request: SandboxRequest, result_file: Path
+        self, argv: list[str], request: SandboxRequest, verdict_read: int, verdict_write: int
     ) -> SandboxResult:
         limits = request.limits
         cgroup = _PidsCgroup.create(limits.max_processes + BWRAP_OWN_PROCESSES)
         try:
             started = time.monotonic()
-            proc = _spawn(argv, limits.memory_mb << 20, limits.max_processes, cgroup)
+            try:
+                proc = _spawn(argv, limits.memory_mb << 20, limits.max_processes, cgroup,
+                              verdict_write)
+            finally:
+                os.close(verdict_write)  # only the sandbox holds the write end now
             try:
                 readers = [_OutputReader(p, limits.output_bytes) for p in _pipes(proc)]
+                verdict = _OutputReader(os.fdopen(verdict_read, "rb", closefd=False),
+                                        MAX_RESULT_BYTES)
+                readers.append(verdict)
                 for reader in readers:
                     reader.start()
                 try:
@@ -309,11 +330,12 @@ class ProcessSandbox(Sandbox):
         out, err = readers[0].text(), readers[1].text()
         truncated = readers[0].truncated or readers[1].truncated
         result = SandboxResult(RunStatus.OK, proc.returncode, out, err, wall, None, None, truncated)
-        return _judge(result, timed_out, limits.wall_time_s, result_file)
+        return _judge(result, timed_out, limits.wall_time_s, verdict)
 
 
 def _spawn(
-    argv: list[str], memory_bytes: int, max_processes: int, cgroup: _PidsCgroup | None
+    argv: list[str], memory_bytes: int, max_processes: int, cgroup: _PidsCgroup | None,
+    verdict_fd: int,
 ) -> subprocess.Popen[bytes]:
     """Start bwrap in its own process group, inside ``cgroup`` and under the rlimits."""
     nproc = _user_process_count() + max_processes + BWRAP_OWN_PROCESSES
@@ -325,6 +347,8 @@ def _spawn(
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             start_new_session=True,
+            pass_fds=(verdict_fd,),
+            env={},  # bwrap's own environ is readable inside (its pid 1): keep host secrets out
             preexec_fn=_limits_preexec(memory_bytes, nproc, cgroup_fd),
         )
     except OSError as exc:
@@ -351,7 +375,7 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
 
 
 def _judge(
-    result: SandboxResult, timed_out: bool, limit_s: float, result_file: Path
+    result: SandboxResult, timed_out: bool, limit_s: float, verdict: _OutputReader
 ) -> SandboxResult:
     """Set status, error and result from how the run ended and what it wrote."""
     if timed_out:
@@ -359,7 +383,7 @@ def _judge(
         result.error = f"wall time limit of {limit_s:g} s exceeded"
         return result
     code = result.exit_code
-    parsed, error = _parse_result(result_file) if result_file.exists() else (None, None)
+    parsed, error = _parse_result(verdict) if verdict.kept else (None, None)
     result.result = parsed  # kept on a failed exit too: an evaluator may explain the failure
     if code != 0:
         if any(marker in result.stderr for marker in OOM_MARKERS) or code == SIGKILL_EXIT:
@@ -371,12 +395,12 @@ def _judge(
     return result
 
 
-def _parse_result(result_file: Path) -> tuple[dict[str, Any] | None, str | None]:
-    """The verdict object, or an error saying why the file is not one."""
-    if result_file.stat().st_size > MAX_RESULT_BYTES:
+def _parse_result(verdict: _OutputReader) -> tuple[dict[str, Any] | None, str | None]:
+    """The verdict object, or an error saying why what was written is not one."""
+    if verdict.truncated:
         return None, f"result file is larger than {MAX_RESULT_BYTES} bytes"
     try:
-        data = json.loads(result_file.read_bytes())
+        data = json.loads(verdict.text())
     except (OSError, ValueError) as exc:
         return None, f"result file is not valid JSON: {exc}"
     if not isinstance(data, dict):
@@ -388,7 +412,7 @@ def _root_binds() -> list[str]:
     """Bind every top-level host entry read-only (a symlink is recreated as one)."""
     args: list[str] = []
     for entry in sorted(os.scandir("/"), key=lambda e: e.name):
-        if entry.name in ("proc", "dev", "workspace", "result"):
+        if entry.name in ("proc", "dev", "workspace"):
             continue
         path = f"/{entry.name}"
         if entry.is_symlink():
@@ -415,7 +439,7 @@ def _visible_dirs() -> list[Path]:
     return sorted(p for p in found if p.is_dir())
 
 
-def _environment(request: SandboxRequest) -> dict[str, str]:
+def _environment(request: SandboxRequest, verdict_fd: int) -> dict[str, str]:
     bin_dirs = dict.fromkeys([str(Path(sys.prefix) / "bin"), str(Path(sys.executable).parent)])
     path = ":".join([*bin_dirs, "/usr/local/bin", "/usr/bin", "/bin"])
     env = {
@@ -424,7 +448,7 @@ def _environment(request: SandboxRequest) -> dict[str, str]:
         "LANG": "C.UTF-8",
         "PYTHONDONTWRITEBYTECODE": "1",
         "PYTHONHASHSEED": "0",
-        "RECURSOR_RESULT": "/result/result.json",
+        "RECURSOR_RESULT": f"/proc/self/fd/{verdict_fd}",
     }
     env.update(request.env)
     return env

@@ -18,14 +18,14 @@ process starts a *solver* child (``--solve``) with ``$RECURSOR_RESULT`` removed 
 environment; the child runs the engine with the hooks and hands back only the average policies
 (an ``.npz`` of arrays). This process validates them and computes exploitability with its own
 code, so a hook that patches the engine or the exploitability function changes nothing, and
-the verdict file is written last, after the child has exited. The evaluator imports numpy only
-(pyspiel is needed only when a tree is missing from the cache).
+the verdict file is written last, after the child has exited. The process is non-dumpable
+(``recursor.sandbox.guest``), so the child cannot reach its file descriptors or environment.
+The evaluator imports numpy only (pyspiel is needed only when a tree is missing from the cache).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 import subprocess
@@ -38,6 +38,7 @@ from typing import Any
 
 import numpy as np
 
+from recursor.sandbox.guest import protect_verdict, write_verdict
 from recursor.tasks.cfr._protocol import ERROR_FILE, HOOK_FILE
 from recursor.tasks.cfr.engine import CFREngine, HookError, check_policy, exploitability, load_hooks
 from recursor.tasks.cfr.games import SPLITS, load_tree
@@ -149,13 +150,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.solve is not None:
         return _solve_main(args)
+    result_path = protect_verdict()
     verdict = evaluate(args.workspace, args.split, args.cache, args.iterations, args.timeout)
-    result_path = os.environ.get("RECURSOR_RESULT")
-    text = json.dumps(verdict)
-    if result_path:
-        Path(result_path).write_text(text)
-    else:
-        print(text)
+    write_verdict(result_path, verdict)
     if verdict["error"]:
         print(f"invalid candidate: {verdict['error']}", file=sys.stderr)
         return 1
