@@ -66,6 +66,7 @@ class ProcessSandboxConfig(_Model):
     memory_mb: int = Field(2048, ge=64)
     max_processes: int = Field(64, ge=1)
     output_bytes: int = Field(64_000, ge=1024)
+    disk_mb: int = Field(1024, ge=16)
 
 
 SandboxConfig = Annotated[ProcessSandboxConfig, Field(discriminator="kind")]

@@ -38,6 +38,7 @@ class SandboxLimits:
     memory_mb: int = 2048
     max_processes: int = 64
     output_bytes: int = 64_000
+    disk_mb: int = 1024
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,7 @@ def limits_for(config: SandboxConfig, task_limits: SandboxLimits) -> SandboxLimi
         max_processes=(config.max_processes if "max_processes" in chosen
                        else task_limits.max_processes),
         output_bytes=config.output_bytes if "output_bytes" in chosen else task_limits.output_bytes,
+        disk_mb=config.disk_mb if "disk_mb" in chosen else task_limits.disk_mb,
     )
 
 

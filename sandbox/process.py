@@ -11,8 +11,10 @@ What it covers:
   ``sys.base_prefix``) and the project source directory are bound back read-only so that
   candidates can run ``python`` and import it; ``hidden_paths`` are applied after them and
   always win.
-* **Files.** The workspace is copied to a fresh temp dir bound writable at ``/workspace``; the
-  original is never touched.
+* **Files.** The workspace is copied to a fresh temp dir, bound read-only at
+  ``/recursor-input`` and copied from there into ``/workspace``, a tmpfs capped at
+  ``limits.disk_mb`` (as is ``/tmp``); the original is never touched and a disk-filling
+  candidate gets ENOSPC, not the host's disk.
 * **Verdict channel.** ``RECURSOR_RESULT`` is ``/proc/self/fd/N``, the write end of a pipe that
   only the command inherits (nothing in the file system): a child started with ``close_fds``
   (Python's default) cannot write it, and cannot reach it through ``/proc`` when the evaluator
@@ -24,7 +26,7 @@ What it covers:
   descendant with it), ``RLIMIT_AS`` (memory), ``RLIMIT_NPROC`` (processes), ``RLIMIT_CORE=0``
   and ``RLIMIT_FSIZE`` (1 GiB per file); stdout/stderr are truncated to ``output_bytes``.
 
-What it does not cover: disk quotas for the workspace (only per-file size is capped), CPU
+What it does not cover: CPU
 share between parallel runs, kernel exploits. The project directory stays readable, so keep
 secrets out of it or list them in ``hidden_paths``.
 
@@ -71,6 +73,9 @@ BWRAP_OWN_PROCESSES = 2
 OOM_MARKERS = ("MemoryError", "std::bad_alloc", "Cannot allocate memory")
 SIGKILL_EXIT = 128 + signal.SIGKILL
 MAX_RESULT_BYTES = 16 << 20
+INPUT_TARGET = "/recursor-input"
+# Fills the capped /workspace tmpfs from the read-only copy, then becomes the command.
+COPY_IN = ("/bin/sh", "-c", f'cp -a {INPUT_TARGET}/. /workspace/ && exec "$@"', "sh")
 
 
 class _OutputReader(threading.Thread):
@@ -279,20 +284,21 @@ class ProcessSandbox(Sandbox):
         args += ["--cap-drop", "ALL"]
         args += _root_binds()
         for default in DEFAULT_HIDDEN:
-            args += _hide(Path(default), request.limits.memory_mb)
+            args += _hide(Path(default), request.limits.disk_mb)
         for keep in _visible_dirs():
             args += ["--ro-bind", str(keep), str(keep)]
         for path in self._hidden:
-            args += _hide(path, request.limits.memory_mb)
+            args += _hide(path, request.limits.disk_mb)
         args += ["--proc", "/proc", "--dev", "/dev"]
-        args += ["--bind", str(workspace), "/workspace"]
+        args += ["--ro-bind", str(workspace), INPUT_TARGET]
+        args += ["--size", str(request.limits.disk_mb << 20), "--tmpfs", "/workspace"]
         for mount in request.mounts:
             flag = "--bind" if mount.writable else "--ro-bind"
             args += [flag, str(mount.source.resolve()), mount.target]
         args += ["--remount-ro", "/"]
         for name, value in _environment(request, verdict_fd).items():
             args += ["--setenv", name, value]
-        args += ["--chdir", request.workdir, "--", *request.command]
+        args += ["--chdir", request.workdir, "--", *COPY_IN, *request.command]
         return args
 
     def _execute(
@@ -412,7 +418,7 @@ def _root_binds() -> list[str]:
     """Bind every top-level host entry read-only (a symlink is recreated as one)."""
     args: list[str] = []
     for entry in sorted(os.scandir("/"), key=lambda e: e.name):
-        if entry.name in ("proc", "dev", "workspace"):
+        if entry.name in ("proc", "dev", "workspace", INPUT_TARGET.lstrip("/")):
             continue
         path = f"/{entry.name}"
         if entry.is_symlink():
@@ -422,10 +428,10 @@ def _root_binds() -> list[str]:
     return args
 
 
-def _hide(path: Path, memory_mb: int) -> list[str]:
+def _hide(path: Path, disk_mb: int) -> list[str]:
     """Cover a host path: an empty tmpfs for a directory, /dev/null for a file."""
     if path.is_dir():
-        size = memory_mb << 20 if str(path) in ("/tmp", "/var/tmp") else 1 << 20
+        size = disk_mb << 20 if str(path) in ("/tmp", "/var/tmp") else 1 << 20
         return ["--perms", "1777", "--size", str(size), "--tmpfs", str(path)]
     if path.exists():
         return ["--ro-bind", "/dev/null", str(path)]

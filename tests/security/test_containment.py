@@ -101,6 +101,8 @@ raise SystemExit("filled")
 """
     outcome = evaluate_candidate(prelude, timeout_s=60)
     assert outcome.run_status is not RunStatus.OK
+    # the workspace is a capped filesystem (ENOSPC, 28); /tmp stops at a cap too
+    assert "STOPPED /workspace 28" in outcome.stdout and "STOPPED /tmp" in outcome.stdout
     assert _free_bytes("/") > free_before - (512 << 20)
 
 
