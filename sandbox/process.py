@@ -26,9 +26,8 @@ What it covers:
   descendant with it), ``RLIMIT_AS`` (memory), ``RLIMIT_NPROC`` (processes), ``RLIMIT_CORE=0``
   and ``RLIMIT_FSIZE`` (1 GiB per file); stdout/stderr are truncated to ``output_bytes``.
 
-What it does not cover: CPU
-share between parallel runs, kernel exploits. The project directory stays readable, so keep
-secrets out of it or list them in ``hidden_paths``.
+What it does not cover: CPU share between parallel runs, kernel exploits. The project
+directory stays readable, so keep secrets out of it or list them in ``hidden_paths``.
 
 Process limit: the kernel ignores ``RLIMIT_NPROC`` for root, and for other users it counts
 *all* of the user's processes; so it is set to the user's current count plus
@@ -252,16 +251,10 @@ class ProcessSandbox(Sandbox):
         try:
             workspace = scratch / "workspace"
             self._prepare(request, workspace)
-            verdict_read, verdict_write = os.pipe()
-            try:
-                try:
-                    argv = [self._bwrap, *self._bwrap_args(request, workspace, verdict_write)]
-                except BaseException:
-                    os.close(verdict_write)
-                    raise
-                return self._execute(argv, request, verdict_read, verdict_write)
-            finally:
-                os.close(verdict_read)  # _execute closes the write end as soon as it can
+            return self._execute(
+                lambda verdict_fd: [self._bwrap, *self._bwrap_args(request, workspace, verdict_fd)],
+                request,
+            )
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
 
@@ -302,15 +295,17 @@ class ProcessSandbox(Sandbox):
         return args
 
     def _execute(
-        self, argv: list[str], request: SandboxRequest, verdict_read: int, verdict_write: int
+        self, build_argv: Callable[[int], list[str]], request: SandboxRequest
     ) -> SandboxResult:
+        """Run the bwrap command line ``build_argv(verdict_fd)`` under ``request.limits``."""
         limits = request.limits
+        verdict_read, verdict_write = os.pipe()
         cgroup = _PidsCgroup.create(limits.max_processes + BWRAP_OWN_PROCESSES)
         try:
             started = time.monotonic()
             try:
-                proc = _spawn(argv, limits.memory_mb << 20, limits.max_processes, cgroup,
-                              verdict_write)
+                proc = _spawn(build_argv(verdict_write), limits.memory_mb << 20,
+                              limits.max_processes, cgroup, verdict_write)
             finally:
                 os.close(verdict_write)  # only the sandbox holds the write end now
             try:
@@ -331,6 +326,7 @@ class ProcessSandbox(Sandbox):
             for reader in readers:
                 reader.join(timeout=5)
         finally:
+            os.close(verdict_read)
             if cgroup:
                 cgroup.remove()
         out, err = readers[0].text(), readers[1].text()

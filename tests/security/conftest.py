@@ -22,19 +22,22 @@ BACKENDS = ["process"]
 
 
 @pytest.fixture(scope="module")
-def cfr_task(cfr_cache: Path) -> CFRTask:
-    task = CFRTask(iterations=20)
-    return task
+def cfr_task() -> CFRTask:
+    return CFRTask(iterations=20)
+
+
+@pytest.fixture(scope="module")
+def campaign_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Stands for a campaign directory: hidden from the sandbox, with an archive inside."""
+    hidden = tmp_path_factory.mktemp("campaign")
+    (hidden / "archive.sqlite").write_text("SECRET-ARCHIVE-CONTENT")
+    return hidden
 
 
 @pytest.fixture(scope="module", params=BACKENDS)
-def sandbox(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory,
-            ) -> Iterator[Sandbox]:
-    """A sandbox of each backend; the hidden directory stands for a campaign directory."""
-    hidden = tmp_path_factory.mktemp("campaign")
-    (hidden / "archive.sqlite").write_text("SECRET-ARCHIVE-CONTENT")
-    box = ProcessSandbox(hidden_paths=[hidden])
-    box.hidden_dir = hidden  # type: ignore[attr-defined]
+def sandbox(request: pytest.FixtureRequest, campaign_dir: Path) -> Iterator[Sandbox]:
+    """A sandbox of each backend, with the campaign directory hidden."""
+    box = ProcessSandbox(hidden_paths=[campaign_dir])
     yield box
     box.close()
 

@@ -147,12 +147,12 @@ for path in [{str(target)!r}, {str(project_file)!r}, "/etc/candidate-was-here",
     assert not Path("/usr/candidate-was-here").exists()
 
 
-def test_host_secrets_are_out_of_reach(evaluate_candidate, sandbox, tmp_path: Path,  # type: ignore[no-untyped-def]
+def test_host_secrets_are_out_of_reach(evaluate_candidate, campaign_dir: Path,  # type: ignore[no-untyped-def]
                                        monkeypatch: pytest.MonkeyPatch) -> None:
     secret = f"sk-test-{uuid.uuid4().hex}"
     monkeypatch.setenv("OPENAI_API_KEY", secret)
     home = Path.home()
-    archive = sandbox.hidden_dir / "archive.sqlite"
+    archive = campaign_dir / "archive.sqlite"
     prelude = f"""
 import glob, os
 print(sorted(os.environ.items()))
