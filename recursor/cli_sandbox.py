@@ -44,13 +44,21 @@ def parse_mount(spec: str) -> Mount:
     return Mount(source=Path(parts[0]), target=parts[1], writable=writable)
 
 
-def make_sandbox(kind: SandboxKind) -> Sandbox:
-    """The sandbox of ``kind``; raises typer.BadParameter for one that is not available."""
+def make_sandbox(kind: SandboxKind, image: str | None = None,
+                 docker_host: str | None = None) -> Sandbox:
+    """The sandbox of ``kind``; raises SandboxError when it cannot work here."""
     if kind is SandboxKind.DOCKER:
-        raise typer.BadParameter("docker sandbox is not available yet", param_hint="--kind")
+        from recursor.sandbox.docker import DockerSandbox
+
+        return DockerSandbox(image=image, docker_host=docker_host, warm=False)
     from recursor.sandbox.process import ProcessSandbox
 
     return ProcessSandbox()
+
+
+def _fail(exc: SandboxError) -> typer.Exit:
+    Console(stderr=True).print(f"[red]sandbox error:[/red] {exc}")
+    return typer.Exit(2)
 
 
 @app.command(context_settings={"allow_interspersed_args": False})
@@ -66,18 +74,26 @@ def run(
     mount: Annotated[
         list[str] | None, typer.Option(help="SRC:TARGET[:rw], read-only unless :rw; repeatable.")
     ] = None,
+    image: Annotated[
+        str | None, typer.Option(help="docker: image to run in (default: the built base image).")
+    ] = None,
+    docker_host: Annotated[
+        str | None, typer.Option(help="docker: engine address (default: $DOCKER_HOST).")
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
 ) -> None:
     """Run COMMAND in the sandbox and report its status, output and verdict."""
     mounts = [parse_mount(spec) for spec in mount or []]
-    sandbox = make_sandbox(kind)
     limits = SandboxLimits(wall_time_s=timeout, memory_mb=memory)
     request = SandboxRequest(command=command, workspace=workspace, mounts=mounts, limits=limits)
     try:
+        sandbox = make_sandbox(kind, image, docker_host)
+    except SandboxError as exc:
+        raise _fail(exc) from exc
+    try:
         result = sandbox.run(request)
     except SandboxError as exc:
-        Console(stderr=True).print(f"[red]sandbox error:[/red] {exc}")
-        raise typer.Exit(2) from exc
+        raise _fail(exc) from exc
     finally:
         sandbox.close()
     if as_json:
@@ -85,6 +101,28 @@ def run(
     else:
         print_summary(result, Console())
     raise typer.Exit(0 if result.status is RunStatus.OK else 1)
+
+
+@app.command("build-image")
+def build_image(
+    docker_host: Annotated[
+        str | None, typer.Option(help="Engine address (default: $DOCKER_HOST).")
+    ] = None,
+    force: Annotated[bool, typer.Option(help="Rebuild even when the image exists.")] = False,
+) -> None:
+    """Build the docker sandbox's base image (Debian, Python, numpy) without a registry.
+
+    The tag is the hash of the recipe, so a second run returns at once. Prints the tag.
+    """
+    from recursor.sandbox.images import build_base_image, connect
+
+    err = Console(stderr=True)
+    try:
+        tag = build_base_image(connect(docker_host), log=lambda line: err.print(line),
+                               force=force)
+    except SandboxError as exc:
+        raise _fail(exc) from exc
+    typer.echo(tag)
 
 
 def print_summary(result: SandboxResult, console: Console) -> None:

@@ -60,8 +60,9 @@ class ProposerChoiceConfig(_Model):
     policy: Literal["alternate", "ucb"] = "ucb"
 
 
-class ProcessSandboxConfig(_Model):
-    kind: Literal["process"] = "process"
+class _SandboxLimitsConfig(_Model):
+    """Limits every sandbox kind takes; a field left out keeps the task's suggestion."""
+
     timeout_s: float = Field(120.0, gt=0)
     memory_mb: int = Field(2048, ge=64)
     max_processes: int = Field(64, ge=1)
@@ -69,7 +70,23 @@ class ProcessSandboxConfig(_Model):
     disk_mb: int = Field(1024, ge=16)
 
 
-SandboxConfig = Annotated[ProcessSandboxConfig, Field(discriminator="kind")]
+class ProcessSandboxConfig(_SandboxLimitsConfig):
+    kind: Literal["process"] = "process"
+
+
+class DockerSandboxConfig(_SandboxLimitsConfig):
+    kind: Literal["docker"] = "docker"
+    image: str | None = Field(
+        None, description="image with python3; default: the one `recursor sandbox build-image` "
+        "builds")
+    docker_host: str | None = Field(
+        None, description="engine address, e.g. unix:///run/docker.sock; default: $DOCKER_HOST")
+    cpus: float | None = Field(None, gt=0, description="CPU cap per container; default: none")
+    warm: bool = Field(True, description="reuse containers (reset between candidates)")
+    pool_size: int = Field(4, ge=1, description="warm containers kept idle at most")
+
+
+SandboxConfig = Annotated[ProcessSandboxConfig | DockerSandboxConfig, Field(discriminator="kind")]
 
 
 class SelectionConfig(_Model):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from recursor.config import ProcessSandboxConfig, SandboxConfig
+from recursor.config import DockerSandboxConfig, ProcessSandboxConfig, SandboxConfig
 from recursor.errors import ConfigError
 from recursor.sandbox._base import Sandbox, SandboxLimits
 
@@ -16,6 +16,12 @@ def build_sandbox(config: SandboxConfig, hidden_paths: Sequence[Path] = ()) -> S
         from recursor.sandbox.process import ProcessSandbox
 
         return ProcessSandbox(hidden_paths=list(hidden_paths))
+    if isinstance(config, DockerSandboxConfig):
+        # A container sees only what is mounted into it, so hidden paths need no covering.
+        from recursor.sandbox.docker import DockerSandbox
+
+        return DockerSandbox(image=config.image, docker_host=config.docker_host,
+                             cpus=config.cpus, warm=config.warm, pool_size=config.pool_size)
     raise ConfigError(f"sandbox.kind {getattr(config, 'kind', config)!r} is not available")
 
 

@@ -35,15 +35,12 @@ Process limit: the kernel ignores ``RLIMIT_NPROC`` for root, and for other users
 delegated), each run also gets its own cgroup with ``pids.max``, which is exact and also
 works as root (see ``enforces_process_limit``).
 
-OOM is a heuristic: the candidate ran out of memory when its stderr mentions ``MemoryError``
-(or ``bad_alloc`` / ``Cannot allocate memory``), or when it was SIGKILLed and not by our
-timeout (the kernel OOM killer). A SIGSEGV from a failed allocation counts as CRASHED.
+Statuses (OOM is a heuristic) are judged as for every backend, see ``_judge``.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import resource
 import shutil
@@ -51,56 +48,28 @@ import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import uuid
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import IO, Any
+from typing import IO
 
 import recursor
 from recursor.errors import SandboxError
 from recursor.types import RunStatus
 
 from ._base import Sandbox, SandboxRequest, SandboxResult
+from ._judge import MAX_RESULT_BYTES, judge
+from .agent import OutputReader
 
 BWRAP = "/usr/bin/bwrap"
 DEFAULT_HIDDEN: tuple[str, ...] = ("/root", "/home", "/tmp", "/var/tmp", "/run")
 FILE_SIZE_LIMIT = 1 << 30
 # bwrap runs as two processes of its own (outer monitor and pid-1 init) in the cgroup.
 BWRAP_OWN_PROCESSES = 2
-OOM_MARKERS = ("MemoryError", "std::bad_alloc", "Cannot allocate memory")
-SIGKILL_EXIT = 128 + signal.SIGKILL
-MAX_RESULT_BYTES = 16 << 20
 INPUT_TARGET = "/recursor-input"
 # Fills the capped /workspace tmpfs from the read-only copy, then becomes the command.
 COPY_IN = ("/bin/sh", "-c", f'cp -a {INPUT_TARGET}/. /workspace/ && exec "$@"', "sh")
-
-
-class _OutputReader(threading.Thread):
-    """Drains one pipe to EOF, keeping the first ``limit`` bytes and discarding the rest."""
-
-    def __init__(self, pipe: IO[bytes], limit: int) -> None:
-        super().__init__(daemon=True)
-        self._pipe = pipe
-        self._limit = limit
-        self._chunks: list[bytes] = []
-        self.kept = 0
-        self.truncated = False
-
-    def run(self) -> None:
-        with contextlib.suppress(OSError, ValueError):
-            while chunk := os.read(self._pipe.fileno(), 65536):
-                room = self._limit - self.kept
-                if len(chunk) > room:
-                    self.truncated = True
-                    chunk = chunk[: max(room, 0)]
-                if chunk:
-                    self._chunks.append(chunk)
-                    self.kept += len(chunk)
-
-    def text(self) -> str:
-        return b"".join(self._chunks).decode("utf-8", errors="replace")
 
 
 class _PidsCgroup:
@@ -309,8 +278,8 @@ class ProcessSandbox(Sandbox):
             finally:
                 os.close(verdict_write)  # only the sandbox holds the write end now
             try:
-                readers = [_OutputReader(p, limits.output_bytes) for p in _pipes(proc)]
-                verdict = _OutputReader(os.fdopen(verdict_read, "rb", closefd=False),
+                readers = [OutputReader(p, limits.output_bytes) for p in _pipes(proc)]
+                verdict = OutputReader(os.fdopen(verdict_read, "rb", closefd=False),
                                         MAX_RESULT_BYTES)
                 readers.append(verdict)
                 for reader in readers:
@@ -332,7 +301,8 @@ class ProcessSandbox(Sandbox):
         out, err = readers[0].text(), readers[1].text()
         truncated = readers[0].truncated or readers[1].truncated
         result = SandboxResult(RunStatus.OK, proc.returncode, out, err, wall, None, None, truncated)
-        return _judge(result, timed_out, limits.wall_time_s, verdict)
+        text = verdict.text() if verdict.kept else None
+        return judge(result, timed_out, limits.wall_time_s, text, verdict.truncated)
 
 
 def _spawn(
@@ -374,40 +344,6 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
-
-
-def _judge(
-    result: SandboxResult, timed_out: bool, limit_s: float, verdict: _OutputReader
-) -> SandboxResult:
-    """Set status, error and result from how the run ended and what it wrote."""
-    if timed_out:
-        result.status, result.exit_code = RunStatus.TIMEOUT, None
-        result.error = f"wall time limit of {limit_s:g} s exceeded"
-        return result
-    code = result.exit_code
-    parsed, error = _parse_result(verdict) if verdict.kept else (None, None)
-    result.result = parsed  # kept on a failed exit too: an evaluator may explain the failure
-    if code != 0:
-        if any(marker in result.stderr for marker in OOM_MARKERS) or code == SIGKILL_EXIT:
-            result.status, result.error = RunStatus.OOM, "out of memory (heuristic, see stderr)"
-        else:
-            result.status, result.error = RunStatus.CRASHED, f"exited with status {code}"
-    elif error is not None:
-        result.status, result.error = RunStatus.INVALID, error
-    return result
-
-
-def _parse_result(verdict: _OutputReader) -> tuple[dict[str, Any] | None, str | None]:
-    """The verdict object, or an error saying why what was written is not one."""
-    if verdict.truncated:
-        return None, f"result file is larger than {MAX_RESULT_BYTES} bytes"
-    try:
-        data = json.loads(verdict.text())
-    except (OSError, ValueError) as exc:
-        return None, f"result file is not valid JSON: {exc}"
-    if not isinstance(data, dict):
-        return None, f"result file holds a JSON {type(data).__name__}, not an object"
-    return data, None
 
 
 def _root_binds() -> list[str]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -30,3 +31,37 @@ def subprocess_env() -> dict[str, str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
     return env
+
+
+@pytest.fixture(scope="session")
+def docker_image() -> str:
+    """The docker sandbox's base image in the engine at $DOCKER_HOST, built once if missing
+    (``make test`` starts that engine: podman, through scripts/container-engine.sh)."""
+    from recursor.sandbox.images import build_base_image, connect
+
+    return build_base_image(connect())
+
+
+@pytest.fixture(scope="session")
+def docker_sandbox_factory(docker_image: str):  # type: ignore[no-untyped-def]
+    """Builds DockerSandboxes on the base image; checks at teardown that none left a container."""
+    from recursor.sandbox.docker import LABEL, DockerSandbox
+    from recursor.sandbox.images import connect
+
+    built: list[DockerSandbox] = []
+
+    def build(**options: object) -> DockerSandbox:
+        box = DockerSandbox(image=docker_image, **options)  # type: ignore[arg-type]
+        built.append(box)
+        return box
+
+    yield build
+    for box in built:
+        box.close()
+    client = connect()
+    for _ in range(50):  # removal of an auto-removed container can lag a moment
+        left = client.containers.list(all=True, filters={"label": LABEL})
+        if not left:
+            break
+        time.sleep(0.2)
+    assert not left, f"sandbox containers left behind: {[c.name for c in left]}"

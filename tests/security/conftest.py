@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from recursor.config import ProcessSandboxConfig
+from recursor.config import DockerSandboxConfig, ProcessSandboxConfig
 from recursor.orchestrator.evaluation import EvaluationOutcome, run_evaluation
 from recursor.sandbox import Sandbox
 from recursor.sandbox.process import ProcessSandbox
@@ -18,7 +18,7 @@ from recursor.types import Split
 
 HOOKS_DIR = Path(__file__).resolve().parents[2] / "tasks" / "cfr" / "hooks"
 VANILLA = (HOOKS_DIR / "vanilla.py").read_text()
-BACKENDS = ["process"]
+BACKENDS = ["process", pytest.param("docker", marks=pytest.mark.docker)]
 
 
 @pytest.fixture(scope="module")
@@ -36,8 +36,12 @@ def campaign_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module", params=BACKENDS)
 def sandbox(request: pytest.FixtureRequest, campaign_dir: Path) -> Iterator[Sandbox]:
-    """A sandbox of each backend, with the campaign directory hidden."""
-    box = ProcessSandbox(hidden_paths=[campaign_dir])
+    """A sandbox of each backend, with the campaign directory hidden (a container sees only
+    what is mounted into it). The docker one is a warm pool, as campaigns use it."""
+    if request.param == "docker":
+        box: Sandbox = request.getfixturevalue("docker_sandbox_factory")()
+    else:
+        box = ProcessSandbox(hidden_paths=[campaign_dir])
     yield box
     box.close()
 
@@ -47,7 +51,8 @@ def evaluate_candidate(sandbox: Sandbox, cfr_task: CFRTask, cfr_cache: Path):  #
     """Evaluate hook source ``prelude + vanilla CFR`` on the dev split, as a campaign does."""
 
     def run(prelude: str, timeout_s: float = 30.0) -> EvaluationOutcome:
-        config = ProcessSandboxConfig(timeout_s=timeout_s, memory_mb=1024, max_processes=32)
+        kind = DockerSandboxConfig if sandbox.kind == "docker" else ProcessSandboxConfig
+        config = kind(timeout_s=timeout_s, memory_mb=1024, max_processes=32)
         files = {HOOK_FILE: prelude + "\n" + VANILLA}
         return run_evaluation(cfr_task, sandbox, config, files, Split.DEV, cfr_cache)
 
