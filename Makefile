@@ -4,15 +4,17 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 DEMO_DIR ?= campaigns/demo-$(shell date +%Y%m%d-%H%M%S)
+# The docker sandbox's engine: Recursor's own podman service unless DOCKER_HOST names another.
+export DOCKER_HOST ?= unix:///run/recursor-podman/podman.sock
 
-.PHONY: demo test lint typecheck unit system-deps clean
+.PHONY: demo test lint typecheck unit system-deps container-engine sandbox-image clean
 
 demo: $(STAMP) system-deps
 	$(VENV)/bin/recursor run --dir $(DEMO_DIR)
 
 test: $(STAMP) system-deps lint typecheck unit
 
-unit: $(STAMP) system-deps
+unit: $(STAMP) system-deps sandbox-image
 	$(PY) -m pytest -q
 
 lint: $(STAMP)
@@ -23,6 +25,14 @@ typecheck: $(STAMP)
 
 system-deps:
 	@scripts/system-deps.sh
+
+# podman serving the Docker Engine API (installed and started when DOCKER_HOST is ours)
+container-engine:
+	@scripts/container-engine.sh
+
+# the docker sandbox's base image (debootstrap, about 90 s the first time; cached by hash)
+sandbox-image: $(STAMP) container-engine
+	$(VENV)/bin/recursor sandbox build-image
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)

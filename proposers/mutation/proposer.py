@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import random
 from collections.abc import Callable, Mapping, Sequence
 
@@ -19,9 +20,13 @@ def context_rng(name: str, context: ProposalContext, base_seed: int = 0) -> rand
     """A generator seeded by the context alone: its seed, its parent and the history length.
 
     The same context always gives the same proposal; a new step (longer history) or another
-    parent gives a different one even when the campaign passes one fixed seed.
+    parent gives a different one even when the campaign passes one fixed seed. The parent
+    counts by its files, not its id (ids are random), so a rerun of a seeded campaign repeats.
     """
-    material = f"{name}:{base_seed}:{context.seed}:{context.parent.id}:{len(context.history)}"
+    parent = hashlib.sha256()
+    for path in sorted(context.parent.files):
+        parent.update(f"{path}\0{context.parent.files[path]}\0".encode())
+    material = f"{name}:{base_seed}:{context.seed}:{parent.hexdigest()}:{len(context.history)}"
     return random.Random(material)
 
 
