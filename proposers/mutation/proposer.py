@@ -21,12 +21,15 @@ def context_rng(name: str, context: ProposalContext, base_seed: int = 0) -> rand
 
     The same context always gives the same proposal; a new step (longer history) or another
     parent gives a different one even when the campaign passes one fixed seed. The parent
-    counts by its files, not its id (ids are random), so a rerun of a seeded campaign repeats.
+    and the history count by their files and scores, not by node ids (ids are random), so a
+    rerun of a seeded campaign repeats itself.
     """
-    parent = hashlib.sha256()
-    for path in sorted(context.parent.files):
-        parent.update(f"{path}\0{context.parent.files[path]}\0".encode())
-    material = f"{name}:{base_seed}:{context.seed}:{parent.hexdigest()}:{len(context.history)}"
+    digest = hashlib.sha256()
+    for node in (context.parent, *context.history):
+        for path in sorted(node.files):
+            digest.update(f"{path}\0{node.files[path]}\0".encode())
+        digest.update(f"{node.score}\0".encode())
+    material = f"{name}:{base_seed}:{context.seed}:{digest.hexdigest()}:{len(context.history)}"
     return random.Random(material)
 
 

@@ -47,11 +47,15 @@ def test_default_campaign_records_every_candidate(tmp_path: Path) -> None:
     assert "starting point" in log
 
 
-def test_misbehaving_candidates_are_recorded_and_the_campaign_continues(tmp_path: Path) -> None:
+@pytest.mark.parametrize("kind", ["process", pytest.param("docker", marks=pytest.mark.docker)])
+def test_misbehaving_candidates_are_recorded_and_the_campaign_continues(
+        tmp_path: Path, kind: str, request: pytest.FixtureRequest) -> None:
+    if kind == "docker":
+        request.getfixturevalue("docker_image")  # built once, if the engine lacks it
     config = _config(
         proposers=[{"kind": "plugin", "class_path": "tests.helpers.scripted:ScriptedProposer",
                     "options": {"behaviours": ["crash", "hang", "garbage", "good"]}}],
-        sandbox={"kind": "process", "timeout_s": 8},
+        sandbox={"kind": kind, "timeout_s": 8},
         concurrency=1, budget={"max_evals": 4},
     )
     run_campaign(parse_config(config), tmp_path / "c")

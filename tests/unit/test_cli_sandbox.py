@@ -56,12 +56,6 @@ def test_workspace_and_mount(tmp_path: Path) -> None:
     assert json.loads(res.stdout)["stdout"] == "AB"
 
 
-def test_docker_kind_is_not_available() -> None:
-    res = runner.invoke(app, ["run", "--kind", "docker", "--", "true"])
-    assert res.exit_code == 2
-    assert "docker sandbox is not available yet" in res.output
-
-
 def test_bad_mount_is_a_usage_error() -> None:
     res = runner.invoke(app, ["run", "--mount", "nonsense", "--", "true"])
     assert res.exit_code == 2

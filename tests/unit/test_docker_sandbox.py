@@ -5,6 +5,7 @@ die mid-job, configuration errors, and the CLI. Runs against the engine at $DOCK
 from __future__ import annotations
 
 import json
+import tarfile
 import threading
 import time
 from pathlib import Path
@@ -131,3 +132,36 @@ def test_cli_runs_in_docker_and_build_image_is_cached(docker_image: str) -> None
     assert res.exit_code == 0, res.output
     assert res.stdout.strip() == docker_image
     assert time.monotonic() - started < 10  # the recipe's image exists: nothing is rebuilt
+
+
+def test_an_image_without_python_is_a_clear_error(tmp_path: Path, docker_image: str) -> None:
+    """A FROM-scratch image (one file, no interpreter): the first run says what the image lacks."""
+    rootfs = tmp_path / "rootfs"
+    (rootfs / "etc").mkdir(parents=True)
+    (rootfs / "etc" / "motd").write_text("no python here\n")
+    archive = tmp_path / "rootfs.tar"
+    with tarfile.open(archive, "w") as tar:
+        tar.add(rootfs, arcname=".")
+    client = connect()
+    with archive.open("rb") as data:
+        answer = client.api.import_image_from_data(data)
+    image_id = json.loads(str(answer).strip().splitlines()[-1])["id"]
+    try:
+        box = DockerSandbox(image=image_id)
+        try:
+            with pytest.raises(SandboxError, match="python3|could not start a container"):
+                box.run(SandboxRequest(command=["true"]))
+        finally:
+            box.close()
+    finally:
+        client.images.remove(image_id, force=True)
+
+
+def test_cpus_caps_the_cpu_share(docker_sandbox_factory) -> None:  # type: ignore[no-untyped-def]
+    capped = docker_sandbox_factory(cpus=0.5)
+    code = ("import time\nend = time.monotonic() + 2\nwhile time.monotonic() < end:\n    pass\n"
+            "print(time.process_time())")
+    result = _python(capped, code)
+    assert result.status is RunStatus.OK, result.stderr
+    assert float(result.stdout) < 1.4  # half a CPU for 2 s is 1 s of CPU time
+    capped.close()

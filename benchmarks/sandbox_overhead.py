@@ -1,0 +1,74 @@
+"""Per-evaluation overhead of each sandbox: the wall time of ``Sandbox.run`` for a command that
+does nothing (``true``), with a small workspace (the cfr task's hook files) copied in, as a
+campaign's evaluation would. The command's own run time is about a millisecond, so the figure
+is what the sandbox adds to every evaluation.
+
+Rows: the process sandbox (bubblewrap); a cold container (created, started, removed per run);
+the warm pool (containers reused, reset between runs). The docker rows need an engine at
+``$DOCKER_HOST`` and the base image (``make sandbox-image``). Run from the repository root::
+
+    DOCKER_HOST=unix:///run/recursor-podman/podman.sock .venv/bin/python \\
+        benchmarks/sandbox_overhead.py --runs 30
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from recursor.errors import SandboxError
+from recursor.sandbox import Sandbox, SandboxRequest
+from recursor.sandbox.docker import DockerSandbox
+from recursor.sandbox.process import ProcessSandbox
+from recursor.types import RunStatus
+
+WORKSPACE = Path(__file__).resolve().parents[1] / "tasks" / "cfr" / "hooks"
+
+
+def measure(sandbox: Sandbox, runs: int, warmup: int) -> list[float]:
+    """Wall seconds of each of ``runs`` runs of ``true``, after ``warmup`` untimed ones."""
+    request = SandboxRequest(command=["true"], workspace=WORKSPACE)
+    times = []
+    for index in range(warmup + runs):
+        started = time.perf_counter()
+        result = sandbox.run(request)
+        elapsed = time.perf_counter() - started
+        if result.status is not RunStatus.OK:
+            raise SystemExit(f"{sandbox.kind}: run failed: {result.error} {result.stderr}")
+        if index >= warmup:
+            times.append(elapsed)
+    return times
+
+
+def row(name: str, build: Callable[[], Sandbox], runs: int, warmup: int) -> str:
+    try:
+        sandbox = build()
+    except SandboxError as exc:
+        return f"{name:<28} unavailable: {exc}"
+    try:
+        times = sorted(measure(sandbox, runs, warmup))
+    finally:
+        sandbox.close()
+    p90 = times[min(len(times) - 1, int(0.9 * len(times)))]
+    return (f"{name:<28} {statistics.median(times) * 1000:9.1f} {p90 * 1000:9.1f} "
+            f"{times[0] * 1000:9.1f} {len(times):6d}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=30)
+    parser.add_argument("--warmup", type=int, default=3)
+    args = parser.parse_args()
+    print(f"{'sandbox':<28} {'median ms':>9} {'p90 ms':>9} {'min ms':>9} {'runs':>6}")
+    print(row("process (bubblewrap)", ProcessSandbox, args.runs, args.warmup))
+    print(row("docker, cold container", lambda: DockerSandbox(warm=False), args.runs,
+              args.warmup))
+    print(row("docker, warm pool", lambda: DockerSandbox(warm=True, pool_size=1), args.runs,
+              args.warmup))
+
+
+if __name__ == "__main__":
+    main()
