@@ -7,9 +7,10 @@ It never raises for anything the candidate does: a crash, a hang, memory exhaust
 garbage output is a ``SandboxResult`` with the matching ``RunStatus``. It raises
 ``SandboxError`` only when the sandbox itself cannot work (e.g. bubblewrap is missing).
 
-The verdict channel: the command may write a JSON object to ``$RECURSOR_RESULT`` (a path in a
-directory outside the workspace); the sandbox parses it into ``result``. Stdout/stderr are
-captured and truncated to ``limits.output_bytes``.
+The verdict channel: the command may write a JSON object to ``$RECURSOR_RESULT`` (in both
+built-in backends ``/proc/self/fd/N``, a pipe that only the command itself inherits); the
+sandbox parses it into ``result``. Stdout/stderr are captured and truncated to
+``limits.output_bytes``. Backends judge how a run ended alike (``_judge``).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from recursor.errors import SandboxError
 from recursor.types import RunStatus
 
 
@@ -73,6 +75,17 @@ class SandboxResult:
             "error": self.error,
             "output_truncated": self.output_truncated,
         }
+
+
+def check_request(request: SandboxRequest) -> None:
+    """Raise SandboxError for a request no sandbox can run (a missing workspace or mount)."""
+    if request.workspace is not None and not request.workspace.is_dir():
+        raise SandboxError(f"workspace {request.workspace} is not a directory")
+    for mount in request.mounts:
+        if not mount.source.exists():
+            raise SandboxError(f"mount source {mount.source} does not exist")
+        if not mount.target.startswith("/"):
+            raise SandboxError(f"mount target {mount.target!r} must be an absolute path")
 
 
 class Sandbox(abc.ABC):

@@ -40,7 +40,7 @@ from docker.models.containers import Container
 from recursor.errors import SandboxError
 from recursor.types import RunStatus
 
-from ._base import Mount, Sandbox, SandboxLimits, SandboxRequest, SandboxResult
+from ._base import Mount, Sandbox, SandboxLimits, SandboxRequest, SandboxResult, check_request
 from ._judge import MAX_RESULT_BYTES, judge
 from .agent import INPUT_DIR, PROTOCOL, receive_message, send_message
 from .images import DEFAULT_RECIPE, connect, image_exists, make_readable, stage_source
@@ -116,7 +116,7 @@ class DockerSandbox(Sandbox):
 
     def run(self, request: SandboxRequest) -> SandboxResult:
         """Run ``request`` to completion in a container (see the module and ``Sandbox``)."""
-        _check_request(request)
+        check_request(request)
         key = _PoolKey(tuple((str(m.source.resolve()), m.target, m.writable)
                              for m in request.mounts),
                        request.limits.memory_mb, request.limits.max_processes,
@@ -270,16 +270,6 @@ class DockerSandbox(Sandbox):
 _PATH = "/usr/local/bin:/usr/bin:/bin"
 _ENV = {"PATH": _PATH, "HOME": "/tmp", "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1",
         "PYTHONHASHSEED": "0", "PYTHONPATH": SOURCE_TARGET}
-
-
-def _check_request(request: SandboxRequest) -> None:
-    if request.workspace is not None and not request.workspace.is_dir():
-        raise SandboxError(f"workspace {request.workspace} is not a directory")
-    for mount in request.mounts:
-        if not mount.source.exists():
-            raise SandboxError(f"mount source {mount.source} does not exist")
-        if not mount.target.startswith("/"):
-            raise SandboxError(f"mount target {mount.target!r} must be an absolute path")
 
 
 def _fill_input(input_dir: Path, workspace: Path | None) -> None:

@@ -58,7 +58,7 @@ import recursor
 from recursor.errors import SandboxError
 from recursor.types import RunStatus
 
-from ._base import Sandbox, SandboxRequest, SandboxResult
+from ._base import Sandbox, SandboxRequest, SandboxResult, check_request
 from ._judge import MAX_RESULT_BYTES, judge
 from .agent import OutputReader
 
@@ -228,18 +228,12 @@ class ProcessSandbox(Sandbox):
             shutil.rmtree(scratch, ignore_errors=True)
 
     def _prepare(self, request: SandboxRequest, workspace: Path) -> None:
-        """Copy the workspace and check mounts; a bad request is a SandboxError."""
+        """Check the request and copy the workspace; a bad request is a SandboxError."""
+        check_request(request)
         if request.workspace is None:
             workspace.mkdir()
-        elif request.workspace.is_dir():
-            shutil.copytree(request.workspace, workspace, symlinks=True)
         else:
-            raise SandboxError(f"workspace {request.workspace} is not a directory")
-        for mount in request.mounts:
-            if not mount.source.exists():
-                raise SandboxError(f"mount source {mount.source} does not exist")
-            if not mount.target.startswith("/"):
-                raise SandboxError(f"mount target {mount.target!r} must be an absolute path")
+            shutil.copytree(request.workspace, workspace, symlinks=True)
 
     def _bwrap_args(self, request: SandboxRequest, workspace: Path, verdict_fd: int) -> list[str]:
         args = ["--unshare-all", "--die-with-parent", "--new-session", "--clearenv"]
