@@ -14,6 +14,7 @@ import operator
 import random
 import time
 import traceback
+from collections.abc import Mapping
 from typing import Annotated, Any, TypedDict
 
 from langgraph.runtime import Runtime
@@ -100,7 +101,19 @@ def _budget_left(ctx: CampaignContext, state: CampaignState) -> tuple[int, str |
     wall = ctx.config.budget.wall_time_s
     if wall is not None and state.get("active_s", 0.0) >= wall:
         return 0, f"wall-time budget reached ({wall:.0f} s)"
+    spent = _spent(ctx)
+    budget = ctx.config.budget
+    if budget.max_tokens is not None and spent[0] >= budget.max_tokens:
+        return 0, f"token budget reached ({spent[0]} of {budget.max_tokens})"
+    if budget.max_cost is not None and spent[1] >= budget.max_cost:
+        return 0, f"money budget reached (${spent[1]:.4f} of ${budget.max_cost:g})"
     return left, None
+
+
+def _spent(ctx: CampaignContext) -> tuple[int, float]:
+    """Model tokens and dollars spent by the campaign so far."""
+    nodes = ctx.archive.nodes(ctx.campaign_id)
+    return sum(n.tokens or 0 for n in nodes), sum(n.cost or 0.0 for n in nodes)
 
 
 async def select(state: CampaignState, runtime: Ctx) -> dict[str, Any]:
@@ -149,8 +162,13 @@ async def _propose_slot(ctx: CampaignContext, round_: int, slot: int, parent_id:
         node.kind = ChangeKind(proposal.kind).value
         node.rationale = proposal.rationale
         node.proposal = {"files": dict(proposal.files), "metadata": dict(proposal.metadata)}
+        _charge(node, proposal.metadata)
     except ProposerError as exc:
         node.status, node.error = NodeStatus.FAILED.value, f"proposer: {exc}"
+        record = getattr(exc, "metadata", None)  # e.g. the raw response that did not apply
+        if isinstance(record, dict):
+            node.proposal = {"files": {}, "metadata": record}
+            _charge(node, record)
     except Exception as exc:  # a proposer bug must not end the campaign
         node.status = NodeStatus.FAILED.value
         node.error = f"proposer {proposer_name} raised {type(exc).__name__}: {exc}"
@@ -158,6 +176,14 @@ async def _propose_slot(ctx: CampaignContext, round_: int, slot: int, parent_id:
     stored = ctx.archive.add_node(node)
     if stored.status == NodeStatus.FAILED.value:
         ctx.reporter.node(describe(stored))
+
+
+def _charge(node: NodeRow, metadata: Mapping[str, Any]) -> None:
+    """Book a proposal's model usage (``metadata["usage"]``: tokens, cost) on its node."""
+    usage = metadata.get("usage")
+    if isinstance(usage, Mapping):
+        node.tokens = int(usage.get("tokens", 0) or 0)
+        node.cost = float(usage.get("cost", 0.0) or 0.0)
 
 
 # materialize -----------------------------------------------------------------------------

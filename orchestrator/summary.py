@@ -42,6 +42,8 @@ class CampaignSummary:
     root: NodeReport
     best: NodeReport
     patch: str
+    tokens: int = 0
+    cost: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -74,7 +76,8 @@ def campaign_summary(archive: Archive, campaign_id: str, stop_reason: str = "") 
         evaluated=len(finished), failed=sum(n.status == "failed" for n in finished),
         promotions=max(0, len(archive.promotions(campaign_id)) - 1),
         root=node_report(archive, campaign.root_node_id), best=node_report(archive, best_id),
-        patch=patch,
+        patch=patch, tokens=sum(n.tokens or 0 for n in nodes),
+        cost=sum(n.cost or 0.0 for n in nodes),
     )
 
 
@@ -103,6 +106,8 @@ def render_summary(summary: CampaignSummary, metric: str, console: Console) -> N
     console.print(table)
     console.print(f"{summary.evaluated} candidates evaluated, {summary.failed} failed, "
                   f"{summary.promotions} promotions. {summary.stop_reason}")
+    if summary.tokens:
+        console.print(f"Model usage: {summary.tokens} tokens, ${summary.cost:.4f}.")
 
 
 __all__ = ["CampaignSummary", "NodeReport", "campaign_summary", "node_report",

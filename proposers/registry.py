@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from recursor.config import (
+    LLMProposerConfig,
     MutationProposerConfig,
     OptunaProposerConfig,
     PluginProposerConfig,
@@ -31,6 +32,10 @@ def build_proposer(config: ProposerConfig, task: Task, seed: int) -> Proposer:
                                 config.max_attempts, seed=seed)
     if isinstance(config, OptunaProposerConfig):
         return OptunaProposer(task.quick_check, seed=seed)
+    if isinstance(config, LLMProposerConfig):
+        from recursor.proposers.llm.proposer import build_llm_proposer
+
+        return build_llm_proposer(config)
     if isinstance(config, PluginProposerConfig):
         proposer: Proposer = instantiate(config.class_path, config.options, Proposer,
                                          "proposers")

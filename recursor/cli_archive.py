@@ -69,7 +69,7 @@ def _store(archive: Archive, campaign_id: str) -> GitStore:
 def _node_dict(node: NodeRow) -> dict[str, Any]:
     keys = ("id", "parent_id", "round", "slot", "kind", "proposer", "proposer_reason",
             "rationale", "status", "run_status", "score", "heldout_score", "error", "commit",
-            "wall_s")
+            "wall_s", "tokens", "cost")
     out = {k: getattr(node, k) for k in keys}
     out["created_at"] = node.created_at.isoformat() if node.created_at else None
     return out
@@ -135,7 +135,10 @@ def tree(directory: Dir = None, url: Url = None, campaign: CampaignId = None,
 @app.command()
 def show(node: Annotated[str, typer.Argument(help="node id (or a unique part of it)")],
          directory: Dir = None, url: Url = None, campaign: CampaignId = None,
-         as_json: Json = False) -> None:
+         as_json: Json = False,
+         prompt: Annotated[bool, typer.Option(
+             "--prompt", help="Also the prompt and the model's response behind the node.")
+         ] = False) -> None:
     """A node: rationale, patch, metrics per split, judgement and sandbox logs."""
     with _open(directory, url) as archive:
         cid = _campaign_id(archive, directory, campaign)
@@ -146,11 +149,15 @@ def show(node: Annotated[str, typer.Argument(help="node id (or a unique part of 
                                 "metrics": e.metrics, "instances": e.instances,
                                 "wall_s": e.wall_s} for e in archive.evaluations([row.id])]
         data["logs"] = {log.stream: log.content for log in archive.logs(row.id)}
+        if prompt:
+            metadata = (row.proposal or {}).get("metadata", {})
+            data["prompt"], data["response"] = metadata.get("prompt"), metadata.get("response")
     if as_json:
         _emit_json(data)
         return
     for key in ("id", "parent_id", "kind", "proposer", "proposer_reason", "status",
-                "run_status", "score", "heldout_score", "commit", "rationale", "error"):
+                "run_status", "score", "heldout_score", "commit", "rationale", "error",
+                "tokens", "cost"):
         if data[key] not in (None, ""):
             console.print(f"[bold]{key}[/]: {data[key]}", highlight=False)
     for ev in data["evaluations"]:
@@ -162,6 +169,20 @@ def show(node: Annotated[str, typer.Argument(help="node id (or a unique part of 
     for stream, text in data["logs"].items():
         console.print(f"[bold]log {stream}[/]:")
         console.print(text[-4000:], markup=False, highlight=False)
+    if prompt:
+        _print_exchange(data.get("prompt"), data.get("response"))
+
+
+def _print_exchange(messages: Any, response: Any) -> None:
+    """The messages a model was sent and what it answered (absent for non-LLM proposers)."""
+    if not messages and response is None:
+        console.print("[bold]prompt[/]: none recorded (the proposer is not a model)")
+        return
+    for message in messages or []:
+        console.rule(f"prompt: {message.get('role', '?')}")
+        console.print(message.get("content", ""), markup=False, highlight=False)
+    console.rule("response")
+    console.print(response or "", markup=False, highlight=False)
 
 
 @app.command()

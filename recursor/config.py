@@ -50,8 +50,34 @@ class PluginProposerConfig(_Model):
     options: dict[str, Any] = Field(default_factory=dict)
 
 
+class LLMProposerConfig(_Model):
+    """A language model; the API key comes from the environment variable ``api_key_env``."""
+
+    kind: Literal["llm"]
+    model: str = Field(min_length=1, description="e.g. openai/gpt-4o-mini, or the served name")
+    provider: Literal["litellm", "openai"] = Field(
+        "litellm", description="litellm: any provider by model string; openai: the openai "
+        "client against api_base (any OpenAI-compatible server)")
+    name: str | None = Field(None, description="how the archive names it; default llm:MODEL")
+    api_base: str | None = Field(None, description="e.g. http://localhost:8000/v1")
+    api_key_env: str | None = Field(
+        None, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$",
+        description="name of the environment variable holding the key (never the key)")
+    temperature: float = Field(0.7, ge=0, le=2)
+    max_tokens: int = Field(4096, ge=16)
+    timeout_s: float = Field(120.0, gt=0, description="per request")
+    max_retries: int = Field(3, ge=0, le=20, description="on rate limits and server errors")
+    retry_base_delay_s: float = Field(1.0, ge=0, description="backoff: base * 2**attempt")
+    circuit_failures: int = Field(3, ge=1, description="failures in a row that pause it")
+    circuit_cooldown_s: float = Field(300.0, ge=0, description="how long it stays paused")
+    price_per_1k_input: float | None = Field(None, ge=0, description="$ per 1000 prompt "
+                                             "tokens, when litellm does not know the model")
+    price_per_1k_output: float | None = Field(None, ge=0)
+    templates_dir: str | None = Field(None, description="folder with system.md / user.md")
+
+
 ProposerConfig = Annotated[
-    MutationProposerConfig | OptunaProposerConfig | PluginProposerConfig,
+    MutationProposerConfig | OptunaProposerConfig | PluginProposerConfig | LLMProposerConfig,
     Field(discriminator="kind"),
 ]
 
@@ -109,6 +135,8 @@ class PromotionConfig(_Model):
 class BudgetConfig(_Model):
     max_evals: int = Field(100, ge=1, description="candidates attempted, failures included")
     wall_time_s: float | None = Field(None, gt=0, description="active seconds before stopping")
+    max_tokens: int | None = Field(None, ge=1, description="model tokens, all proposers")
+    max_cost: float | None = Field(None, gt=0, description="dollars spent on models")
 
 
 class ArchiveConfig(_Model):

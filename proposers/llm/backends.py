@@ -1,0 +1,156 @@
+"""Chat backends: one call to a model, with errors sorted into transient (worth retrying) and
+permanent. ``openai`` talks to any OpenAI-compatible ``base_url`` (vLLM, llama.cpp, Ollama, a
+hosted API); ``litellm`` reaches any provider by model string and knows many prices.
+
+Neither backend retries by itself (the client libraries' own retries are switched off): retries,
+backoff and the circuit breaker live in ``resilience`` so that they behave the same for both.
+API keys are read from the environment at call time and never stored or logged.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from recursor.errors import ProposerError
+
+Message = dict[str, str]
+
+
+class LLMError(ProposerError):
+    """The model call failed for good (bad request, unknown model, refused key)."""
+
+
+class TransientLLMError(LLMError):
+    """The call may succeed if repeated: rate limit, server error, timeout, connection."""
+
+
+@dataclass(frozen=True)
+class ChatReply:
+    text: str
+    finish_reason: str | None
+    prompt_tokens: int
+    completion_tokens: int
+    cost: float | None  # dollars, when the backend knows the price
+
+    @property
+    def truncated(self) -> bool:
+        return self.finish_reason == "length"
+
+
+class ChatBackend(Protocol):
+    model: str
+
+    def complete(self, messages: Sequence[Message]) -> ChatReply: ...
+
+
+@dataclass
+class BackendSettings:
+    model: str
+    api_base: str | None = None
+    api_key_env: str | None = None
+    temperature: float = 0.7
+    max_tokens: int = 4096
+    timeout_s: float = 120.0
+
+    def api_key(self) -> str | None:
+        return os.environ.get(self.api_key_env) if self.api_key_env else None
+
+
+class OpenAIBackend:
+    """The ``openai`` client against ``api_base`` (an OpenAI-compatible server)."""
+
+    def __init__(self, settings: BackendSettings) -> None:
+        import openai
+
+        self.model = settings.model
+        self._settings = settings
+        self._openai = openai
+        self._client = openai.OpenAI(
+            base_url=settings.api_base, api_key=settings.api_key() or "unused",
+            timeout=settings.timeout_s, max_retries=0)
+
+    def complete(self, messages: Sequence[Message]) -> ChatReply:
+        openai = self._openai
+        try:
+            response = self._client.chat.completions.create(
+                model=self.model, messages=list(messages),  # type: ignore[arg-type]
+                temperature=self._settings.temperature, max_tokens=self._settings.max_tokens)
+        except (openai.RateLimitError, openai.APITimeoutError, openai.APIConnectionError,
+                openai.InternalServerError) as exc:
+            raise TransientLLMError(f"{type(exc).__name__}: {exc}") from exc
+        except openai.APIStatusError as exc:
+            kind = TransientLLMError if exc.status_code >= 500 else LLMError
+            raise kind(f"{type(exc).__name__} ({exc.status_code}): {exc}") from exc
+        except openai.OpenAIError as exc:
+            raise LLMError(f"{type(exc).__name__}: {exc}") from exc
+        return _reply(response, None)
+
+
+class LiteLLMBackend:
+    """``litellm.completion``: any provider by model string (``openai/...``, ``anthropic/...``)."""
+
+    def __init__(self, settings: BackendSettings) -> None:
+        # litellm would fetch its price list from the network at import; use the bundled one
+        os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+        import litellm
+
+        litellm.telemetry = False
+        litellm.suppress_debug_info = True
+
+        self.model = settings.model
+        self._settings = settings
+        self._litellm = litellm
+
+    def complete(self, messages: Sequence[Message]) -> ChatReply:
+        litellm, settings = self._litellm, self._settings
+        transient = (litellm.RateLimitError, litellm.Timeout, litellm.APIConnectionError,
+                     litellm.InternalServerError, litellm.ServiceUnavailableError)
+        try:
+            response = litellm.completion(
+                model=self.model, messages=list(messages), api_base=settings.api_base,
+                # a local server needs no key, but the provider's client insists on one
+                api_key=settings.api_key() or ("unused" if settings.api_base else None),
+                temperature=settings.temperature,
+                max_tokens=settings.max_tokens, timeout=settings.timeout_s, num_retries=0)
+        except transient as exc:
+            raise TransientLLMError(f"{type(exc).__name__}: {exc}") from exc
+        except Exception as exc:  # litellm raises many types; all others are permanent
+            status = getattr(exc, "status_code", None)
+            if isinstance(status, int) and (status >= 500 or status == 429):
+                raise TransientLLMError(f"{type(exc).__name__} ({status}): {exc}") from exc
+            raise LLMError(f"{type(exc).__name__}: {exc}") from exc
+        return _reply(response, self._cost(response))
+
+    def _cost(self, response: Any) -> float | None:
+        try:
+            cost = self._litellm.completion_cost(completion_response=response)
+        except Exception:  # no price known for this model
+            return None
+        return float(cost) if cost else None
+
+
+def _reply(response: Any, cost: float | None) -> ChatReply:
+    choices = getattr(response, "choices", None) or []
+    if not choices:
+        raise TransientLLMError("the response has no choices")
+    choice = choices[0]
+    text = getattr(choice.message, "content", None) or ""
+    usage = getattr(response, "usage", None)
+    prompt = int(getattr(usage, "prompt_tokens", 0) or 0)
+    completion = int(getattr(usage, "completion_tokens", 0) or 0)
+    return ChatReply(text, getattr(choice, "finish_reason", None), prompt, completion, cost)
+
+
+def build_backend(provider: str, settings: BackendSettings) -> ChatBackend:
+    if provider == "openai":
+        return OpenAIBackend(settings)
+    if provider == "litellm":
+        return LiteLLMBackend(settings)
+    raise LLMError(f"unknown LLM provider {provider!r}: use 'litellm' or 'openai'")
+
+
+__all__ = ["BackendSettings", "ChatBackend", "ChatReply", "LLMError", "LiteLLMBackend",
+           "OpenAIBackend", "TransientLLMError", "build_backend"]

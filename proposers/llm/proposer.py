@@ -1,0 +1,110 @@
+"""``kind: llm``: a proposer that asks a language model for an edit.
+
+One proposal is one model call (retried on transient errors): the prompt is built from the
+archive context (``prompt``), the response's edits are applied to the parent's files
+(``recursor.proposers.edits``), and the proposal keeps the prompt, the raw response, the token
+counts and the cost in its metadata, which the archive stores with the node. A response whose
+edits cannot be applied is a ``ProposalFailed`` that carries the same record, so the failed
+node keeps the raw response.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from recursor.errors import ProposerError
+from recursor.proposers._base import Proposal, ProposalContext, Proposer
+from recursor.proposers.edits import EditError, apply_response
+from recursor.proposers.llm.backends import BackendSettings, ChatBackend, ChatReply, build_backend
+from recursor.proposers.llm.prompt import build_messages, load_templates
+from recursor.proposers.llm.resilience import CircuitBreaker, RetryPolicy, call_with_retries
+from recursor.types import ChangeKind
+
+QuickCheck = Callable[[Mapping[str, str]], str | None]
+
+
+class ProposalFailed(ProposerError):
+    """A proposal that could not be used, with what the model was asked and answered."""
+
+    def __init__(self, message: str, metadata: Mapping[str, Any]) -> None:
+        super().__init__(message)
+        self.metadata = dict(metadata)
+
+
+class LLMProposer(Proposer):
+    """Asks ``backend`` for a change; see the module docstring."""
+
+    def __init__(self, backend: ChatBackend, editable_paths: list[str] | None = None,
+                 templates_dir: Path | None = None, retry: RetryPolicy | None = None,
+                 breaker: CircuitBreaker | None = None,
+                 price_per_1k: tuple[float, float] | None = None,
+                 name: str | None = None) -> None:
+        self.backend = backend
+        self.name = name or f"llm:{backend.model}"
+        self._editable = editable_paths
+        self._templates = load_templates(templates_dir)
+        self._retry = retry or RetryPolicy()
+        self.breaker = breaker or CircuitBreaker()
+        self._price = price_per_1k
+
+    def propose(self, context: ProposalContext) -> Proposal:
+        self.breaker.check(self.name)
+        messages = build_messages(context, self._templates)
+        try:
+            reply = call_with_retries(lambda: self.backend.complete(messages), self._retry)
+        except ProposerError:
+            self.breaker.record(success=False)
+            raise
+        self.breaker.record(success=True)
+        record = {"prompt": messages, "response": reply.text, "usage": self._usage(reply),
+                  "finish_reason": reply.finish_reason}
+        editable = list(self._editable or context.editable_paths)
+        try:
+            result = apply_response(reply.text, context.parent.files, editable)
+        except EditError as exc:
+            note = " (the response was cut off at max_tokens)" if reply.truncated else ""
+            raise ProposalFailed(f"{exc}{note}", {**record, "edit_failures": exc.failures}
+                                 ) from exc
+        changed = {p: t for p, t in result.files.items() if context.parent.files.get(p) != t}
+        kind = context.allowed_kinds[0] if context.allowed_kinds else ChangeKind.ALGORITHM
+        return Proposal(kind, _rationale(reply.text), changed,
+                        {**record, "edits": result.applied, "edit_failures": result.failures})
+
+    def _usage(self, reply: ChatReply) -> dict[str, Any]:
+        cost = reply.cost
+        if cost is None and self._price is not None:
+            cost = (reply.prompt_tokens * self._price[0]
+                    + reply.completion_tokens * self._price[1]) / 1000
+        return {"prompt_tokens": reply.prompt_tokens,
+                "completion_tokens": reply.completion_tokens,
+                "tokens": reply.prompt_tokens + reply.completion_tokens,
+                "cost": cost or 0.0, "cost_known": cost is not None}
+
+
+def _rationale(text: str) -> str:
+    """The first line of prose in the response (not a marker, a fence or a path)."""
+    for line in text.splitlines():
+        clean = line.strip()
+        if clean and not clean.startswith(("```", "<<<<<<<", "=======", ">>>>>>>", "---", "+++")):
+            return clean[:300]
+    return "llm edit"
+
+
+def build_llm_proposer(config: Any) -> LLMProposer:
+    """The proposer a ``kind: llm`` entry describes (``recursor.config.LLMProposerConfig``)."""
+    settings = BackendSettings(config.model, config.api_base, config.api_key_env,
+                               config.temperature, config.max_tokens, config.timeout_s)
+    price = None
+    if config.price_per_1k_input is not None or config.price_per_1k_output is not None:
+        price = (config.price_per_1k_input or 0.0, config.price_per_1k_output or 0.0)
+    templates = Path(config.templates_dir) if config.templates_dir else None
+    return LLMProposer(
+        build_backend(config.provider, settings), templates_dir=templates,
+        retry=RetryPolicy(config.max_retries, config.retry_base_delay_s),
+        breaker=CircuitBreaker(config.circuit_failures, config.circuit_cooldown_s),
+        price_per_1k=price, name=config.name)
+
+
+__all__ = ["LLMProposer", "ProposalFailed", "build_llm_proposer"]

@@ -1,0 +1,144 @@
+"""The LLM proposer through the real openai and litellm clients, over real HTTP, against a
+local OpenAI-compatible server with scripted answers (tests/helpers/llm_server.py)."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from recursor.config import LLMProposerConfig
+from recursor.proposers import NodeView, ProposalContext
+from recursor.proposers.llm.backends import LLMError, TransientLLMError
+from recursor.proposers.llm.proposer import LLMProposer, ProposalFailed, build_llm_proposer
+from recursor.proposers.llm.resilience import CircuitOpenError
+from recursor.tasks.cfr import CFRTask
+from recursor.types import ChangeKind, NodeStatus
+from tests.helpers.llm_server import scripted_llm_server
+
+HOOK = "cfr_hooks.py"
+SEED = CFRTask().seed_files()
+GOOD = f"""Weight later iterations more, as in linear CFR.
+
+{HOOK}
+<<<<<<< SEARCH
+    weight = 1.0
+=======
+    weight = t
+>>>>>>> REPLACE
+"""
+MALFORMED = f"{HOOK}\n<<<<<<< SEARCH\n    weight = 2.5\n=======\n    weight = t\n>>>>>>> REPLACE\n"
+TRUNCATED = f"Try this.\n\n{HOOK}\n<<<<<<< SEARCH\n    weight = 1.0\n====="
+
+
+def _context() -> ProposalContext:
+    parent = NodeView("root", None, ChangeKind.ROOT, "seed", NodeStatus.DONE, -1.55,
+                      {"score": -1.55, "expl_leduc_poker": 0.0957}, dict(SEED))
+    failed = NodeView("n1", "root", ChangeKind.ALGORITHM, "mutation", NodeStatus.FAILED, None,
+                      {}, {}, rationale="negate regrets", error="Traceback ...\nValueError: x")
+    return ProposalContext("cfr", "Evolve CFR hooks.", "score", "minimize", parent, [HOOK],
+                           [ChangeKind.ALGORITHM], recent_failures=[failed], history=[failed])
+
+
+def _proposer(url: str, provider: str = "openai", **options: object) -> LLMProposer:
+    model = "scripted" if provider == "openai" else "openai/scripted"
+    config = LLMProposerConfig(kind="llm", model=model, provider=provider,  # type: ignore[arg-type]
+                               api_base=url, retry_base_delay_s=0.0, **options)  # type: ignore[arg-type]
+    return build_llm_proposer(config)
+
+
+@pytest.mark.parametrize("provider", ["openai", "litellm"])
+def test_a_good_edit_becomes_a_proposal_with_its_record(provider: str) -> None:
+    with scripted_llm_server([{"content": GOOD}]) as llm:
+        proposal = _proposer(llm.url, provider, price_per_1k_input=1.0,
+                             price_per_1k_output=2.0).propose(_context())
+    assert "    weight = t\n" in proposal.files[HOOK]
+    assert proposal.rationale == "Weight later iterations more, as in linear CFR."
+    meta = proposal.metadata
+    assert meta["response"] == GOOD
+    assert meta["prompt"][1]["content"] == llm.requests[0]["messages"][1]["content"]
+    usage = meta["usage"]
+    assert usage["completion_tokens"] == len(GOOD) // 4
+    assert usage["tokens"] == usage["prompt_tokens"] + usage["completion_tokens"] > 0
+    expected = (usage["prompt_tokens"] * 1.0 + usage["completion_tokens"] * 2.0) / 1000
+    assert usage["cost"] == pytest.approx(expected)
+
+
+def test_the_prompt_holds_the_context_and_no_heldout() -> None:
+    with scripted_llm_server([{"content": GOOD}]) as llm:
+        _proposer(llm.url).propose(_context())
+    system, user = (m["content"] for m in llm.requests[0]["messages"])
+    assert "SEARCH" in system
+    assert "weight = 1.0" in user and "expl_leduc_poker=0.0957" in user
+    assert "negate regrets" in user and "ValueError: x" in user
+    assert "heldout" not in user.lower()
+
+
+def test_litellm_prices_a_model_it_knows() -> None:
+    config = LLMProposerConfig(kind="llm", model="openai/gpt-4o-mini", provider="litellm",
+                               api_base="", retry_base_delay_s=0.0)
+    with scripted_llm_server([{"content": GOOD}]) as llm:
+        proposer = build_llm_proposer(config.model_copy(update={"api_base": llm.url}))
+        usage = proposer.propose(_context()).metadata["usage"]
+    assert usage["cost_known"] and usage["cost"] > 0
+
+
+@pytest.mark.parametrize("provider", ["openai", "litellm"])
+def test_an_edit_that_does_not_apply_fails_with_the_raw_response(provider: str) -> None:
+    with (scripted_llm_server([{"content": MALFORMED}]) as llm,
+          pytest.raises(ProposalFailed, match="search text not found") as caught):
+        _proposer(llm.url, provider).propose(_context())
+    assert caught.value.metadata["response"] == MALFORMED
+    assert caught.value.metadata["usage"]["tokens"] > 0
+
+
+def test_truncated_output_says_it_was_cut_off() -> None:
+    with (scripted_llm_server([{"content": TRUNCATED, "finish_reason": "length"}]) as llm,
+          pytest.raises(ProposalFailed, match="cut off at max_tokens")):
+        _proposer(llm.url).propose(_context())
+
+
+@pytest.mark.parametrize("provider", ["openai", "litellm"])
+@pytest.mark.parametrize("status", [429, 500])
+def test_rate_limits_and_server_errors_are_retried(provider: str, status: int) -> None:
+    with scripted_llm_server([{"status": status}, {"status": status}, {"content": GOOD}]) as llm:
+        proposal = _proposer(llm.url, provider).propose(_context())
+    assert len(llm.requests) == 3
+    assert "weight = t" in proposal.files[HOOK]
+
+
+def test_a_failing_model_trips_the_breaker_and_stops_being_called() -> None:
+    with scripted_llm_server([{"status": 500}]) as llm:
+        proposer = _proposer(llm.url, max_retries=1, circuit_failures=2)
+        for _ in range(2):
+            with pytest.raises(TransientLLMError, match="gave up after 2 attempts"):
+                proposer.propose(_context())
+        calls = len(llm.requests)
+        with pytest.raises(CircuitOpenError, match="paused after 2 failures"):
+            proposer.propose(_context())
+    assert calls == 4 and len(llm.requests) == calls  # the open breaker made no call
+
+
+@pytest.mark.parametrize("provider", ["openai", "litellm"])
+def test_a_server_that_hangs_times_out(provider: str) -> None:
+    with scripted_llm_server([{"hang": 5}]) as llm:
+        started = time.monotonic()
+        with pytest.raises(TransientLLMError):
+            _proposer(llm.url, provider, timeout_s=0.5, max_retries=1).propose(_context())
+    assert time.monotonic() - started < 4.5
+
+
+def test_a_bad_request_is_not_retried() -> None:
+    with scripted_llm_server([{"status": 400}]) as llm, pytest.raises(LLMError) as caught:
+        _proposer(llm.url).propose(_context())
+    assert not isinstance(caught.value, TransientLLMError)
+    assert len(llm.requests) == 1
+
+
+def test_the_key_comes_from_the_environment_and_stays_out_of_the_record(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SCRIPTED_KEY", "sk-secret-123")
+    with scripted_llm_server([{"content": GOOD}]) as llm:
+        proposal = _proposer(llm.url, api_key_env="SCRIPTED_KEY").propose(_context())
+    assert llm.authorizations == ["Bearer sk-secret-123"]
+    assert "sk-secret-123" not in repr(proposal.metadata)
