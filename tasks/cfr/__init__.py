@@ -135,9 +135,11 @@ class CFRTask(Task):
                    "--workspace", "/workspace", "--split", Split(split).value,
                    "--cache", CACHE_TARGET, "--iterations", str(self.iterations),
                    "--timeout", "100"]
+        # only this split's game trees: a dev evaluation never sees the held-out games
+        trees = [games.cache_path(Path(cache_dir), game) for game in games.SPLITS[Split(split)]]
         return EvaluationPlan(
             command=command,
-            mounts=[Mount(Path(cache_dir), CACHE_TARGET)],
+            mounts=[Mount(tree, f"{CACHE_TARGET}/{tree.name}") for tree in trees],
             limits=SandboxLimits(wall_time_s=120.0, memory_mb=2048),
         )
 

@@ -175,6 +175,15 @@ for path in glob.glob("/proc/*/environ"):
     assert "OPENAI_API_KEY" not in outcome.stdout
 
 
+def test_a_dev_evaluation_cannot_see_heldout_data(evaluate_candidate) -> None:  # type: ignore[no-untyped-def]
+    prelude = "import os\nprint('CACHE', sorted(os.listdir('/cache')))\n"
+    outcome = evaluate_candidate(prelude)
+    assert outcome.ok, outcome.error
+    listing = next(line for line in outcome.stdout.splitlines() if line.startswith("CACHE"))
+    assert "kuhn_poker" in listing and "leduc_poker" in listing
+    assert "liars_dice" not in listing and "goofspiel" not in listing
+
+
 def test_stdout_flood_is_truncated(evaluate_candidate) -> None:  # type: ignore[no-untyped-def]
     prelude = "import sys\nfor _ in range(2000):\n    sys.stdout.write('y' * 100_000)\n"
     outcome = evaluate_candidate(prelude, timeout_s=60)
