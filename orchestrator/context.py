@@ -131,7 +131,9 @@ def open_context(directory: Path, reporter: Reporter,
         elif overrides:
             archive.update_campaign(campaign_id, config=config_to_dict(config))
         proposers = {p.name: p for p in build_proposers(config.proposers, task, config.seed)}
-        chooser = ProposerChooser(list(proposers), config.proposer_choice.policy)
+        choice = config.proposer_choice
+        chooser = ProposerChooser(list(proposers), choice.policy, cost_weight=choice.cost_weight,
+                                  seed=config.seed)
         sandbox = build_sandbox(config.sandbox, hidden_paths=[directory])
     except BaseException:
         archive.close()

@@ -140,10 +140,11 @@ async def propose(state: CampaignState, runtime: Ctx) -> dict[str, Any]:
     ctx, started, round_ = runtime.context, time.monotonic(), state["round"]
     ctx.chooser.replay(past_outcomes(ctx))
     before = sum(1 for n in ctx.archive.nodes(ctx.campaign_id) if 0 < n.round < round_)
+    paused = {name for name, p in ctx.proposers.items() if p.paused() is not None}
     jobs = []
     for slot, parent_id in enumerate(state["parents"]):
         if ctx.archive.node_at(ctx.campaign_id, round_, slot) is None:
-            name, reason = ctx.chooser.choose(before + slot)
+            name, reason = ctx.chooser.choose(before + slot, paused)
             jobs.append(_propose_slot(ctx, round_, slot, parent_id, name, reason))
     await asyncio.gather(*jobs)
     return {"active_s": time.monotonic() - started}

@@ -66,7 +66,7 @@ def outcome_of(node: NodeRow, parent: NodeRow | None, ctx: CampaignContext) -> O
     if ok and node.score is not None and parent_score is not None:
         improvement = ctx.task.objective.improvement(node.score, parent_score)
     return Outcome(node_id=node.id, proposer=node.proposer, ok=ok, score=node.score,
-                   parent_score=parent_score, improvement=improvement)
+                   parent_score=parent_score, improvement=improvement, cost=node.cost or 0.0)
 
 
 def past_outcomes(ctx: CampaignContext) -> list[Outcome]:

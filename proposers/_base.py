@@ -66,10 +66,11 @@ class Outcome:
     score: float | None
     parent_score: float | None
     improvement: float | None
+    cost: float = 0.0  # dollars the proposal cost (model calls)
 
 
 class Proposer(abc.ABC):
-    """Produces candidate changes. Built-ins: ``mutation``, ``optuna``."""
+    """Produces candidate changes. Built-ins: ``mutation``, ``optuna``, ``llm``."""
 
     name: str
 
@@ -79,3 +80,8 @@ class Proposer(abc.ABC):
 
     def observe(self, outcome: Outcome) -> None:  # noqa: B027 - optional hook
         """Learn from the evaluated result of one of this proposer's proposals."""
+
+    def paused(self) -> str | None:
+        """Why this proposer should not be chosen now (e.g. a model that keeps failing), or
+        None. The campaign skips a paused proposer while another one is available."""
+        return None

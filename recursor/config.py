@@ -83,7 +83,9 @@ ProposerConfig = Annotated[
 
 
 class ProposerChoiceConfig(_Model):
-    policy: Literal["alternate", "ucb"] = "ucb"
+    policy: Literal["alternate", "ucb", "thompson"] = "ucb"
+    cost_weight: float = Field(10.0, ge=0, description="per dollar: value = improvement rate "
+                               "/ (1 + cost_weight * mean cost of a proposal)")
 
 
 class _SandboxLimitsConfig(_Model):

@@ -72,6 +72,9 @@ class LLMProposer(Proposer):
         return Proposal(kind, _rationale(reply.text), changed,
                         {**record, "edits": result.applied, "edit_failures": result.failures})
 
+    def paused(self) -> str | None:
+        return self.breaker.open_reason(self.name)
+
     def _usage(self, reply: ChatReply) -> dict[str, Any]:
         cost = reply.cost
         if cost is None and self._price is not None:

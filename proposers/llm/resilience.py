@@ -67,17 +67,24 @@ class CircuitBreaker:
 
     def check(self, name: str) -> None:
         """Raise CircuitOpenError while the breaker is open."""
+        reason = self.open_reason(name, half_open=True)
+        if reason is not None:
+            raise CircuitOpenError(reason)
+
+    def open_reason(self, name: str, half_open: bool = False) -> str | None:
+        """Why calls are refused now, or None; with ``half_open``, a cool-down that has run
+        out lets one trial call through (one more failure reopens the breaker)."""
         with self._lock:
             if self._opened_at is None:
-                return
+                return None
             waited = self._clock() - self._opened_at
             if waited >= self.cooldown_s:
-                self._opened_at = None  # half-open: one more failure reopens it
-                self._failures = self.failure_threshold - 1
-                return
-            raise CircuitOpenError(
-                f"{name} is paused after {self.failure_threshold} failures in a row; "
-                f"retrying in {self.cooldown_s - waited:.0f} s")
+                if half_open:
+                    self._opened_at = None
+                    self._failures = self.failure_threshold - 1
+                return None
+            return (f"{name} is paused after {self.failure_threshold} failures in a row; "
+                    f"retrying in {self.cooldown_s - waited:.0f} s")
 
     def record(self, success: bool) -> None:
         with self._lock:

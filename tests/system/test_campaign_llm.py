@@ -88,3 +88,19 @@ def test_a_money_budget_stops_the_campaign(tmp_path: Path) -> None:
     _, nodes = _nodes(tmp_path / "c")
     assert len(nodes) == 1 and nodes[0].cost > 0  # one round, then the budget is spent
     assert "money budget reached" in summary.stop_reason
+
+
+def test_a_model_that_keeps_failing_is_paused_and_the_others_carry_on(tmp_path: Path) -> None:
+    config = _config("", max_evals=6)
+    config["proposers"][0].update(max_retries=0, circuit_failures=1, circuit_cooldown_s=3600)
+    config["proposers"].append({"kind": "mutation"})
+    config["proposer_choice"] = {"policy": "alternate"}
+    with scripted_llm_server([{"status": 500}]) as llm:
+        config["proposers"][0]["api_base"] = llm.url
+        summary = run_campaign(parse_config(config), tmp_path / "c")
+    _, nodes = _nodes(tmp_path / "c")
+    assert len(nodes) == 6 and len(llm.requests) == 1
+    by_proposer = [n.proposer for n in nodes]
+    assert by_proposer.count("llm:scripted") == 1 and by_proposer.count("mutation") == 5
+    assert "llm:scripted paused" in nodes[-1].proposer_reason
+    assert summary.evaluated == 6

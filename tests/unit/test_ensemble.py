@@ -65,3 +65,38 @@ def test_registry_rejects_a_bad_class_path_clearly(class_path: str) -> None:
     config = PluginProposerConfig(kind="plugin", class_path=class_path)
     with pytest.raises(ConfigError, match="class_path|Proposer|options"):
         build_proposers([config], CFRTask(), seed=0)
+
+
+def _costly(name: str, improvement: float, cost: float) -> Outcome:
+    return Outcome(f"n-{name}", name, True, None, None, improvement, cost)
+
+
+@pytest.mark.parametrize("policy", ["ucb", "thompson"])
+def test_an_expensive_model_must_improve_more_often_to_be_chosen(policy: str) -> None:
+    choice = ProposerChoice(["llm", "mutation"], policy, exploration=0.1, cost_weight=10.0)
+    for index in range(40):  # both improve half the time; the model costs $0.50 a proposal
+        choice.update(_costly("llm", 0.1 if index % 2 else -0.1, 0.5))
+        choice.update(_costly("mutation", 0.1 if index % 2 else -0.1, 0.0))
+    assert choice.value("llm") == pytest.approx(0.5 / 6)
+    assert choice.value("mutation") == pytest.approx(0.5)
+    picks = [choice.choose(step)[0] for step in range(20)]
+    assert picks.count("mutation") >= 18
+    name, reason = choice.choose(0)
+    assert "$" in reason and policy in reason
+
+
+def test_thompson_choices_replay_exactly() -> None:
+    outcomes = [_costly("a", 0.1, 0.0), _costly("b", -0.1, 0.0), _costly("b", 0.1, 0.0)]
+    first, second = ProposerChoice(["a", "b"], "thompson", seed=7), ProposerChoice(
+        ["a", "b"], "thompson", seed=7)
+    first.replay(outcomes)
+    second.replay(outcomes)
+    assert [first.choose(s) for s in range(10)] == [second.choose(s) for s in range(10)]
+
+
+def test_a_paused_proposer_is_skipped_while_another_is_available() -> None:
+    choice = ProposerChoice(["llm", "mutation"], "alternate")
+    picks = [choice.choose(step, paused={"llm"}) for step in range(4)]
+    assert {name for name, _ in picks} == {"mutation"}
+    assert "llm paused" in picks[0][1]
+    assert choice.choose(0, paused={"llm", "mutation"})[0] == "llm"  # none left: carry on
