@@ -6,6 +6,7 @@ evaluation's metrics only.
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 
 from recursor.archive.models import EvaluationRow, NodeRow
@@ -15,6 +16,7 @@ from recursor.types import ChangeKind, NodeStatus, Split
 
 INSPIRATIONS = 3
 RECENT_FAILURES = 5
+DIVERSITY_WINDOW = 50  # the diverse inspiration is sought among this many newest nodes
 
 
 def slot_seed(seed: int, round_: int, slot: int) -> int:
@@ -46,7 +48,7 @@ def proposal_context(ctx: CampaignContext, parent_id: str, seed: int) -> Proposa
     views = [node_view(ctx, n, devs.get(n.id)) for n in nodes if n.commit]
     done = [v for v in views if v.status is NodeStatus.DONE and v.score is not None]
     sign = 1.0 if ctx.task.objective.direction == "minimize" else -1.0
-    best = sorted(done, key=lambda v: (sign * (v.score or 0.0), v.id))[:INSPIRATIONS]
+    inspirations = choose_inspirations(done, sign, parent_id)
     failures = [v for v in views if v.status is NodeStatus.FAILED][-RECENT_FAILURES:]
     objective = ctx.task.objective
     return ProposalContext(
@@ -54,8 +56,32 @@ def proposal_context(ctx: CampaignContext, parent_id: str, seed: int) -> Proposa
         objective_metric=objective.metric, objective_direction=objective.direction,
         parent=node_view(ctx, by_id[parent_id], devs.get(parent_id)),
         editable_paths=ctx.editable_paths, allowed_kinds=ctx.allowed_kinds,
-        inspirations=best, recent_failures=failures, history=views, seed=seed,
+        inspirations=inspirations, recent_failures=failures, history=views, seed=seed,
     )
+
+
+def choose_inspirations(done: list[NodeView], sign: float, parent_id: str) -> list[NodeView]:
+    """Up to three evaluated nodes other than the parent: the best, the most recent, and the
+    one least like the best (so a prompt shows more than one line of descent)."""
+    pool = [v for v in done if v.id != parent_id]
+    if not pool:
+        return []
+    best = min(pool, key=lambda v: (sign * (v.score or 0.0), v.id))
+    chosen = [best]
+    recent = next((v for v in reversed(pool) if v.id != best.id), None)
+    if recent is not None:
+        chosen.append(recent)
+    taken = {v.id for v in chosen}
+    others = [v for v in pool[-DIVERSITY_WINDOW:] if v.id not in taken]
+    if others:
+        reference = _text(best)
+        chosen.append(min(others, key=lambda v: difflib.SequenceMatcher(
+            None, reference, _text(v)).quick_ratio()))
+    return chosen[:INSPIRATIONS]
+
+
+def _text(view: NodeView) -> str:
+    return "\n".join(view.files[path] for path in sorted(view.files))
 
 
 def outcome_of(node: NodeRow, parent: NodeRow | None, ctx: CampaignContext) -> Outcome:

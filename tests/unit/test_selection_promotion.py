@@ -63,3 +63,21 @@ def test_heldout_gate_blocks_regressions_beyond_tolerance() -> None:
     assert heldout_gate(-1.95, -2.0, MIN, config).passed
     assert not heldout_gate(-1.5, -2.0, MIN, config).passed
     assert not heldout_gate(None, -2.0, MIN, config).passed
+
+
+def test_inspirations_are_the_best_the_most_recent_and_the_least_alike() -> None:
+    from recursor.orchestrator.views import choose_inspirations
+    from recursor.proposers import NodeView
+    from recursor.types import ChangeKind, NodeStatus
+
+    def view(node_id: str, score: float, text: str) -> NodeView:
+        return NodeView(node_id, "root", ChangeKind.ALGORITHM, "m", NodeStatus.DONE, score, {},
+                        {"f.py": text})
+
+    base = "x = 1\n" * 20
+    nodes = [view("root", 5.0, base), view("best", 1.0, base + "y = 2\n"),
+             view("odd", 4.0, "completely different text\n" * 5),
+             view("similar", 3.0, base + "y = 3\n"), view("newest", 2.5, base + "z\n")]
+    chosen = choose_inspirations(nodes, sign=1.0, parent_id="root")
+    assert [v.id for v in chosen] == ["best", "newest", "odd"]
+    assert choose_inspirations(nodes[:1], sign=1.0, parent_id="root") == []
