@@ -12,12 +12,19 @@ from recursor.config import (
     ProposerConfig,
 )
 from recursor.errors import ConfigError
-from recursor.plugins import instantiate
+from recursor.plugins import build_instance, instantiate, load_entry_point
 from recursor.proposers._base import Proposer
 from recursor.proposers.mutation.primitives import generic_primitives
 from recursor.proposers.mutation.proposer import MutationProposer
 from recursor.proposers.optuna_tuner import OptunaProposer
 from recursor.tasks import Task
+
+ENTRY_POINT_GROUP = "recursor.proposers"
+BUILTIN = {
+    "mutation": "AST mutation of EVOLVE-BLOCK regions (offline, free)",
+    "optuna": "TPE over the numeric constants, with the archive as trials (offline, free)",
+    "llm": "a language model through litellm or any OpenAI-compatible server",
+}
 
 
 def _editable(task: Task) -> list[str]:
@@ -37,10 +44,22 @@ def build_proposer(config: ProposerConfig, task: Task, seed: int) -> Proposer:
 
         return build_llm_proposer(config)
     if isinstance(config, PluginProposerConfig):
-        proposer: Proposer = instantiate(config.class_path, config.options, Proposer,
-                                         "proposers")
-        return proposer
+        return _plugin(config)
     raise ConfigError(f"proposers: unknown kind {config!r}")
+
+
+def _plugin(config: PluginProposerConfig) -> Proposer:
+    proposer: Proposer
+    if config.class_path is not None:
+        proposer = instantiate(config.class_path, config.options, Proposer, "proposers")
+    else:
+        name = config.entry_point or ""
+        cls = load_entry_point(ENTRY_POINT_GROUP, name)
+        proposer = build_instance(cls, f"entry point {name!r}", config.options, Proposer,
+                                  "proposers")
+    if not getattr(proposer, "name", None):
+        raise ConfigError(f"proposers: {type(proposer).__name__} has no `name` attribute")
+    return proposer
 
 
 def build_proposers(configs: Sequence[ProposerConfig], task: Task, seed: int) -> list[Proposer]:
@@ -57,4 +76,4 @@ def build_proposers(configs: Sequence[ProposerConfig], task: Task, seed: int) ->
     return out
 
 
-__all__ = ["build_proposer", "build_proposers"]
+__all__ = ["BUILTIN", "ENTRY_POINT_GROUP", "build_proposer", "build_proposers"]

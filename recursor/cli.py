@@ -15,7 +15,7 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 
-from recursor import cli_archive, cli_sandbox
+from recursor import cli_archive, cli_proposers, cli_sandbox
 from recursor.config import load_config
 from recursor.errors import RecursorError
 
@@ -23,6 +23,7 @@ app = typer.Typer(help="Recursor: unattended improvement campaigns with a discov
                   no_args_is_help=True, pretty_exceptions_enable=False)
 app.add_typer(cli_archive.app, name="archive")
 app.add_typer(cli_sandbox.app, name="sandbox")
+app.add_typer(cli_proposers.app, name="proposers")
 console = Console()
 err_console = Console(stderr=True)
 

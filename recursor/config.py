@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from recursor.errors import ConfigError
 
@@ -45,9 +45,21 @@ class OptunaProposerConfig(_Model):
 
 
 class PluginProposerConfig(_Model):
+    """A user's proposer: ``class_path`` or an entry point of group ``recursor.proposers``."""
+
     kind: Literal["plugin"]
-    class_path: str = Field(pattern=r"^[\w.]+:[\w.]+$", description="package.module:Class")
+    class_path: str | None = Field(None, pattern=r"^[\w.]+:[\w.]+$",
+                                   description="package.module:Class")
+    entry_point: str | None = Field(None, min_length=1, description="name in the "
+                                    "recursor.proposers entry-point group")
     options: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _one_source(self) -> PluginProposerConfig:
+        if (self.class_path is None) == (self.entry_point is None):
+            raise ValueError("give exactly one of class_path ('package.module:Class') or "
+                             "entry_point (see `recursor proposers list`)")
+        return self
 
 
 class LLMProposerConfig(_Model):

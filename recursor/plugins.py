@@ -32,13 +32,19 @@ def load_class_path(class_path: str) -> Any:
 
 def instantiate(class_path: str, options: dict[str, Any], base: type, field: str) -> Any:
     """Build ``class_path(**options)``; ConfigError (naming ``field``) unless it is a ``base``."""
-    cls = load_class_path(class_path)
+    return build_instance(load_class_path(class_path), class_path, options, base, field)
+
+
+def build_instance(cls: Any, label: str, options: dict[str, Any], base: type, field: str) -> Any:
+    """``cls(**options)``; ConfigError (naming ``field`` and ``label``) unless it is a ``base``."""
+    if not callable(cls):
+        raise ConfigError(f"{field}: {label} is not a class")
     try:
         obj = cls(**options)
     except TypeError as err:
-        raise ConfigError(f"{field}: options do not fit {class_path}: {err}") from None
+        raise ConfigError(f"{field}: options do not fit {label}: {err}") from None
     if not isinstance(obj, base):
-        raise ConfigError(f"{field}: {class_path} is not a recursor {base.__name__}")
+        raise ConfigError(f"{field}: {label} is not a recursor {base.__name__}")
     return obj
 
 
@@ -48,8 +54,13 @@ def entry_point_names(group: str) -> dict[str, str]:
 
 
 def load_entry_point(group: str, name: str) -> Any:
+    """The object entry point ``name`` of ``group`` names; ConfigError when absent or broken."""
     for ep in entry_points(group=group):
         if ep.name == name:
-            return ep.load()
+            try:
+                return ep.load()
+            except Exception as err:  # a broken plug-in package: say which and why
+                raise ConfigError(f"entry point {name!r} ({ep.value}) of group {group!r} "
+                                  f"does not load: {type(err).__name__}: {err}") from None
     known = ", ".join(sorted(entry_point_names(group))) or "none"
     raise ConfigError(f"no plug-in {name!r} in entry-point group {group!r} (installed: {known})")
