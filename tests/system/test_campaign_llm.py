@@ -29,10 +29,15 @@ LINEAR = _edit("    weight = 1.0", "    weight = t", "Weight iterations linearly
 PLUS = _edit("    negative_scale = 1.0", "    negative_scale = 0.0", "Floor negative regrets.")
 MALFORMED = _edit("    weight = 7.5", "    weight = t", "An edit of a line that is not there.")
 POSITIVE = _edit("    positive_scale = 1.0", "    positive_scale = 1.5", "Scale up positives.")
+CUT_OFF = {"content": f"Try this.\n\n{HOOK}\n<<<<<<< SEARCH\n    weight = 1.0\n===",
+           "finish_reason": "length"}
+HANG = {"hang": 3}
 
 
-def _config(url: str, **budget: Any) -> dict[str, Any]:
-    llm = {"kind": "llm", "provider": "openai", "model": "scripted", "api_base": url,
+def _config(url: str, provider: str = "openai", **budget: Any) -> dict[str, Any]:
+    model = "scripted" if provider == "openai" else "openai/scripted"
+    llm = {"kind": "llm", "provider": provider, "model": model, "api_base": url,
+           "name": "llm:scripted", "timeout_s": 1.0,
            "retry_base_delay_s": 0.0, "max_retries": 2, "circuit_failures": 5,
            "price_per_1k_input": 0.5, "price_per_1k_output": 1.5}
     return {"name": "llm", "proposers": [llm], "concurrency": 1, "seed": 0,
@@ -46,25 +51,30 @@ def _nodes(directory: Path) -> tuple[Archive, list[Any]]:
     return archive, [n for n in nodes if n.round > 0]
 
 
-def test_llm_campaign_records_edits_failures_and_cost(tmp_path: Path) -> None:
-    script = [LINEAR, MALFORMED, {"status": 429}, PLUS,
-              {"status": 500}, {"status": 500}, {"status": 500}, POSITIVE]
+@pytest.mark.parametrize("provider", ["openai", "litellm"])
+def test_llm_campaign_records_edits_failures_and_cost(tmp_path: Path, provider: str) -> None:
+    script = [LINEAR, MALFORMED, {"status": 429}, PLUS, {"status": 500}, {"status": 500},
+              {"status": 500}, CUT_OFF, HANG, HANG, HANG, POSITIVE]
     with scripted_llm_server(script) as llm:
-        summary = run_campaign(parse_config(_config(llm.url)), tmp_path / "c")
+        config = _config(llm.url, provider, max_evals=7)
+        summary = run_campaign(parse_config(config), tmp_path / "c")
     archive, nodes = _nodes(tmp_path / "c")
-    assert len(nodes) == 5
-    linear, malformed, plus, down, positive = nodes
+    assert len(nodes) == 7
+    linear, malformed, plus, down, cut_off, hung, positive = nodes
     assert linear.status == "done" and "weight = t" in linear.patch
     assert linear.rationale == "Weight iterations linearly."
     assert malformed.status == "failed" and "search text not found" in (malformed.error or "")
     assert malformed.proposal["metadata"]["response"] == MALFORMED["content"]
     assert plus.status == "done" and "negative_scale = 0.0" in plus.patch
     assert down.status == "failed" and "gave up after 3 attempts" in (down.error or "")
+    assert cut_off.status == "failed" and "cut off at max_tokens" in (cut_off.error or "")
+    assert cut_off.proposal["metadata"]["response"] == CUT_OFF["content"]
+    assert hung.status == "failed" and "gave up after 3 attempts" in (hung.error or "")
     assert positive.status == "done"
-    for node in (linear, malformed, plus, positive):
+    for node in (linear, malformed, plus, cut_off, positive):
         assert node.tokens > 0 and node.cost > 0
         assert node.proposal["metadata"]["prompt"][0]["role"] == "system"
-    assert down.tokens == 0
+    assert down.tokens == hung.tokens == 0
     assert summary.tokens == sum(n.tokens for n in nodes) > 0
     assert summary.cost == pytest.approx(sum(n.cost for n in nodes))
     # the plus edit lowers exploitability against vanilla, so the campaign promoted something
