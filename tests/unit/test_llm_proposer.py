@@ -4,6 +4,7 @@ local OpenAI-compatible server with scripted answers (tests/helpers/llm_server.p
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import pytest
 
@@ -142,3 +143,16 @@ def test_the_key_comes_from_the_environment_and_stays_out_of_the_record(
         proposal = _proposer(llm.url, api_key_env="SCRIPTED_KEY").propose(_context())
     assert llm.authorizations == ["Bearer sk-secret-123"]
     assert "sk-secret-123" not in repr(proposal.metadata)
+
+
+def test_templates_can_be_overridden_and_a_bad_placeholder_is_named(tmp_path: Path) -> None:
+    from recursor.errors import ConfigError
+    from recursor.proposers.llm.prompt import build_messages, load_templates
+
+    (tmp_path / "user.md").write_text("Improve $parent_id for $objective_metric.\n")
+    messages = build_messages(_context(), load_templates(tmp_path))
+    assert messages[1]["content"] == "Improve root for score.\n"
+    assert "SEARCH" in messages[0]["content"]  # system.md was not overridden: built in
+    (tmp_path / "user.md").write_text("Use $no_such_thing.\n")
+    with pytest.raises(ConfigError, match="unknown placeholder.*no_such_thing"):
+        build_messages(_context(), load_templates(tmp_path))
