@@ -27,6 +27,7 @@ from recursor.archive.models import (
     ArtifactRow,
     CampaignRow,
     EvaluationRow,
+    JobRow,
     LogRow,
     NodeRow,
     PromotionRow,
@@ -240,6 +241,33 @@ class Archive:
         with self.session() as s:
             query = select(ArtifactRow).where(ArtifactRow.node_id == node_id)
             return list(s.scalars(query.order_by(ArtifactRow.id)))
+
+    # jobs --------------------------------------------------------------------------------
+    def record_job(self, job_id: str, **fields: Any) -> JobRow:
+        """Insert or update the job's row (a job reported twice keeps one row)."""
+        with self.session() as s, s.begin():
+            row = s.get(JobRow, job_id)
+            if row is None:
+                row = JobRow(id=job_id, **fields)
+                s.add(row)
+            else:
+                for name, value in fields.items():
+                    setattr(row, name, value)
+                row.updated_at = now()
+            s.flush()
+            s.expunge(row)
+            return row
+
+    def job(self, job_id: str) -> JobRow | None:
+        with self.session() as s:
+            return s.get(JobRow, job_id)
+
+    def jobs(self, node_id: str | None = None) -> list[JobRow]:
+        with self.session() as s:
+            query = select(JobRow).order_by(JobRow.created_at)
+            if node_id is not None:
+                query = query.where(JobRow.node_id == node_id)
+            return list(s.scalars(query))
 
     # promotions --------------------------------------------------------------------------
     def add_promotion(self, campaign_id: str, component: str, node_id: str,

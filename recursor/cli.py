@@ -15,7 +15,7 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 
-from recursor import cli_archive, cli_proposers, cli_sandbox
+from recursor import cli_archive, cli_job, cli_proposers, cli_sandbox
 from recursor.config import load_config
 from recursor.errors import RecursorError
 
@@ -24,6 +24,7 @@ app = typer.Typer(help="Recursor: unattended improvement campaigns with a discov
 app.add_typer(cli_archive.app, name="archive")
 app.add_typer(cli_sandbox.app, name="sandbox")
 app.add_typer(cli_proposers.app, name="proposers")
+app.add_typer(cli_job.app, name="job")
 console = Console()
 err_console = Console(stderr=True)
 

@@ -1,0 +1,64 @@
+"""The Executor interface: submit a job, follow it, get its record.
+
+Contract: ``submit(spec)`` returns at once with a ``JobHandle``; submitting a spec whose job
+already exists re-attaches to it (while it runs) or returns its finished record's handle
+(it never runs a finished job twice). ``status``, ``logs`` (a line iterator, optionally
+following a running job), ``cancel``, ``wait`` and ``record`` work from the handle alone, so
+a controller that restarted can pick up where it left off. A job that fails is a record with
+status ``failed`` and its error, never an exception from ``wait``; ``ExecutorError`` means the
+executor itself cannot work.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from recursor.executors.spec import JobRecord, JobSpec, JobStatus
+
+
+@dataclass(frozen=True)
+class JobHandle:
+    job_id: str
+    directory: Path  # where the job's spec, log, outputs and record live
+    executor: str
+
+
+class Executor(abc.ABC):
+    """Runs JobSpecs. Implementations: local (subprocess), deepspeed, ray."""
+
+    kind: str
+
+    @abc.abstractmethod
+    def submit(self, spec: JobSpec) -> JobHandle:
+        """Start the job, or attach to the existing one with the same id."""
+
+    @abc.abstractmethod
+    def status(self, handle: JobHandle) -> JobStatus: ...
+
+    @abc.abstractmethod
+    def logs(self, handle: JobHandle, follow: bool = False) -> Iterator[str]:
+        """The job's log lines; with ``follow``, until the job finishes."""
+
+    @abc.abstractmethod
+    def cancel(self, handle: JobHandle) -> None: ...
+
+    @abc.abstractmethod
+    def wait(self, handle: JobHandle, timeout_s: float | None = None) -> JobRecord:
+        """Block until the job finishes (ExecutorError on timeout); its record."""
+
+    def record(self, handle: JobHandle) -> JobRecord | None:
+        """The finished record, or None while the job has none."""
+        path = handle.directory / "record.json"
+        if not path.is_file():
+            return None
+        return JobRecord.model_validate_json(path.read_text())
+
+    def artifacts(self, handle: JobHandle) -> dict[str, str]:
+        record = self.record(handle)
+        return dict(record.artifacts) if record else {}
+
+
+__all__ = ["Executor", "JobHandle"]

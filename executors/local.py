@@ -1,0 +1,191 @@
+"""The local executor: each job is a supervisor process of its own, in its own session.
+
+Layout of a job (``ROOT/<job id>/``): ``spec.json``; ``job.log`` (stdout and stderr of the work);
+``process.json`` (the supervisor's pid and start time, to re-attach); ``out/`` (artifacts);
+``record.json`` (the finished ``JobRecord``, written atomically by the supervisor).
+
+The supervisor (``recursor.executors.runner``) runs the work as a child under the spec's wall
+time, measures its costs and writes the record, so a job finishes and is recorded even when the
+controller that submitted it was killed. Submitting the same spec again finds the directory:
+a finished record is returned as it is, a live supervisor is re-attached to, and a job whose
+supervisor died without a record (the machine rebooted) is run again from scratch, with
+``attempts`` counting the tries.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+from recursor.errors import ExecutorError
+from recursor.executors._base import Executor, JobHandle
+from recursor.executors.spec import JobRecord, JobSpec, JobStatus
+
+POLL_S = 0.2
+
+
+class LocalExecutor(Executor):
+    """Jobs as local processes under ``root`` (one directory per job id)."""
+
+    kind = "local"
+
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root)
+        self.root.mkdir(parents=True, exist_ok=True)
+
+    def submit(self, spec: JobSpec) -> JobHandle:
+        handle = JobHandle(spec.job_id, self.root / spec.job_id, self.kind)
+        if self.record(handle) is not None or _alive(handle.directory):
+            return handle
+        attempts = _previous_attempts(handle.directory) + 1
+        _prepare(handle.directory, spec, attempts)
+        self._start(handle)
+        return handle
+
+    def _start(self, handle: JobHandle) -> None:
+        log = (handle.directory / "job.log").open("ab")
+        try:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "recursor.executors.runner", str(handle.directory),
+                 self.kind],
+                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                start_new_session=True, cwd=handle.directory)
+        except OSError as exc:
+            raise ExecutorError(f"could not start the job runner: {exc}") from exc
+        finally:
+            log.close()
+        _write_json(handle.directory / "process.json",
+                    {"pid": proc.pid, "start": _start_time(proc.pid)})
+
+    def status(self, handle: JobHandle) -> JobStatus:
+        record = self.record(handle)
+        if record is not None:
+            return record.status
+        if _alive(handle.directory):
+            return JobStatus.RUNNING
+        if (handle.directory / "spec.json").is_file():
+            return JobStatus.FAILED  # the supervisor died without a record
+        raise ExecutorError(f"no job {handle.job_id} under {self.root}")
+
+    def logs(self, handle: JobHandle, follow: bool = False) -> Iterator[str]:
+        path = handle.directory / "job.log"
+        with path.open(errors="replace") as log:
+            while True:
+                line = log.readline()
+                if line:
+                    yield line.rstrip("\n")
+                elif follow and not self.status(handle).finished:
+                    time.sleep(POLL_S)
+                else:
+                    return
+
+    def cancel(self, handle: JobHandle) -> None:
+        """Stop the job's process group (TERM, then KILL); the supervisor records it."""
+        info = _process_info(handle.directory)
+        if info is None or not _alive(handle.directory):
+            return
+        (handle.directory / "cancel").touch()
+        for sig, grace in ((signal.SIGTERM, 5.0), (signal.SIGKILL, 5.0)):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(info["pid"], sig)
+            deadline = time.monotonic() + grace
+            while time.monotonic() < deadline and _alive(handle.directory):
+                time.sleep(POLL_S)
+            if not _alive(handle.directory):
+                break
+        if self.record(handle) is None:  # killed before it could write one
+            spec = json.loads((handle.directory / "spec.json").read_text())
+            _write_json(handle.directory / "record.json", JobRecord(
+                job_id=handle.job_id, kind=spec["kind"], status=JobStatus.CANCELLED,
+                executor=self.kind, spec=spec, error="cancelled",
+                provenance=spec.get("provenance", {})).model_dump(mode="json"))
+
+    def wait(self, handle: JobHandle, timeout_s: float | None = None) -> JobRecord:
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        while True:
+            record = self.record(handle)
+            if record is not None:
+                return record
+            if not _alive(handle.directory):
+                return self._lost(handle)
+            if deadline is not None and time.monotonic() > deadline:
+                raise ExecutorError(f"job {handle.job_id} still running after {timeout_s} s")
+            time.sleep(POLL_S)
+
+    def _lost(self, handle: JobHandle) -> JobRecord:
+        time.sleep(POLL_S)  # the record may land just after the process exits
+        record = self.record(handle)
+        if record is not None:
+            return record
+        spec = json.loads((handle.directory / "spec.json").read_text())
+        return JobRecord(job_id=handle.job_id, kind=spec["kind"], status=JobStatus.FAILED,
+                         executor=self.kind, spec=spec, provenance=spec.get("provenance", {}),
+                         error="the job's runner died without a record (see job.log); "
+                               "submit the spec again to rerun it",
+                         log=str(handle.directory / "job.log"))
+
+
+def _prepare(directory: Path, spec: JobSpec, attempts: int) -> None:
+    """A clean job directory for a fresh attempt (outputs of a lost attempt are removed)."""
+    shutil.rmtree(directory / "out", ignore_errors=True)
+    for name in ("record.json", "process.json", "cancel", "result.json"):
+        (directory / name).unlink(missing_ok=True)
+    (directory / "out").mkdir(parents=True)
+    _write_json(directory / "spec.json", spec.model_dump(mode="json"))
+    _write_json(directory / "attempts.json", {"attempts": attempts})
+
+
+def _previous_attempts(directory: Path) -> int:
+    try:
+        return int(json.loads((directory / "attempts.json").read_text())["attempts"])
+    except (OSError, ValueError, KeyError):
+        return 0
+
+
+def _write_json(path: Path, data: object) -> None:
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(data, indent=2, default=str))
+    tmp.replace(path)
+
+
+def _process_info(directory: Path) -> dict[str, int] | None:
+    try:
+        data = json.loads((directory / "process.json").read_text())
+        return {"pid": int(data["pid"]), "start": int(data["start"])}
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _start_time(pid: int) -> int:
+    """The process's start time in clock ticks since boot (tells a reused pid apart)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return -1
+    return int(stat.rsplit(")", 1)[1].split()[19])
+
+
+def _alive(directory: Path) -> bool:
+    """Whether the job's supervisor still runs (same pid *and* start time; not a zombie)."""
+    info = _process_info(directory)
+    if info is None:
+        return False
+    with contextlib.suppress(ChildProcessError, OSError):
+        os.waitpid(info["pid"], os.WNOHANG)  # reap it if it was our child
+    try:
+        stat = Path(f"/proc/{info['pid']}/stat").read_text()
+    except OSError:
+        return False
+    fields = stat.rsplit(")", 1)[1].split()
+    return fields[0] != "Z" and int(fields[19]) == info["start"]
+
+
+__all__ = ["LocalExecutor"]

@@ -1,0 +1,79 @@
+"""A job's supervisor: ``python -m recursor.executors.runner JOB_DIR EXECUTOR``.
+
+Runs the work (``recursor.executors.work``) as a child in the same process group, under the
+spec's wall time; forwards SIGTERM (a cancel) to it; then writes ``record.json`` atomically
+with the status, the work's metrics and artifacts, the costs (wall and CPU seconds of the
+work; GPU seconds when it reports them) and the spec's provenance. It runs in a session of its
+own, so it outlives the controller that started it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from recursor.executors.spec import JobRecord, JobSpec, JobStatus
+
+
+def supervise(directory: Path, executor: str) -> JobRecord:
+    spec = JobSpec.model_validate_json((directory / "spec.json").read_text())
+    attempts = json.loads((directory / "attempts.json").read_text()).get("attempts", 1)
+    started = time.monotonic()
+    work = subprocess.Popen([sys.executable, "-m", "recursor.executors.work", str(directory)],
+                            stdin=subprocess.DEVNULL, cwd=directory / "out")
+    signal.signal(signal.SIGTERM, lambda *_: work.terminate())
+    timed_out = False
+    try:
+        work.wait(timeout=spec.wall_time_s)
+    except subprocess.TimeoutExpired:
+        timed_out = True
+        work.kill()
+        work.wait()
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    result = _read_result(directory)
+    costs = {"wall_s": time.monotonic() - started, "cpu_s": usage.ru_utime + usage.ru_stime,
+             "gpu_s": float(result.get("gpu_s", 0.0))}
+    status, error = _outcome(directory, work.returncode, timed_out, spec, result)
+    return JobRecord(job_id=spec.job_id, kind=spec.kind, status=status, executor=executor,
+                     spec=spec.model_dump(mode="json"), metrics=result.get("metrics", {}),
+                     artifacts=result.get("artifacts", {}), costs=costs,
+                     provenance=spec.provenance, error=error, attempts=attempts,
+                     log=str(directory / "job.log"))
+
+
+def _read_result(directory: Path) -> dict[str, Any]:
+    try:
+        data = json.loads((directory / "result.json").read_text())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _outcome(directory: Path, code: int, timed_out: bool, spec: JobSpec,
+             result: dict[str, Any]) -> tuple[JobStatus, str | None]:
+    if (directory / "cancel").exists():
+        return JobStatus.CANCELLED, "cancelled"
+    if timed_out:
+        return JobStatus.FAILED, f"wall time limit of {spec.wall_time_s:g} s exceeded"
+    if code != 0 or "error" in result:
+        return JobStatus.FAILED, result.get("error") or f"the work exited with status {code}"
+    return JobStatus.DONE, None
+
+
+def main() -> None:
+    directory, executor = Path(sys.argv[1]), sys.argv[2]
+    record = supervise(directory, executor)
+    tmp = directory / "record.tmp"
+    tmp.write_text(record.model_dump_json(indent=2))
+    os.replace(tmp, directory / "record.json")
+
+
+if __name__ == "__main__":
+    main()

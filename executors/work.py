@@ -1,0 +1,69 @@
+"""A job's work: ``python -m recursor.executors.work JOB_DIR``, run by the supervisor.
+
+Dispatches on the spec's kind, with the working directory at ``JOB_DIR/out``; writes
+``result.json`` (metrics, artifacts as paths, or the error with its traceback). Heavy
+libraries (torch, transformers, trl) are imported only by the kinds that need them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from recursor.executors.spec import JobSpec
+
+Result = dict[str, Any]
+
+
+def run_command(spec: JobSpec, out: Path) -> Result:
+    """Run ``spec.command``; its ``$JOB_OUT/metrics.json`` (if written) becomes the metrics."""
+    env = {**os.environ, "JOB_OUT": str(out), "JOB_SEED": str(spec.seed)}
+    proc = subprocess.run(spec.command or [], cwd=out, env=env, check=False)
+    metrics_file = out / "metrics.json"
+    metrics = json.loads(metrics_file.read_text()) if metrics_file.is_file() else {}
+    artifacts = {p.name: str(p) for p in sorted(out.iterdir()) if p.name != "metrics.json"}
+    if proc.returncode != 0:
+        return {"error": f"command exited with status {proc.returncode}", "metrics": metrics}
+    return {"metrics": metrics, "artifacts": artifacts}
+
+
+def run_sft(spec: JobSpec, out: Path) -> Result:
+    from recursor.executors.trl_jobs import sft
+
+    return sft(spec, out)
+
+
+def run_grpo(spec: JobSpec, out: Path) -> Result:
+    from recursor.executors.trl_jobs import grpo
+
+    return grpo(spec, out)
+
+
+RUNNERS: dict[str, Callable[[JobSpec, Path], Result]] = {
+    "command": run_command, "sft": run_sft, "grpo": run_grpo,
+}
+
+
+def main() -> None:
+    directory = Path(sys.argv[1])
+    spec = JobSpec.model_validate_json((directory / "spec.json").read_text())
+    runner = RUNNERS.get(spec.kind)
+    try:
+        if runner is None:
+            raise NotImplementedError(f"{spec.kind} jobs are not built yet")
+        result = runner(spec, directory / "out")
+    except Exception as exc:  # recorded in the job's record, with the traceback in its log
+        traceback.print_exc()
+        result = {"error": f"{type(exc).__name__}: {exc}"}
+    (directory / "result.json").write_text(json.dumps(result, indent=2, default=str))
+    sys.exit(1 if "error" in result else 0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,80 @@
+"""``recursor job``: run a training or evaluation job by hand, or from a script.
+
+Mounted by the main CLI as ``app.add_typer(cli_job.app, name="job")``. ``recursor job run
+SPEC.yaml`` submits the job (re-attaching to it when the same spec already runs or ran), waits,
+records it in ``DIR/archive.sqlite`` and prints the finished record (``--json`` for scripts).
+Exit codes: 0 done, 1 failed or cancelled, 2 bad spec or an executor that cannot work.
+"""
+
+from __future__ import annotations
+
+import json
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from recursor.errors import RecursorError
+
+app = typer.Typer(help="Run training and evaluation jobs (SFT, GRPO, commands).")
+err = Console(stderr=True)
+
+
+@app.callback()
+def job_group() -> None:
+    """Run training and evaluation jobs (SFT, GRPO, commands)."""
+
+
+class ExecutorKind(StrEnum):
+    LOCAL = "local"
+
+
+@app.command()
+def run(
+    spec_file: Annotated[Path, typer.Argument(help="Job spec (YAML or JSON).", exists=True,
+                                              dir_okay=False)],
+    executor: Annotated[ExecutorKind, typer.Option(help="Where to run it.")] = ExecutorKind.LOCAL,
+    directory: Annotated[Path, typer.Option("--dir", help="Jobs folder (and its archive).")
+                         ] = Path("jobs"),
+    follow: Annotated[bool, typer.Option(help="Stream the job's log to stderr.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the record as JSON.")] = False,
+) -> None:
+    """Run the job SPEC_FILE describes to the end and print its record."""
+    from recursor.archive.store import Archive
+    from recursor.executors.local import LocalExecutor
+    from recursor.executors.spec import JobStatus, load_spec
+
+    try:
+        spec = load_spec(spec_file)
+        runner = LocalExecutor(directory)
+        handle = runner.submit(spec)
+        err.print(f"job {handle.job_id}: {runner.status(handle).value} ({handle.directory})")
+        if follow:
+            for line in runner.logs(handle, follow=True):
+                err.print(line, markup=False, highlight=False)
+        record = runner.wait(handle)
+        archive = Archive.in_directory(directory)
+        try:
+            archive.record_job(record.job_id, kind=record.kind, executor=record.executor,
+                               status=record.status.value, spec=record.spec,
+                               metrics=record.metrics, artifacts=record.artifacts,
+                               costs=record.costs, provenance=record.provenance,
+                               error=record.error)
+        finally:
+            archive.close()
+    except RecursorError as exc:
+        err.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2) from exc
+    if as_json:
+        typer.echo(json.dumps(record.model_dump(mode="json"), indent=2))
+    else:
+        colour = "green" if record.status is JobStatus.DONE else "red"
+        Console().print(f"[{colour}]{record.status.value}[/{colour}] {record.job_id}: "
+                        f"{json.dumps(record.metrics)}", highlight=False)
+        for name, path in record.artifacts.items():
+            Console().print(f"  {name}: {path}", highlight=False)
+        if record.error:
+            Console().print(f"  error: {record.error}", highlight=False)
+    raise typer.Exit(0 if record.status is JobStatus.DONE else 1)

@@ -1,0 +1,101 @@
+"""The job model and the local executor with ``command`` jobs: records, logs, cancel,
+wall time, and a controller killed mid-job that neither loses the result nor runs it twice."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from recursor.errors import ConfigError
+from recursor.executors.local import LocalExecutor
+from recursor.executors.spec import JobSpec, JobStatus, load_spec
+
+WRITE_METRICS = ("import json, os, pathlib, sys, time\n"
+                 "marker = pathlib.Path(sys.argv[1]); marker.write_text(marker.read_text() + 'run\\n'"
+                 " if marker.exists() else 'run\\n')\n"
+                 "print('working', flush=True); time.sleep(float(sys.argv[2]))\n"
+                 "out = pathlib.Path(os.environ['JOB_OUT'])\n"
+                 "(out / 'metrics.json').write_text(json.dumps({'answer': 42}))\n"
+                 "(out / 'weights.bin').write_bytes(b'w')\n")
+
+
+def _spec(marker: Path, sleep_s: float = 0.0, **extra: object) -> JobSpec:
+    return JobSpec(kind="command", command=[sys.executable, "-c", WRITE_METRICS, str(marker),
+                                            str(sleep_s)], **extra)  # type: ignore[arg-type]
+
+
+def test_a_command_job_records_metrics_artifacts_costs_and_provenance(tmp_path: Path) -> None:
+    executor = LocalExecutor(tmp_path / "jobs")
+    spec = _spec(tmp_path / "marker", provenance={"harness": "abc123"})
+    handle = executor.submit(spec)
+    record = executor.wait(handle, timeout_s=60)
+    assert record.status is JobStatus.DONE, record.error
+    assert record.metrics == {"answer": 42}
+    assert Path(record.artifacts["weights.bin"]).read_bytes() == b"w"
+    assert record.costs["wall_s"] > 0 and "cpu_s" in record.costs
+    assert record.provenance == {"harness": "abc123"}
+    assert "working" in list(executor.logs(handle))
+    again = executor.submit(spec)  # the same spec is the same job: nothing runs again
+    assert again == handle and executor.wait(again).status is JobStatus.DONE
+    assert (tmp_path / "marker").read_text() == "run\n"
+
+
+def test_a_failing_job_is_a_record_not_an_exception(tmp_path: Path) -> None:
+    executor = LocalExecutor(tmp_path / "jobs")
+    spec = JobSpec(kind="command", command=[sys.executable, "-c", "raise SystemExit(3)"])
+    record = executor.wait(executor.submit(spec), timeout_s=60)
+    assert record.status is JobStatus.FAILED and "status 3" in (record.error or "")
+
+
+def test_wall_time_and_cancel(tmp_path: Path) -> None:
+    executor = LocalExecutor(tmp_path / "jobs")
+    slow = _spec(tmp_path / "m1", sleep_s=60, wall_time_s=1)
+    record = executor.wait(executor.submit(slow), timeout_s=30)
+    assert record.status is JobStatus.FAILED and "wall time" in (record.error or "")
+    handle = executor.submit(_spec(tmp_path / "m2", sleep_s=60))
+    time.sleep(1)
+    executor.cancel(handle)
+    assert executor.wait(handle, timeout_s=30).status is JobStatus.CANCELLED
+
+
+def test_killing_the_controller_neither_loses_the_result_nor_runs_twice(
+        tmp_path: Path, subprocess_env: dict[str, str]) -> None:
+    marker = tmp_path / "marker"
+    spec_file = tmp_path / "job.yaml"
+    spec_file.write_text(yaml.safe_dump(_spec(marker, sleep_s=4).model_dump(mode="json")))
+    command = [sys.executable, "-m", "recursor.cli", "job", "run", str(spec_file), "--dir",
+               str(tmp_path / "jobs"), "--json"]
+    first = subprocess.Popen(command, env=subprocess_env, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, start_new_session=True)
+    deadline = time.monotonic() + 30
+    while not marker.exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert marker.exists(), "the job did not start"
+    os.killpg(first.pid, signal.SIGKILL)  # the controller dies; the job's supervisor does not
+    first.wait()
+    second = subprocess.run(command, env=subprocess_env, capture_output=True, text=True,
+                            timeout=120, check=False)
+    assert second.returncode == 0, second.stderr
+    record = json.loads(second.stdout)
+    assert record["status"] == "done" and record["metrics"] == {"answer": 42}
+    assert marker.read_text() == "run\n"  # one run only: the second controller re-attached
+
+
+def test_bad_specs_name_the_problem(tmp_path: Path) -> None:
+    cases = {"kind: sft\nmodel: tiny-gpt2\n": "needs `data:`",
+             "kind: command\n": "needs `command",
+             "kind: grpo\nmodel: tiny-gpt2\ndata: d.jsonl\n": "needs `reward",
+             "kind: sft\nmodle: x\n": "modle"}
+    for text, message in cases.items():
+        path = tmp_path / "spec.yaml"
+        path.write_text(text)
+        with pytest.raises(ConfigError, match=message):
+            load_spec(path)
