@@ -10,6 +10,8 @@ split, a judgement by a ``judge`` log entry).
 from __future__ import annotations
 
 import asyncio
+import json
+import math
 import operator
 import random
 import time
@@ -134,13 +136,16 @@ def route_after_select(state: CampaignState) -> str:
     return "end" if state.get("done") else "propose"
 
 
+PAUSE_POLL_S = 1.0
+
+
 # propose ---------------------------------------------------------------------------------
 async def propose(state: CampaignState, runtime: Ctx) -> dict[str, Any]:
     """Ask the chosen proposer for one change per slot; record each as a pending node."""
     ctx, started, round_ = runtime.context, time.monotonic(), state["round"]
     ctx.chooser.replay(past_outcomes(ctx))
     before = sum(1 for n in ctx.archive.nodes(ctx.campaign_id) if 0 < n.round < round_)
-    paused = {name for name, p in ctx.proposers.items() if p.paused() is not None}
+    paused = await _wait_for_a_proposer(ctx)
     jobs = []
     for slot, parent_id in enumerate(state["parents"]):
         if ctx.archive.node_at(ctx.campaign_id, round_, slot) is None:
@@ -148,6 +153,22 @@ async def propose(state: CampaignState, runtime: Ctx) -> dict[str, Any]:
             jobs.append(_propose_slot(ctx, round_, slot, parent_id, name, reason))
     await asyncio.gather(*jobs)
     return {"active_s": time.monotonic() - started}
+
+
+async def _wait_for_a_proposer(ctx: CampaignContext) -> set[str]:
+    """The paused proposers; while every one is paused, wait (a pause ends on its own)
+    rather than spend the budget on proposals that fail at once."""
+    told = False
+    while True:
+        reasons = {name: p.paused() for name, p in ctx.proposers.items()}
+        paused = {name for name, reason in reasons.items() if reason is not None}
+        if len(paused) < len(ctx.proposers):
+            return paused
+        if not told:
+            ctx.reporter.message("every proposer is paused, waiting: "
+                                 + "; ".join(r for r in reasons.values() if r))
+            told = True
+        await asyncio.sleep(PAUSE_POLL_S)
 
 
 async def _propose_slot(ctx: CampaignContext, round_: int, slot: int, parent_id: str,
@@ -163,12 +184,14 @@ async def _propose_slot(ctx: CampaignContext, round_: int, slot: int, parent_id:
         node.kind = ChangeKind(proposal.kind).value
         node.rationale = proposal.rationale
         node.proposal = {"files": dict(proposal.files), "metadata": dict(proposal.metadata)}
+        json.dumps(node.proposal)  # the archive stores it as JSON: fail here, not there
         _charge(node, proposal.metadata)
     except ProposerError as exc:
         node.status, node.error = NodeStatus.FAILED.value, f"proposer: {exc}"
         record = getattr(exc, "metadata", None)  # e.g. the raw response that did not apply
         if isinstance(record, dict):
-            node.proposal = {"files": {}, "metadata": record}
+            node.proposal = {"files": {}, "metadata": json.loads(json.dumps(record,
+                                                                            default=str))}
             _charge(node, record)
     except Exception as exc:  # a proposer bug must not end the campaign
         node.status = NodeStatus.FAILED.value
@@ -180,11 +203,21 @@ async def _propose_slot(ctx: CampaignContext, round_: int, slot: int, parent_id:
 
 
 def _charge(node: NodeRow, metadata: Mapping[str, Any]) -> None:
-    """Book a proposal's model usage (``metadata["usage"]``: tokens, cost) on its node."""
+    """Book a proposal's model usage (``metadata["usage"]``: tokens, cost) on its node;
+    values that are not finite non-negative numbers count as 0."""
     usage = metadata.get("usage")
-    if isinstance(usage, Mapping):
-        node.tokens = int(usage.get("tokens", 0) or 0)
-        node.cost = float(usage.get("cost", 0.0) or 0.0)
+    if not isinstance(usage, Mapping):
+        return
+    node.tokens = int(_amount(usage.get("tokens")))
+    node.cost = _amount(usage.get("cost"))
+
+
+def _amount(value: Any) -> float:
+    try:
+        number = float(value or 0)
+    except (TypeError, ValueError):
+        return 0.0
+    return number if math.isfinite(number) and number >= 0 else 0.0
 
 
 # materialize -----------------------------------------------------------------------------

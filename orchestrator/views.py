@@ -49,7 +49,8 @@ def proposal_context(ctx: CampaignContext, parent_id: str, seed: int) -> Proposa
     done = [v for v in views if v.status is NodeStatus.DONE and v.score is not None]
     sign = 1.0 if ctx.task.objective.direction == "minimize" else -1.0
     inspirations = choose_inspirations(done, sign, parent_id)
-    failures = [v for v in views if v.status is NodeStatus.FAILED][-RECENT_FAILURES:]
+    failed = [n for n in nodes if n.status == NodeStatus.FAILED.value][-RECENT_FAILURES:]
+    failures = [node_view(ctx, n, None) for n in reversed(failed)]  # newest first
     objective = ctx.task.objective
     return ProposalContext(
         task_name=ctx.task.name, task_description=ctx.task.proposer_hints(),

@@ -1,8 +1,9 @@
 """Edits in a model's response, and applying them to files robustly.
 
-Three forms are understood, in any mix within one response:
+Three forms are understood, in any mix within one response (applied in the order they appear):
 
-* **SEARCH/REPLACE blocks**, after a line naming the file::
+* **SEARCH/REPLACE blocks**, after a line naming the file (a later block without its own
+  file name edits the same file as the block before)::
 
       cfr_hooks.py
       <<<<<<< SEARCH
@@ -12,14 +13,17 @@ Three forms are understood, in any mix within one response:
       >>>>>>> REPLACE
 
 * **Unified diffs** (``--- a/path`` / ``+++ b/path`` / ``@@`` hunks), usually in a
-  ```` ```diff ```` fence.
-* **Whole files**: a fenced block whose info string or preceding line names an existing or
-  editable path (```` ```python cfr_hooks.py ```` or ``cfr_hooks.py:`` then a fence).
+  ```` ```diff ```` fence. A hunk shorter than its ``@@`` header promises (a response cut off
+  mid-diff) is refused, not applied in part.
+* **Whole files**: a fenced block whose info string or preceding line names an editable path
+  (```` ```python cfr_hooks.py ```` or ``cfr_hooks.py:`` then a fence). One that elides code
+  ("... rest unchanged") or is under half the original's length is refused.
 
-Application is tolerant where models are sloppy: a search text (or a hunk's old lines) is
-found exactly first, then ignoring trailing whitespace, then ignoring indentation (the
-replacement is re-indented by the difference). Every edit that does not apply is recorded
-with the reason; ``apply_response`` raises ``EditError`` only when nothing applied.
+Application is tolerant where models are sloppy: a search text is found exactly (starting at
+a line start) first, then ignoring trailing whitespace, then ignoring indentation (the
+replacement's indentation is rebased onto the file's). Line endings are normalised to
+``\\n``. Every edit that does not apply is recorded with the reason; ``apply_response`` raises
+``EditError`` only when nothing applied.
 """
 
 from __future__ import annotations
@@ -29,7 +33,9 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 
 SEARCH, DIVIDER, REPLACE = "<<<<<<< SEARCH", "=======", ">>>>>>> REPLACE"
-FENCE = re.compile(r"^```([^\n`]*)\n(.*?)^```[ \t]*$", re.DOTALL | re.MULTILINE)
+HUNK = re.compile(r"^@@(?: -\d+(?:,(\d+))? \+\d+(?:,(\d+))? @@)?")
+ELIDED = re.compile(r"^\s*(#|//)?\s*\.\.\.|rest (of the file )?(is )?unchanged|"
+                    r"remains? unchanged|existing code", re.IGNORECASE | re.MULTILINE)
 
 
 class EditError(ValueError):
@@ -42,13 +48,14 @@ class EditError(ValueError):
 
 @dataclass(frozen=True)
 class Edit:
-    """One change to one file: replace ``search`` by ``replace`` (whole file when search is
-    None)."""
+    """One change to one file: replace ``search`` by ``replace`` (the whole file when search
+    is None). ``problem`` marks an edit that was found but cannot be used, and why."""
 
     path: str
     search: str | None
     replace: str
     form: str  # "search_replace", "diff" or "whole_file"
+    problem: str | None = None
 
 
 @dataclass
@@ -59,12 +66,13 @@ class EditResult:
 
 
 def parse_edits(response: str, known_paths: Collection[str]) -> list[Edit]:
-    """Every edit in ``response``, in order; paths are checked later, when applying."""
-    edits = _search_replace_blocks(response)
-    edits += _diff_edits(response)
-    if not edits:
-        edits = _whole_files(response, known_paths)
-    return edits
+    """Every edit in ``response``, in the order it appears; paths are checked when applying."""
+    lines = response.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    found = _search_replace_blocks(lines, known_paths)
+    found += _diff_edits(lines)
+    taken = {index for index, _ in found}
+    found += [(i, e) for i, e in _whole_files(lines, known_paths) if i not in taken]
+    return [edit for _, edit in sorted(found, key=lambda item: item[0])]
 
 
 def apply_response(response: str, files: Mapping[str, str],
@@ -76,8 +84,8 @@ def apply_response(response: str, files: Mapping[str, str],
                         ["no edits found"])
     result = EditResult(files=dict(files))
     for number, edit in enumerate(edits, 1):
-        label = f"edit {number} ({edit.form}) to {edit.path}"
-        problem = _apply_one(edit, result.files, editable)
+        label = f"edit {number} ({edit.form}) to {edit.path or '?'}"
+        problem = edit.problem or _apply_one(edit, result.files, editable)
         if problem is None:
             result.applied.append(label)
         else:
@@ -88,13 +96,19 @@ def apply_response(response: str, files: Mapping[str, str],
 
 
 def _apply_one(edit: Edit, files: dict[str, str], editable: Collection[str]) -> str | None:
-    path = _normalise_path(edit.path)
+    path = edit.path
     if path not in editable:
         return f"{path} is not editable (editable: {', '.join(sorted(editable))})"
-    if edit.search is None:
-        files[path] = edit.replace if edit.replace.endswith("\n") else edit.replace + "\n"
-        return None
     current = files.get(path)
+    if edit.search is None:
+        text = edit.replace if edit.replace.endswith("\n") else edit.replace + "\n"
+        if current is not None and (ELIDED.search(text) and not ELIDED.search(current)):
+            return "the whole file elides code ('...', 'unchanged'); send the complete file"
+        if current is not None and len(text) < len(current) // 2:
+            return (f"the whole file has {len(text)} characters, under half the current "
+                    f"{len(current)}; send the complete file or a SEARCH/REPLACE block")
+        files[path] = text
+        return None
     if current is None:
         return f"{path} does not exist"
     if not edit.search.strip():
@@ -108,37 +122,57 @@ def _apply_one(edit: Edit, files: dict[str, str], editable: Collection[str]) -> 
 
 def replace_tolerant(text: str, search: str, replace: str) -> str | None:
     """``text`` with the first match of ``search`` replaced; None when nothing matches."""
-    if search in text:
-        return text.replace(search, replace, 1)
-    lines, wanted = text.splitlines(keepends=True), search.splitlines()
-    new = replace.splitlines()
+    start = _exact_at_line_start(text, search)
+    if start is not None:
+        return text[:start] + replace + text[start + len(search):]
+    lines = text.splitlines(keepends=True)
+    wanted, new = _trim_blank(search.splitlines()), replace.splitlines()
+    if not wanted:
+        return None
     for match in (_match_rstrip, _match_dedent):
         found = match(lines, wanted)
         if found is not None:
-            start, indent = found
-            body = [_reindent(line, indent) + "\n" for line in new]
-            return "".join(lines[:start] + body + lines[start + len(wanted):])
+            first, file_indent, search_indent = found
+            ending = "\r\n" if lines[first].endswith("\r\n") else "\n"
+            body = [_rebase(line, search_indent, file_indent) + ending for line in new]
+            return "".join(lines[:first] + body + lines[first + len(wanted):])
     return None
 
 
-def _match_rstrip(lines: list[str], wanted: list[str]) -> tuple[int, str] | None:
+def _exact_at_line_start(text: str, search: str) -> int | None:
+    index = text.find(search)
+    while index != -1:
+        if index == 0 or text[index - 1] == "\n":
+            return index
+        index = text.find(search, index + 1)
+    return None
+
+
+def _trim_blank(lines: list[str]) -> list[str]:
+    while lines and not lines[0].strip():
+        lines = lines[1:]
+    while lines and not lines[-1].strip():
+        lines = lines[:-1]
+    return lines
+
+
+def _match_rstrip(lines: list[str], wanted: list[str]) -> tuple[int, str, str] | None:
     target = [w.rstrip() for w in wanted]
     for start in range(len(lines) - len(wanted) + 1):
         if [ln.rstrip() for ln in lines[start:start + len(wanted)]] == target:
-            return start, ""
+            return start, "", ""
     return None
 
 
-def _match_dedent(lines: list[str], wanted: list[str]) -> tuple[int, str] | None:
-    """A match ignoring indentation; returns the indent to add to the replacement lines."""
+def _match_dedent(lines: list[str], wanted: list[str]) -> tuple[int, str, str] | None:
+    """A match ignoring indentation: (start, the file's indent, the search's indent)."""
     target = [w.strip() for w in wanted]
-    first = next((w for w in wanted if w.strip()), "")
+    first = next(w for w in wanted if w.strip())
     for start in range(len(lines) - len(wanted) + 1):
         window = lines[start:start + len(wanted)]
         if [ln.strip() for ln in window] == target:
-            actual = next((ln for ln in window if ln.strip()), "")
-            extra = _indent_of(actual)[len(_indent_of(first)):]
-            return start, extra
+            actual = next(ln for ln in window if ln.strip())
+            return start, _indent_of(actual), _indent_of(first)
     return None
 
 
@@ -146,110 +180,187 @@ def _indent_of(line: str) -> str:
     return line[: len(line) - len(line.lstrip())]
 
 
-def _reindent(line: str, indent: str) -> str:
-    return indent + line if line.strip() else line
+def _rebase(line: str, old: str, new: str) -> str:
+    """Move ``line`` from indentation base ``old`` to base ``new``."""
+    if not line.strip():
+        return ""
+    if line.startswith(old):
+        return new + line[len(old):]
+    return new + line.lstrip()
 
 
-def _normalise_path(path: str) -> str:
-    path = path.strip().strip("`*\"'").strip()
-    for prefix in ("a/", "b/", "./"):
-        if path.startswith(prefix):
-            path = path[len(prefix):]
-    return path
+def _path_in(line: str, known: Collection[str]) -> str | None:
+    """A known path named anywhere in ``line`` (as a word, in backticks, before a colon)."""
+    for token in re.split(r"[\s`*'\"():,]+", line):
+        token = token.strip().rstrip(".")
+        if token in known:
+            return token
+        if token.startswith("./") and token[2:] in known:
+            return token[2:]
+    return None
 
 
-def _search_replace_blocks(response: str) -> list[Edit]:
-    edits: list[Edit] = []
-    lines = response.splitlines()
+def _lone_path(line: str) -> str | None:
+    """A line that is nothing but a file name (one not known to be editable, say)."""
+    match = re.fullmatch(r"[`*#\s]*([\w./-]+\.\w+)[`*:\s]*", line)
+    return match.group(1) if match else None
+
+
+def _search_replace_blocks(lines: list[str], known: Collection[str]) -> list[tuple[int, Edit]]:
+    edits: list[tuple[int, Edit]] = []
+    previous: str | None = None
     index = 0
     while index < len(lines):
         if lines[index].strip() != SEARCH:
             index += 1
             continue
-        path = _path_before(lines, index)
+        start = index
+        path = _path_before(lines, index, known) or previous
         search, index = _collect(lines, index + 1, DIVIDER)
-        replace, index = _collect(lines, index + 1, REPLACE)
-        if path is not None and search is not None and replace is not None:
-            edits.append(Edit(path, search, replace, "search_replace"))
+        replace, index = (None, index) if search is None else _collect(lines, index + 1, REPLACE)
+        if search is None or replace is None:
+            problem = "the block is incomplete (a marker is missing, or the answer was cut off)"
+            edits.append((start, Edit(path or "", None, "", "search_replace", problem)))
+            continue
+        problem = None if path else "no file is named before the block"
+        edits.append((start, Edit(path or "", search, replace, "search_replace", problem)))
+        previous = path or previous
         index += 1
     return edits
 
 
 def _collect(lines: list[str], start: int, end_marker: str) -> tuple[str | None, int]:
-    """Lines from ``start`` up to the marker (joined, with a final newline)."""
+    """Lines from ``start`` up to the marker; None (and where to resume) when it is missing."""
     for index in range(start, len(lines)):
-        if lines[index].strip() == end_marker:
+        marker = lines[index].strip()
+        if marker == end_marker:
             body = lines[start:index]
             return ("\n".join(body) + "\n") if body else "", index
+        if marker == SEARCH:  # the next block began: this one never ended
+            return None, index
     return None, len(lines)
 
 
-def _path_before(lines: list[str], index: int) -> str | None:
-    """The file named on the nearest non-empty, non-fence line above a SEARCH marker."""
-    for back in range(index - 1, max(index - 4, -1), -1):
+def _path_before(lines: list[str], index: int, known: Collection[str]) -> str | None:
+    """The file named just above a SEARCH marker (blank and fence lines skipped; a fence's
+    info string counts), or None."""
+    looked = 0
+    for back in range(index - 1, -1, -1):
         text = lines[back].strip()
-        if not text or text.startswith("```"):
+        if text in (REPLACE, DIVIDER):
+            return None
+        if not text or text == "```":
             continue
-        return _normalise_path(text.rstrip(":"))
+        path = _path_in(text.lstrip("`#"), known) or _lone_path(text)
+        if path is not None:
+            return path
+        looked += 1
+        if looked >= 2:
+            return None
     return None
 
 
-HUNK = re.compile(r"^@@ -\d+(?:,\d+)? \+\d+(?:,\d+)? @@")
-
-
-def _diff_edits(response: str) -> list[Edit]:
+def _diff_edits(lines: list[str]) -> list[tuple[int, Edit]]:
     """Each hunk of a unified diff as an edit (old lines -> new lines)."""
-    edits: list[Edit] = []
+    edits: list[tuple[int, Edit]] = []
+    hunk: _Hunk | None = None
     path: str | None = None
-    old: list[str] | None = None
-    new: list[str] = []
+    for index, line in enumerate(lines):
+        is_header = line.startswith("--- ") and index + 1 < len(lines) and \
+            lines[index + 1].startswith("+++ ")
+        if is_header or line.startswith("+++ ") or line.startswith("```") or \
+                (hunk is None and not HUNK.match(line)):
+            if hunk is not None:
+                edits.append(hunk.finish())
+                hunk = None
+            if line.startswith("+++ "):
+                path = _diff_path(line[4:])
+            continue
+        match = HUNK.match(line)
+        if match and path is not None:
+            if hunk is not None:
+                edits.append(hunk.finish())
+            counts = (match.group(1), match.group(2))
+            hunk = _Hunk(index, path, *(int(c) if c else None for c in counts))
+        elif hunk is not None and not hunk.take(line):
+            edits.append(hunk.finish())
+            hunk = None
+    if hunk is not None:
+        edits.append(hunk.finish(at_end=True))
+    return [(i, e) for i, e in edits if e.search or e.replace or e.problem]
 
-    def flush() -> None:
-        while old and new and old[-1] == new[-1] == "\n":  # blank lines after the hunk
+
+def _diff_path(header: str) -> str:
+    path = header.split("\t")[0].strip()
+    return path[2:] if path[:2] in ("a/", "b/") else path
+
+
+class _Hunk:
+    def __init__(self, start: int, path: str, old_count: int | None,
+                 new_count: int | None) -> None:
+        self.start, self.path = start, path
+        self.old_count, self.new_count = old_count, new_count
+        self.old: list[str] = []
+        self.new: list[str] = []
+
+    def take(self, line: str) -> bool:
+        """Add one body line; False when the line does not belong to a hunk."""
+        if line.startswith("-"):
+            self.old.append(line[1:])
+        elif line.startswith("+"):
+            self.new.append(line[1:])
+        elif line.startswith(" ") or line == "":
+            self.old.append(line[1:])
+            self.new.append(line[1:])
+        elif not line.startswith("\\"):
+            return False
+        return True
+
+    def finish(self, at_end: bool = False) -> tuple[int, Edit]:
+        """The hunk as an edit; one that runs to the end of the response and is shorter than
+        its header promises was cut off (models miscount, so only then is it refused)."""
+        old, new = list(self.old), list(self.new)
+        while old and new and old[-1] == new[-1] == "":  # blank lines after the hunk
             old.pop()
             new.pop()
-        if path is not None and old is not None and (old or new):
-            edits.append(Edit(path, "".join(old), "".join(new), "diff"))
+        problem = None
+        if at_end and self.old_count is not None and len(old) < self.old_count:
+            problem = (f"the hunk has {len(old)} of the {self.old_count} lines its header "
+                       "promises (cut off?)")
+        text = ("\n".join(old) + "\n") if old else ""
+        return self.start, Edit(self.path, text, ("\n".join(new) + "\n") if new else "",
+                                "diff", problem)
 
-    for line in response.splitlines():
-        if line.startswith("+++ "):
-            flush()
-            path, old, new = _normalise_path(line[4:].split("\t")[0]), None, []
-        elif line.startswith("--- ") or line.startswith("```"):
+
+def _whole_files(lines: list[str], known: Collection[str]) -> list[tuple[int, Edit]]:
+    """Fenced blocks that name a known path in the info string or on the line before, and
+    hold no SEARCH/REPLACE block or diff of their own."""
+    edits: list[tuple[int, Edit]] = []
+    index = 0
+    while index < len(lines):
+        opening = lines[index].strip()
+        if not opening.startswith("```") or opening == "```" and not _named_above(lines, index,
+                                                                               known):
+            index += 1
             continue
-        elif HUNK.match(line) and path is not None:
-            flush()
-            old, new = [], []
-        elif old is not None:
-            if line.startswith("-"):
-                old.append(line[1:] + "\n")
-            elif line.startswith("+"):
-                new.append(line[1:] + "\n")
-            elif line.startswith(" ") or line == "":
-                old.append(line[1:] + "\n")
-                new.append(line[1:] + "\n")
-            elif line.startswith("\\"):
-                continue
-            else:
-                flush()
-                old = None
-    flush()
+        end = next((j for j in range(index + 1, len(lines)) if lines[j].strip() == "```"), None)
+        if end is None:
+            break
+        body = lines[index + 1:end]
+        path = _path_in(opening[3:], known) or _named_above(lines, index, known)
+        is_edit = any(ln.strip() == SEARCH or ln.startswith(("+++ ", "@@")) for ln in body)
+        if path is not None and not is_edit:
+            edits.append((index, Edit(path, None, "\n".join(body) + "\n", "whole_file")))
+        index = end + 1
     return edits
 
 
-def _whole_files(response: str, known_paths: Collection[str]) -> list[Edit]:
-    """Fenced blocks that name a known path in the info string or on the line before."""
-    edits = []
-    for match in FENCE.finditer(response):
-        info = match.group(1).split()
-        before = response[: match.start()].rstrip().splitlines()
-        candidates = [*info, *(before[-1:] if before else [])]
-        for word in candidates:
-            path = _normalise_path(word.rstrip(":"))
-            if path in known_paths:
-                edits.append(Edit(path, None, match.group(2), "whole_file"))
-                break
-    return edits
+def _named_above(lines: list[str], index: int, known: Collection[str]) -> str | None:
+    for back in range(index - 1, max(index - 3, -1), -1):
+        text = lines[back].strip()
+        if text:
+            return _path_in(text.lstrip("#"), known)
+    return None
 
 
 __all__ = ["Edit", "EditError", "EditResult", "apply_response", "parse_edits",

@@ -56,7 +56,22 @@ class BackendSettings:
     timeout_s: float = 120.0
 
     def api_key(self) -> str | None:
-        return os.environ.get(self.api_key_env) if self.api_key_env else None
+        """The key from ``api_key_env``; LLMError when that variable is named but unset."""
+        if not self.api_key_env:
+            return None
+        key = os.environ.get(self.api_key_env)
+        if not key:
+            raise LLMError(f"api_key_env names {self.api_key_env}, which is not set in the "
+                           "environment; export it (the key is never read from the file)")
+        return key
+
+    def redact(self, message: str) -> str:
+        """``message`` with any key this backend may use replaced by ``***``."""
+        for name in filter(None, (self.api_key_env, "OPENAI_API_KEY")):
+            key = os.environ.get(name)
+            if key and len(key) >= 6:
+                message = message.replace(key, "***")
+        return message
 
 
 class OpenAIBackend:
@@ -68,9 +83,16 @@ class OpenAIBackend:
         self.model = settings.model
         self._settings = settings
         self._openai = openai
-        self._client = openai.OpenAI(
-            base_url=settings.api_base, api_key=settings.api_key() or "unused",
-            timeout=settings.timeout_s, max_retries=0)
+        # no api_key_env: the client's own OPENAI_API_KEY, or none for a local server
+        key = settings.api_key() or os.environ.get("OPENAI_API_KEY")
+        try:
+            self._client = openai.OpenAI(
+                base_url=settings.api_base, api_key=key or ("unused" if settings.api_base
+                                                            else None),
+                timeout=settings.timeout_s, max_retries=0)
+        except openai.OpenAIError as exc:
+            raise LLMError(f"cannot build the openai client: {exc}; set api_key_env or "
+                           "api_base") from exc
 
     def complete(self, messages: Sequence[Message]) -> ChatReply:
         openai = self._openai
@@ -80,12 +102,14 @@ class OpenAIBackend:
                 temperature=self._settings.temperature, max_tokens=self._settings.max_tokens)
         except (openai.RateLimitError, openai.APITimeoutError, openai.APIConnectionError,
                 openai.InternalServerError) as exc:
-            raise TransientLLMError(f"{type(exc).__name__}: {exc}") from exc
+            raise TransientLLMError(self._settings.redact(f"{type(exc).__name__}: {exc}")
+                                    ) from exc
         except openai.APIStatusError as exc:
             kind = TransientLLMError if exc.status_code >= 500 else LLMError
-            raise kind(f"{type(exc).__name__} ({exc.status_code}): {exc}") from exc
+            raise kind(self._settings.redact(f"{type(exc).__name__} ({exc.status_code}): "
+                                             f"{exc}")) from exc
         except openai.OpenAIError as exc:
-            raise LLMError(f"{type(exc).__name__}: {exc}") from exc
+            raise LLMError(self._settings.redact(f"{type(exc).__name__}: {exc}")) from exc
         return _reply(response, None)
 
 
@@ -116,12 +140,13 @@ class LiteLLMBackend:
                 temperature=settings.temperature,
                 max_tokens=settings.max_tokens, timeout=settings.timeout_s, num_retries=0)
         except transient as exc:
-            raise TransientLLMError(f"{type(exc).__name__}: {exc}") from exc
+            raise TransientLLMError(settings.redact(f"{type(exc).__name__}: {exc}")) from exc
         except Exception as exc:  # litellm raises many types; all others are permanent
             status = getattr(exc, "status_code", None)
+            message = settings.redact(f"{type(exc).__name__}: {exc}")
             if isinstance(status, int) and (status >= 500 or status == 429):
-                raise TransientLLMError(f"{type(exc).__name__} ({status}): {exc}") from exc
-            raise LLMError(f"{type(exc).__name__}: {exc}") from exc
+                raise TransientLLMError(message) from exc
+            raise LLMError(message) from exc
         return _reply(response, self._cost(response))
 
     def _cost(self, response: Any) -> float | None:
@@ -129,7 +154,7 @@ class LiteLLMBackend:
             cost = self._litellm.completion_cost(completion_response=response)
         except Exception:  # no price known for this model
             return None
-        return float(cost) if cost else None
+        return None if cost is None else float(cost)
 
 
 def _reply(response: Any, cost: float | None) -> ChatReply:

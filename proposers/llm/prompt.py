@@ -35,6 +35,22 @@ def load_templates(templates_dir: Path | None) -> dict[str, string.Template]:
     return templates
 
 
+PLACEHOLDERS = frozenset({
+    "task_name", "task_description", "objective_metric", "objective_direction",
+    "allowed_kinds", "parent_id", "parent_metrics", "parent_delta", "parent_files",
+    "inspirations", "failures", "tried", "editable_paths"})
+
+
+def check_templates(templates: Mapping[str, string.Template]) -> None:
+    """ConfigError when a template names a placeholder that does not exist."""
+    for name, template in templates.items():
+        unknown = set(template.get_identifiers()) - PLACEHOLDERS
+        if unknown or not template.is_valid():
+            raise ConfigError(f"prompt template {name} uses an unknown placeholder: "
+                              f"{', '.join(sorted(unknown)) or 'a malformed $'}; known: "
+                              f"{', '.join(sorted(PLACEHOLDERS))}")
+
+
 def build_messages(context: ProposalContext,
                    templates: Mapping[str, string.Template]) -> list[dict[str, str]]:
     """System and user messages for one proposal."""
@@ -108,7 +124,7 @@ def _failures(nodes: Sequence[NodeView]) -> str:
     if not nodes:
         return "(none)"
     parts = []
-    for node in list(nodes)[:MAX_FAILURES]:
+    for node in list(nodes)[:MAX_FAILURES]:  # the context lists the newest first
         error = (node.error or "failed").strip()
         if len(error) > FAILURE_CHARS:
             error = "... " + error[-FAILURE_CHARS:]
@@ -127,4 +143,5 @@ def _tried(history: Sequence[NodeView]) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["build_messages", "load_templates", "prompt_values"]
+__all__ = ["PLACEHOLDERS", "build_messages", "check_templates", "load_templates",
+           "prompt_values"]

@@ -10,6 +10,7 @@ node keeps the raw response.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,7 @@ from recursor.errors import ProposerError
 from recursor.proposers._base import Proposal, ProposalContext, Proposer
 from recursor.proposers.edits import EditError, apply_response
 from recursor.proposers.llm.backends import BackendSettings, ChatBackend, ChatReply, build_backend
-from recursor.proposers.llm.prompt import build_messages, load_templates
+from recursor.proposers.llm.prompt import build_messages, check_templates, load_templates
 from recursor.proposers.llm.resilience import CircuitBreaker, RetryPolicy, call_with_retries
 from recursor.types import ChangeKind
 
@@ -45,6 +46,7 @@ class LLMProposer(Proposer):
         self.name = name or f"llm:{backend.model}"
         self._editable = editable_paths
         self._templates = load_templates(templates_dir)
+        check_templates(self._templates)
         self._retry = retry or RetryPolicy()
         self.breaker = breaker or CircuitBreaker()
         self._price = price_per_1k
@@ -57,16 +59,17 @@ class LLMProposer(Proposer):
         except ProposerError:
             self.breaker.record(success=False)
             raise
-        self.breaker.record(success=True)
         record = {"prompt": messages, "response": reply.text, "usage": self._usage(reply),
                   "finish_reason": reply.finish_reason}
         editable = list(self._editable or context.editable_paths)
         try:
             result = apply_response(reply.text, context.parent.files, editable)
         except EditError as exc:
+            self.breaker.record(success=False)  # a model that never follows the format pauses
             note = " (the response was cut off at max_tokens)" if reply.truncated else ""
             raise ProposalFailed(f"{exc}{note}", {**record, "edit_failures": exc.failures}
                                  ) from exc
+        self.breaker.record(success=True)
         changed = {p: t for p, t in result.files.items() if context.parent.files.get(p) != t}
         kind = context.allowed_kinds[0] if context.allowed_kinds else ChangeKind.ALGORITHM
         return Proposal(kind, _rationale(reply.text), changed,
@@ -76,21 +79,23 @@ class LLMProposer(Proposer):
         return self.breaker.open_reason(self.name)
 
     def _usage(self, reply: ChatReply) -> dict[str, Any]:
-        cost = reply.cost
-        if cost is None and self._price is not None:
+        cost = reply.cost  # litellm's price data, where it knows the model
+        if self._price is not None:  # an explicit price wins (a local model is free)
             cost = (reply.prompt_tokens * self._price[0]
                     + reply.completion_tokens * self._price[1]) / 1000
         return {"prompt_tokens": reply.prompt_tokens,
                 "completion_tokens": reply.completion_tokens,
                 "tokens": reply.prompt_tokens + reply.completion_tokens,
-                "cost": cost or 0.0, "cost_known": cost is not None}
+                "cost": 0.0 if cost is None else cost, "cost_known": cost is not None}
 
 
 def _rationale(text: str) -> str:
     """The first line of prose in the response (not a marker, a fence or a path)."""
     for line in text.splitlines():
         clean = line.strip()
-        if clean and not clean.startswith(("```", "<<<<<<<", "=======", ">>>>>>>", "---", "+++")):
+        if clean.startswith(("```", "<<<<<<<", "=======", ">>>>>>>", "---", "+++", "@@")):
+            break  # the edits begin: no prose came before them
+        if clean and not re.fullmatch(r"[`*#\s]*[\w./-]+\.\w+[`*:\s]*", clean):
             return clean[:300]
     return "llm edit"
 

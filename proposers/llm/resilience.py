@@ -63,6 +63,7 @@ class CircuitBreaker:
         self._clock = clock
         self._failures = 0
         self._opened_at: float | None = None
+        self._trial = False  # half-open: one call is testing the model
         self._lock = threading.Lock()
 
     def check(self, name: str) -> None:
@@ -75,24 +76,28 @@ class CircuitBreaker:
         """Why calls are refused now, or None; with ``half_open``, a cool-down that has run
         out lets one trial call through (one more failure reopens the breaker)."""
         with self._lock:
+            if self._trial:
+                return f"{name} is being tried again after a pause; one call at a time"
             if self._opened_at is None:
                 return None
             waited = self._clock() - self._opened_at
             if waited >= self.cooldown_s:
                 if half_open:
-                    self._opened_at = None
-                    self._failures = self.failure_threshold - 1
+                    self._opened_at, self._trial = None, True
                 return None
             return (f"{name} is paused after {self.failure_threshold} failures in a row; "
                     f"retrying in {self.cooldown_s - waited:.0f} s")
 
     def record(self, success: bool) -> None:
         with self._lock:
+            trial, self._trial = self._trial, False
             if success:
                 self._failures, self._opened_at = 0, None
                 return
+            if self._opened_at is not None:
+                return  # a call that was in flight when the breaker opened: already counted
             self._failures += 1
-            if self._failures >= self.failure_threshold:
+            if trial or self._failures >= self.failure_threshold:
                 self._opened_at = self._clock()
 
     @property

@@ -9,6 +9,7 @@ and scores the mean ``log10`` exploitability of the average policy (lower is bet
 from __future__ import annotations
 
 import ast
+import os
 import subprocess
 import sys
 import tempfile
@@ -120,7 +121,8 @@ class CFRTask(Task):
                 command += ["--cache", str(self._cache_dir)]
             try:
                 proc = subprocess.run(command, capture_output=True, text=True,
-                                      timeout=QUICK_TIMEOUT_S, check=False)
+                                      timeout=QUICK_TIMEOUT_S, check=False,
+                                      env=_quick_env(workspace))
             except subprocess.TimeoutExpired:
                 return f"{QUICK_ITERATIONS} iterations on kuhn_poker took over {QUICK_TIMEOUT_S} s"
             if proc.returncode == 0:
@@ -145,6 +147,16 @@ class CFRTask(Task):
 
     def mutation_primitives(self) -> Sequence[MutationPrimitive]:
         return cfr_primitives()
+
+
+def _quick_env(home: Path) -> dict[str, str]:
+    """The quick check runs candidate code outside the sandbox: give it nothing of the
+    host's environment beyond what finds the interpreter and the package (no API keys)."""
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home),
+           "LANG": "C.UTF-8", "PYTHONHASHSEED": "0"}
+    if "PYTHONPATH" in os.environ:
+        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
+    return env
 
 
 __all__ = ["CFRTask", "static_check"]

@@ -114,3 +114,14 @@ def test_a_model_that_keeps_failing_is_paused_and_the_others_carry_on(tmp_path: 
     assert by_proposer.count("llm:scripted") == 1 and by_proposer.count("mutation") == 5
     assert "llm:scripted paused" in nodes[-1].proposer_reason
     assert summary.evaluated == 6
+
+
+def test_when_every_proposer_is_paused_the_campaign_waits(tmp_path: Path) -> None:
+    config = _config("", max_evals=2)
+    config["proposers"][0].update(max_retries=0, circuit_failures=1, circuit_cooldown_s=1.5)
+    with scripted_llm_server([{"status": 500}, LINEAR]) as llm:
+        config["proposers"][0]["api_base"] = llm.url
+        run_campaign(parse_config(config), tmp_path / "c")
+    _, nodes = _nodes(tmp_path / "c")
+    assert [n.status for n in nodes] == ["failed", "done"]  # no budget burnt while paused
+    assert len(llm.requests) == 2

@@ -81,11 +81,75 @@ def test_unusable_responses_raise_with_the_reason(response: str, reason: str) ->
         apply_response(response, FILES, EDITABLE)
 
 
-def test_truncated_block_is_not_an_edit() -> None:
+def test_truncated_block_is_an_unusable_edit() -> None:
     cut = "hooks.py\n<<<<<<< SEARCH\n    weight = 1.0\n=======\n    wei"
-    assert parse_edits(cut, EDITABLE) == []
+    (edit,) = parse_edits(cut, EDITABLE)
+    assert edit.problem is not None and "incomplete" in edit.problem
 
 
-def test_replace_tolerant_prefers_the_exact_match() -> None:
-    assert replace_tolerant("a\n  b\nb\n", "b\n", "c\n") == "a\n  c\nb\n"
+def test_an_exact_match_starts_at_a_line_start() -> None:
+    assert replace_tolerant("a\n  b\nb\n", "b\n", "c\n") == "a\n  b\nc\n"
+    text = "    total_count = 0\n    count = 0\n"
+    assert replace_tolerant(text, "count = 0", "count = 5") == \
+        "    total_count = 0\n    count = 5\n"
     assert replace_tolerant("a\n", "zzz", "c") is None
+
+
+def test_indentation_is_rebased_both_ways() -> None:
+    text = "def f():\n    if x:\n        y = 1\n    z = 2\n"
+    deeper = replace_tolerant(text, "        if x:\n            y = 1\n",
+                              "        if x:\n            y = 3\n")
+    assert deeper == "def f():\n    if x:\n        y = 3\n    z = 2\n"
+    tabs = "def f():\n\tw = 1\n\treturn w\n"
+    assert replace_tolerant(tabs, "    w = 1\n", "    w = 2\n    w += 1\n") == \
+        "def f():\n\tw = 2\n\tw += 1\n\treturn w\n"
+
+
+def test_blocks_share_a_path_and_fences_and_info_strings_name_it() -> None:
+    response = ("```python hooks.py\n<<<<<<< SEARCH\n    weight = 1.0\n=======\n"
+                "    weight = 2.0\n>>>>>>> REPLACE\n```\n\nAnd also:\n\n```python\n"
+                "<<<<<<< SEARCH\n    return cum + weight * inst\n=======\n"
+                "    return cum + weight * inst * t\n>>>>>>> REPLACE\n```\n")
+    result = apply_response(response, FILES, EDITABLE)
+    assert len(result.applied) == 2 and not result.failures
+    assert "weight = 2.0" in result.files["hooks.py"] and "inst * t" in result.files["hooks.py"]
+
+
+def test_the_prompt_style_path_line_is_understood() -> None:
+    response = ("hooks.py (editable):\n<<<<<<< SEARCH\n    weight = 1.0\n=======\n"
+                "    weight = 3.0\n>>>>>>> REPLACE\n")
+    assert "weight = 3.0" in apply_response(response, FILES, EDITABLE).files["hooks.py"]
+
+
+def test_a_block_without_its_end_marker_does_not_swallow_the_next() -> None:
+    response = ("hooks.py\n<<<<<<< SEARCH\n    weight = 1.0\n=======\n    weight = 2.0\n\n"
+                "hooks.py\n<<<<<<< SEARCH\n    weight = 1.0\n=======\n    weight = 4.0\n"
+                ">>>>>>> REPLACE\n")
+    result = apply_response(response, FILES, EDITABLE)
+    assert "weight = 4.0" in result.files["hooks.py"] and "SEARCH" not in result.files["hooks.py"]
+    assert "incomplete" in result.failures[0]
+
+
+def test_diff_hunks_end_at_fences_and_honour_their_counts() -> None:
+    response = ("```diff\n--- a/hooks.py\n+++ b/hooks.py\n@@ -4,1 +4,1 @@\n-    weight = 1.0\n"
+                "+    weight = t\n```\n\n- Raised the weight.\n")
+    assert "weight = t" in apply_response(response, FILES, EDITABLE).files["hooks.py"]
+    cut = "--- a/hooks.py\n+++ b/hooks.py\n@@ -3,3 +3,3 @@\n     # EVOLVE-BLOCK-START\n-    wei"
+    with pytest.raises(EditError, match="promises"):
+        apply_response(cut, FILES, EDITABLE)
+
+
+def test_crlf_responses_and_elided_whole_files() -> None:
+    response = "```python hooks.py\r\n" + SOURCE.replace("1.0", "0.5").replace(
+        "\n", "\r\n") + "```\r\n"
+    assert "0.5" in apply_response(response, FILES, EDITABLE).files["hooks.py"]
+    elided = "```python hooks.py\ndef update(cum, inst, t):\n    # ... rest unchanged\n```\n"
+    with pytest.raises(EditError, match="elides code|under half"):
+        apply_response(elided, FILES, EDITABLE)
+
+
+def test_forms_mix_in_order() -> None:
+    response = ("hooks.py\n<<<<<<< SEARCH\n    weight = 1.0\n=======\n    weight = 2.0\n"
+                ">>>>>>> REPLACE\n\n```python notes.py\nprint('hi')\n```\n")
+    result = apply_response(response, {**FILES, "notes.py": ""}, [*EDITABLE, "notes.py"])
+    assert result.files["notes.py"] == "print('hi')\n" and len(result.applied) == 2

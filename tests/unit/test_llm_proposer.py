@@ -156,3 +156,45 @@ def test_templates_can_be_overridden_and_a_bad_placeholder_is_named(tmp_path: Pa
     (tmp_path / "user.md").write_text("Use $no_such_thing.\n")
     with pytest.raises(ConfigError, match="unknown placeholder.*no_such_thing"):
         build_messages(_context(), load_templates(tmp_path))
+
+
+def test_the_half_open_breaker_lets_one_trial_through() -> None:
+    from recursor.proposers.llm.resilience import CircuitBreaker
+
+    now = [0.0]
+    breaker = CircuitBreaker(failure_threshold=1, cooldown_s=10, clock=lambda: now[0])
+    breaker.record(success=False)
+    assert breaker.open_reason("m") is not None
+    breaker.record(success=False)  # a call that was already in flight: ignored
+    now[0] = 10.5
+    breaker.check("m")  # the trial
+    with pytest.raises(CircuitOpenError, match="one call at a time"):
+        breaker.check("m")
+    breaker.record(success=False)  # the trial failed: open again, for a full cool-down
+    now[0] = 15.0
+    assert breaker.open_reason("m") is not None
+    now[0] = 21.0
+    breaker.check("m")
+    breaker.record(success=True)
+    assert breaker.open_reason("m") is None and not breaker.is_open
+
+
+def test_keys_never_reach_error_messages(monkeypatch: pytest.MonkeyPatch) -> None:
+    from recursor.proposers.llm.backends import BackendSettings
+
+    monkeypatch.setenv("SCRIPTED_KEY", "sk-secret-456")
+    settings = BackendSettings("m", api_key_env="SCRIPTED_KEY")
+    assert settings.redact("bad key sk-secret-456 at ?key=sk-secret-456") == \
+        "bad key *** at ?key=***"
+    monkeypatch.delenv("SCRIPTED_KEY")
+    with pytest.raises(LLMError, match="SCRIPTED_KEY, which is not set"):
+        settings.api_key()
+
+
+def test_a_model_that_never_follows_the_format_is_paused() -> None:
+    with scripted_llm_server([{"content": "No edits from me."}]) as llm:
+        proposer = _proposer(llm.url, circuit_failures=2)
+        for _ in range(2):
+            with pytest.raises(ProposalFailed):
+                proposer.propose(_context())
+        assert proposer.paused() is not None

@@ -19,8 +19,8 @@ from recursor.executors.local import LocalExecutor
 from recursor.executors.spec import JobSpec, JobStatus, load_spec
 
 WRITE_METRICS = ("import json, os, pathlib, sys, time\n"
-                 "marker = pathlib.Path(sys.argv[1]); marker.write_text(marker.read_text() + 'run\\n'"
-                 " if marker.exists() else 'run\\n')\n"
+                 "marker = pathlib.Path(sys.argv[1])\n"
+                 "with marker.open('a') as log:\n    log.write('run\\n')\n"
                  "print('working', flush=True); time.sleep(float(sys.argv[2]))\n"
                  "out = pathlib.Path(os.environ['JOB_OUT'])\n"
                  "(out / 'metrics.json').write_text(json.dumps({'answer': 42}))\n"
