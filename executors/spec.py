@@ -65,8 +65,10 @@ class JobSpec(BaseModel):
             raise ValueError(f"a {self.kind} job needs `model:` (a checkpoint or tiny-gpt2)")
         if self.kind in ("sft", "grpo") and not self.data:
             raise ValueError(f"a {self.kind} job needs `data:` (a JSONL file)")
-        if self.kind == "grpo" and not self.reward:
-            raise ValueError("a grpo job needs `reward: 'package.module:function'`")
+        if self.kind in ("generate", "eval") and not self.data:
+            raise ValueError(f"a {self.kind} job needs `data:` (a JSONL file of prompts)")
+        if self.kind in ("grpo", "eval") and not self.reward:
+            raise ValueError(f"a {self.kind} job needs `reward: 'package.module:function'`")
         return self
 
     @property

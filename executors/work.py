@@ -45,8 +45,21 @@ def run_grpo(spec: JobSpec, out: Path) -> Result:
     return grpo(spec, out)
 
 
+def run_generate(spec: JobSpec, out: Path) -> Result:
+    from recursor.executors.generation import generate
+
+    return generate(spec, out)
+
+
+def run_eval(spec: JobSpec, out: Path) -> Result:
+    from recursor.executors.generation import evaluate
+
+    return evaluate(spec, out)
+
+
 RUNNERS: dict[str, Callable[[JobSpec, Path], Result]] = {
-    "command": run_command, "sft": run_sft, "grpo": run_grpo,
+    "command": run_command, "sft": run_sft, "grpo": run_grpo, "generate": run_generate,
+    "eval": run_eval,
 }
 
 

@@ -22,10 +22,16 @@ def _jsonl(path: Path, rows: list[dict[str, str]]) -> Path:
     return path
 
 
-def test_sft_loss_falls_and_the_checkpoint_is_an_artifact(tmp_path: Path) -> None:
-    rows = [{"text": f"the {c} {s} is {c} and the {s} is a {s} ."}
+def _rows() -> list[dict[str, str]]:
+    return [{"text": f"the {c} {s} is {c} and the {s} is a {s} ."}
             for c in COLOURS for s in SHAPES] * 4
-    spec = JobSpec(kind="sft", model="tiny-gpt2", data=str(_jsonl(tmp_path / "d.jsonl", rows)),
+
+
+def test_sft_loss_falls_and_the_checkpoint_generates(tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PYTHONPATH", str(ROOT))  # the eval's reward lives in tests.helpers
+    spec = JobSpec(kind="sft", model="tiny-gpt2",
+                   data=str(_jsonl(tmp_path / "d.jsonl", _rows())),
                    config={"max_steps": 40, "learning_rate": 3e-3}, seed=1,
                    provenance={"data_recipe": "colours-v1"})
     executor = LocalExecutor(tmp_path / "jobs")
@@ -36,6 +42,21 @@ def test_sft_loss_falls_and_the_checkpoint_is_an_artifact(tmp_path: Path) -> Non
     checkpoint = Path(record.artifacts["checkpoint"])
     assert (checkpoint / "config.json").is_file() and (checkpoint / "tokenizer.json").is_file()
     assert record.provenance == {"data_recipe": "colours-v1"}
+    prompts = _jsonl(tmp_path / "q.jsonl", [{"prompt": f"the {c} circle is"} for c in COLOURS])
+    evaluation = executor.wait(executor.submit(JobSpec(
+        kind="eval", model=str(checkpoint), data=str(prompts),
+        reward="tests.helpers.rewards:say_blue",
+        config={"max_new_tokens": 6, "num_samples": 2, "temperature": 0.8})), timeout_s=300)
+    assert evaluation.status is JobStatus.DONE, evaluation.error
+    rows = [json.loads(line) for line in
+            Path(evaluation.artifacts["completions"]).read_text().splitlines()]
+    assert len(rows) == 2 * len(COLOURS) and all(row["completion"] for row in rows)
+    assert set(rows[0]) >= {"prompt", "completion", "reward"}
+    assert 0.0 <= evaluation.metrics["mean_reward"] <= 1.0
+    assert evaluation.metrics["tokens_per_s"] > 0
+    # the trained model continues in the training data's words
+    vocabulary = {word for row in rows for word in row["completion"].split()}
+    assert vocabulary <= set(" ".join(r["text"] for r in _rows()).split()) | {"[UNK]"}
 
 
 def test_grpo_reward_rises_on_a_verifiable_task(tmp_path: Path,
