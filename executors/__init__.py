@@ -1,1 +1,2 @@
-"""Executors for training and evaluation jobs (local, TRL, vLLM, DeepSpeed, Ray): not built yet."""
+"""Executors for training and evaluation jobs: job specs and records, the local executor,
+TRL SFT/GRPO and generation/eval work (docs/executors.md). Heavy libraries load lazily."""
