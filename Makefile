@@ -37,7 +37,7 @@ sandbox-image: $(STAMP) container-engine
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e ".[dev,train]"
+	$(PY) -m pip install --quiet -e ".[dev,train,ray]"
 	@touch $(STAMP)
 
 clean:

@@ -17,7 +17,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -27,6 +26,7 @@ from pathlib import Path
 
 from recursor.errors import ExecutorError
 from recursor.executors._base import Executor, JobHandle
+from recursor.executors._jobdir import lost_record, prepare, previous_attempts, write_json
 from recursor.executors.spec import JobRecord, JobSpec, JobStatus
 
 POLL_S = 0.2
@@ -45,8 +45,8 @@ class LocalExecutor(Executor):
         handle = JobHandle(spec.job_id, self.root / spec.job_id, self.kind)
         if self.record(handle) is not None or _alive(handle.directory):
             return handle
-        attempts = _previous_attempts(handle.directory) + 1
-        _prepare(handle.directory, spec, attempts)
+        attempts = previous_attempts(handle.directory) + 1
+        prepare(handle.directory, spec, attempts)
         self._start(handle)
         return handle
 
@@ -62,7 +62,7 @@ class LocalExecutor(Executor):
             raise ExecutorError(f"could not start the job runner: {exc}") from exc
         finally:
             log.close()
-        _write_json(handle.directory / "process.json",
+        write_json(handle.directory / "process.json",
                     {"pid": proc.pid, "start": _start_time(proc.pid)})
 
     def status(self, handle: JobHandle) -> JobStatus:
@@ -103,7 +103,7 @@ class LocalExecutor(Executor):
                 break
         if self.record(handle) is None:  # killed before it could write one
             spec = json.loads((handle.directory / "spec.json").read_text())
-            _write_json(handle.directory / "record.json", JobRecord(
+            write_json(handle.directory / "record.json", JobRecord(
                 job_id=handle.job_id, kind=spec["kind"], status=JobStatus.CANCELLED,
                 executor=self.kind, spec=spec, error="cancelled",
                 provenance=spec.get("provenance", {})).model_dump(mode="json"))
@@ -125,35 +125,9 @@ class LocalExecutor(Executor):
         record = self.record(handle)
         if record is not None:
             return record
-        spec = json.loads((handle.directory / "spec.json").read_text())
-        return JobRecord(job_id=handle.job_id, kind=spec["kind"], status=JobStatus.FAILED,
-                         executor=self.kind, spec=spec, provenance=spec.get("provenance", {}),
-                         error="the job's runner died without a record (see job.log); "
-                               "submit the spec again to rerun it",
-                         log=str(handle.directory / "job.log"))
-
-
-def _prepare(directory: Path, spec: JobSpec, attempts: int) -> None:
-    """A clean job directory for a fresh attempt (outputs of a lost attempt are removed)."""
-    shutil.rmtree(directory / "out", ignore_errors=True)
-    for name in ("record.json", "process.json", "cancel", "result.json"):
-        (directory / name).unlink(missing_ok=True)
-    (directory / "out").mkdir(parents=True)
-    _write_json(directory / "spec.json", spec.model_dump(mode="json"))
-    _write_json(directory / "attempts.json", {"attempts": attempts})
-
-
-def _previous_attempts(directory: Path) -> int:
-    try:
-        return int(json.loads((directory / "attempts.json").read_text())["attempts"])
-    except (OSError, ValueError, KeyError):
-        return 0
-
-
-def _write_json(path: Path, data: object) -> None:
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(data, indent=2, default=str))
-    tmp.replace(path)
+        return lost_record(handle.directory, self.kind,
+                           "the job's runner died without a record (see job.log); "
+                           "submit the spec again to rerun it")
 
 
 def _process_info(directory: Path) -> dict[str, int] | None:

@@ -9,6 +9,7 @@ Exit codes: 0 done, 1 failed or cancelled, 2 bad spec or an executor that cannot
 from __future__ import annotations
 
 import json
+import os
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
@@ -17,6 +18,7 @@ import typer
 from rich.console import Console
 
 from recursor.errors import RecursorError
+from recursor.executors._base import Executor
 
 app = typer.Typer(help="Run training and evaluation jobs (SFT, GRPO, commands).")
 err = Console(stderr=True)
@@ -29,6 +31,18 @@ def job_group() -> None:
 
 class ExecutorKind(StrEnum):
     LOCAL = "local"
+    RAY = "ray"
+
+
+def _executor(kind: ExecutorKind, directory: Path, address: str | None) -> Executor:
+    if kind is ExecutorKind.RAY:
+        from recursor.executors.ray_executor import RayExecutor
+
+        return RayExecutor(address or os.environ.get("RAY_ADDRESS", "http://127.0.0.1:8265"),
+                           directory)
+    from recursor.executors.local import LocalExecutor
+
+    return LocalExecutor(directory)
 
 
 @app.command()
@@ -38,17 +52,19 @@ def run(
     executor: Annotated[ExecutorKind, typer.Option(help="Where to run it.")] = ExecutorKind.LOCAL,
     directory: Annotated[Path, typer.Option("--dir", help="Jobs folder (and its archive).")
                          ] = Path("jobs"),
+    address: Annotated[str | None, typer.Option(
+        help="ray: the cluster's dashboard address (default $RAY_ADDRESS or "
+             "http://127.0.0.1:8265).")] = None,
     follow: Annotated[bool, typer.Option(help="Stream the job's log to stderr.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the record as JSON.")] = False,
 ) -> None:
     """Run the job SPEC_FILE describes to the end and print its record."""
     from recursor.archive.store import Archive
-    from recursor.executors.local import LocalExecutor
     from recursor.executors.spec import JobStatus, load_spec
 
     try:
         spec = load_spec(spec_file)
-        runner = LocalExecutor(directory)
+        runner = _executor(executor, directory, address)
         handle = runner.submit(spec)
         err.print(f"job {handle.job_id}: {runner.status(handle).value} ({handle.directory})")
         if follow:

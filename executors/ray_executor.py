@@ -1,0 +1,152 @@
+"""The Ray executor: jobs submitted to a Ray cluster through its job-submission API.
+
+The job directory (spec, log, outputs, record) lives under ``root``, which every node of the
+cluster must see at the same path (a shared file system; on one machine, any folder); Recursor
+must be installed on every node with the same interpreter path. Each job runs the same
+supervisor as the local executor (``recursor.executors.runner``) as a Ray job entry point, so
+records, costs and idempotent resubmission behave exactly as they do locally: the Ray
+submission id is ``recursor-<job id>-<attempt>``, and submitting a spec whose Ray job is still
+pending or running re-attaches to it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from recursor.errors import ExecutorError
+from recursor.executors._base import Executor, JobHandle
+from recursor.executors._jobdir import lost_record, prepare, previous_attempts, write_json
+from recursor.executors.spec import JobRecord, JobSpec, JobStatus
+
+POLL_S = 0.5
+PASSED_ENV = ("PYTHONPATH", "HF_HUB_OFFLINE", "TORCH_EXTENSIONS_DIR")
+
+
+class RayExecutor(Executor):
+    """Jobs on the Ray cluster at ``address`` (its dashboard, e.g. http://127.0.0.1:8265)."""
+
+    kind = "ray"
+
+    def __init__(self, address: str, root: Path, num_cpus: float = 1.0) -> None:
+        from ray.job_submission import JobSubmissionClient
+
+        self.root = Path(root).resolve()
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.num_cpus = num_cpus
+        try:
+            self._client = JobSubmissionClient(address)
+        except Exception as exc:  # ray raises ConnectionError, RuntimeError, ...
+            raise ExecutorError(f"cannot reach the Ray cluster at {address}: {exc}. Start one "
+                                "with `ray start --head` or give its dashboard address") from exc
+
+    def submit(self, spec: JobSpec) -> JobHandle:
+        handle = JobHandle(spec.job_id, self.root / spec.job_id, self.kind)
+        if self.record(handle) is not None or self._ray_status(handle) in ("PENDING",
+                                                                          "RUNNING"):
+            return handle
+        attempts = previous_attempts(handle.directory) + 1
+        prepare(handle.directory, spec, attempts)
+        submission = f"recursor-{spec.job_id}-{attempts}"
+        log = handle.directory / "job.log"
+        entrypoint = (f"{shlex.quote(sys.executable)} -m recursor.executors.runner "
+                      f"{shlex.quote(str(handle.directory))} ray >> {shlex.quote(str(log))} 2>&1")
+        env = {name: os.environ[name] for name in PASSED_ENV if name in os.environ}
+        try:
+            self._client.submit_job(entrypoint=entrypoint, submission_id=submission,
+                                    entrypoint_num_cpus=self.num_cpus,
+                                    runtime_env={"env_vars": env, "working_dir": None})
+        except Exception as exc:
+            raise ExecutorError(f"Ray refused job {spec.job_id}: {exc}") from exc
+        write_json(handle.directory / "ray.json", {"submission_id": submission})
+        return handle
+
+    def _submission(self, handle: JobHandle) -> str | None:
+        try:
+            return str(json.loads((handle.directory / "ray.json").read_text())["submission_id"])
+        except (OSError, ValueError, KeyError):
+            return None
+
+    def _ray_status(self, handle: JobHandle) -> str | None:
+        submission = self._submission(handle)
+        if submission is None:
+            return None
+        try:
+            status: Any = self._client.get_job_status(submission)
+        except Exception:  # the cluster forgot it (restarted): treat as gone
+            return None
+        return str(getattr(status, "value", status))
+
+    def status(self, handle: JobHandle) -> JobStatus:
+        record = self.record(handle)
+        if record is not None:
+            return record.status
+        ray_status = self._ray_status(handle)
+        if ray_status == "PENDING":
+            return JobStatus.PENDING
+        if ray_status == "RUNNING":
+            return JobStatus.RUNNING
+        return JobStatus.FAILED
+
+    def logs(self, handle: JobHandle, follow: bool = False) -> Iterator[str]:
+        path = handle.directory / "job.log"
+        while follow and not path.exists() and not self.status(handle).finished:
+            time.sleep(POLL_S)
+        if not path.exists():
+            return
+        with path.open(errors="replace") as log:
+            while True:
+                line = log.readline()
+                if line:
+                    yield line.rstrip("\n")
+                elif follow and not self.status(handle).finished:
+                    time.sleep(POLL_S)
+                else:
+                    return
+
+    def cancel(self, handle: JobHandle) -> None:
+        submission = self._submission(handle)
+        if submission is None or self.record(handle) is not None:
+            return
+        (handle.directory / "cancel").touch()
+        try:
+            self._client.stop_job(submission)
+        except Exception as exc:
+            raise ExecutorError(f"Ray could not stop {submission}: {exc}") from exc
+
+    def wait(self, handle: JobHandle, timeout_s: float | None = None) -> JobRecord:
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        while True:
+            record = self.record(handle)
+            if record is not None:
+                return record
+            if self._ray_status(handle) not in ("PENDING", "RUNNING"):
+                time.sleep(POLL_S)  # the record may land just after Ray marks the job done
+                return self.record(handle) or self._ended_without_record(handle)
+            if deadline is not None and time.monotonic() > deadline:
+                raise ExecutorError(f"job {handle.job_id} still running after {timeout_s} s")
+            time.sleep(POLL_S)
+
+    def _ended_without_record(self, handle: JobHandle) -> JobRecord:
+        if (handle.directory / "cancel").exists():
+            record = lost_record(handle.directory, self.kind, "cancelled")
+            record.status = JobStatus.CANCELLED
+        else:
+            submission = self._submission(handle) or "?"
+            try:
+                tail = self._client.get_job_logs(submission)[-2000:]
+            except Exception:
+                tail = ""
+            record = lost_record(handle.directory, self.kind,
+                                 f"Ray job {submission} ended without a record: {tail}")
+        write_json(handle.directory / "record.json", record.model_dump(mode="json"))
+        return record
+
+
+__all__ = ["RayExecutor"]

@@ -1,0 +1,87 @@
+"""The Ray executor against a real local cluster: a head and a second worker node on this
+machine, started by the fixture with the `ray` CLI and stopped after the tests."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from recursor.executors.spec import JobSpec, JobStatus
+
+pytestmark = [pytest.mark.ray, pytest.mark.timeout(900)]
+RAY = str(Path(sys.executable).parent / "ray")
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[tuple[str, str]]:
+    """(GCS address, dashboard URL) of a two-node local cluster."""
+    env = {**os.environ, "RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0",
+           "PYTHONPATH": str(ROOT)}
+    port, dashboard = _free_port(), _free_port()
+    head = [RAY, "start", "--head", "--node-ip-address=127.0.0.1", f"--port={port}",
+            "--num-cpus=1", "--include-dashboard=true", "--dashboard-host=127.0.0.1",
+            f"--dashboard-port={dashboard}", "--disable-usage-stats"]
+    subprocess.run(head, env=env, check=True, capture_output=True, text=True, timeout=120)
+    try:
+        subprocess.run([RAY, "start", f"--address=127.0.0.1:{port}", "--num-cpus=1",
+                        "--node-ip-address=127.0.0.1"], env=env, check=True,
+                       capture_output=True, text=True, timeout=120)
+        yield f"127.0.0.1:{port}", f"http://127.0.0.1:{dashboard}"
+    finally:
+        subprocess.run([RAY, "stop", "--force"], env=env, capture_output=True, timeout=120,
+                       check=False)
+
+
+def test_the_cluster_has_two_nodes(cluster: tuple[str, str]) -> None:
+    code = (f"import ray, json; ray.init(address={cluster[0]!r}, logging_level='ERROR'); "
+            "print(json.dumps(sum(n['Alive'] for n in ray.nodes())))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, env={**os.environ, "RAY_AUTH_MODE": "disabled"})
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == 2
+
+
+def test_sft_through_ray_and_resubmission_reattaches(cluster: tuple[str, str],
+                                                     tmp_path: Path) -> None:
+    from recursor.executors.ray_executor import RayExecutor
+
+    rows = [{"text": f"the {c} square is {c} ."} for c in ("red", "green", "blue")] * 16
+    data = tmp_path / "d.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    spec = JobSpec(kind="sft", model="tiny-gpt2", data=str(data), config={"max_steps": 20})
+    executor = RayExecutor(cluster[1], tmp_path / "jobs")
+    started = time.monotonic()
+    handle = executor.submit(spec)
+    assert executor.submit(spec) == handle  # pending or running: the same Ray job
+    record = executor.wait(handle, timeout_s=600)
+    assert record.status is JobStatus.DONE, record.error
+    assert record.executor == "ray" and record.metrics["loss_last"] < record.metrics["loss_first"]
+    assert Path(record.artifacts["checkpoint"], "config.json").is_file()
+    assert any("Training" in line or "loss" in line for line in executor.logs(handle)) or \
+        (handle.directory / "job.log").exists()
+    again = time.monotonic()
+    assert executor.wait(executor.submit(spec)).status is JobStatus.DONE  # no second run
+    assert time.monotonic() - again < 5 < time.monotonic() - started
+
+
+def test_a_failing_job_on_ray_is_a_record(cluster: tuple[str, str], tmp_path: Path) -> None:
+    from recursor.executors.ray_executor import RayExecutor
+
+    executor = RayExecutor(cluster[1], tmp_path / "jobs")
+    spec = JobSpec(kind="command", command=[sys.executable, "-c", "raise SystemExit(4)"])
+    record = executor.wait(executor.submit(spec), timeout_s=300)
+    assert record.status is JobStatus.FAILED and "status 4" in (record.error or "")
