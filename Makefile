@@ -38,6 +38,8 @@ $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e ".[dev,train,ray]"
+	# DeepSpeed builds from source: against the installed (CPU) torch, no CUDA ops at install
+	DS_BUILD_OPS=0 $(PY) -m pip install --quiet --no-build-isolation "deepspeed==0.19.8"
 	@touch $(STAMP)
 
 clean:

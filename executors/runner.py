@@ -13,6 +13,7 @@ import json
 import os
 import resource
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -26,8 +27,8 @@ def supervise(directory: Path, executor: str) -> JobRecord:
     spec = JobSpec.model_validate_json((directory / "spec.json").read_text())
     attempts = json.loads((directory / "attempts.json").read_text()).get("attempts", 1)
     started = time.monotonic()
-    work = subprocess.Popen([sys.executable, "-m", "recursor.executors.work", str(directory)],
-                            stdin=subprocess.DEVNULL, cwd=directory / "out")
+    argv, env = work_command(directory, spec, executor)
+    work = subprocess.Popen(argv, stdin=subprocess.DEVNULL, cwd=directory / "out", env=env)
     signal.signal(signal.SIGTERM, lambda *_: work.terminate())
     timed_out = False
     try:
@@ -46,6 +47,35 @@ def supervise(directory: Path, executor: str) -> JobRecord:
                      artifacts=result.get("artifacts", {}), costs=costs,
                      provenance=spec.provenance, error=error, attempts=attempts,
                      log=str(directory / "job.log"))
+
+
+def work_command(directory: Path, spec: JobSpec,
+                 executor: str) -> tuple[list[str], dict[str, str]]:
+    """The work's argv and environment: one process, or ranks under the deepspeed launcher."""
+    env = dict(os.environ)
+    own = [sys.executable, "-m", "recursor.executors.work", str(directory)]
+    launcher_file = directory / "launcher.json"
+    if executor != "deepspeed" or not launcher_file.is_file():
+        return own, env
+    launcher = json.loads(launcher_file.read_text())
+    config = directory / "out" / "ds_config.json"
+    config.write_text(json.dumps(launcher["config"], indent=2))
+    env["DEEPSPEED_CONFIG_FILE"] = str(config)
+    env.setdefault("TORCH_EXTENSIONS_DIR",
+                   str(Path.home() / ".cache" / "recursor" / "torch_extensions"))
+    deepspeed = str(Path(sys.executable).parent / "deepspeed")
+    head = [deepspeed, "--num_gpus", str(launcher["num_procs"]), "--master_port",
+            str(_free_port())]
+    if spec.kind == "command":  # the work runs once and starts the script under the launcher
+        env["RECURSOR_LAUNCHER"] = json.dumps(head)
+        return own, env
+    return [*head, "--module", "recursor.executors.work", str(directory)], env
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
 
 
 def _read_result(directory: Path) -> dict[str, Any]:

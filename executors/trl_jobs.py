@@ -52,8 +52,12 @@ def _common(spec: JobSpec, out: Path) -> dict[str, Any]:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     import torch
 
-    return {"output_dir": str(out / "trainer"), "report_to": "none", "save_strategy": "no",
-            "seed": spec.seed, "use_cpu": not torch.cuda.is_available()}
+    common: dict[str, Any] = {"output_dir": str(out / "trainer"), "report_to": "none",
+                              "save_strategy": "no", "seed": spec.seed,
+                              "use_cpu": not torch.cuda.is_available()}
+    if os.environ.get("DEEPSPEED_CONFIG_FILE"):  # started by the deepspeed executor
+        common["deepspeed"] = os.environ["DEEPSPEED_CONFIG_FILE"]
+    return common
 
 
 def _texts(rows: Sequence[dict[str, Any]]) -> list[str]:
@@ -113,8 +117,10 @@ def _mean(values: Sequence[float]) -> float | None:
 
 def _finish(trainer: Any, tokenizer: Any, out: Path, metrics: dict[str, Any]) -> dict[str, Any]:
     checkpoint = out / "checkpoint"
-    trainer.model.save_pretrained(checkpoint)
-    tokenizer.save_pretrained(checkpoint)
+    trainer.save_model(str(checkpoint))  # every rank takes part (ZeRO-3 gathers); rank 0 writes
+    if trainer.is_world_process_zero():
+        tokenizer.save_pretrained(checkpoint)
+    metrics["world_size"] = trainer.args.world_size
     return {"metrics": metrics, "artifacts": {"checkpoint": str(checkpoint)}}
 
 

@@ -24,13 +24,22 @@ Result = dict[str, Any]
 def run_command(spec: JobSpec, out: Path) -> Result:
     """Run ``spec.command``; its ``$JOB_OUT/metrics.json`` (if written) becomes the metrics."""
     env = {**os.environ, "JOB_OUT": str(out), "JOB_SEED": str(spec.seed)}
-    proc = subprocess.run(spec.command or [], cwd=out, env=env, check=False)
+    proc = subprocess.run(_launched(spec.command or []), cwd=out, env=env, check=False)
     metrics_file = out / "metrics.json"
     metrics = json.loads(metrics_file.read_text()) if metrics_file.is_file() else {}
     artifacts = {p.name: str(p) for p in sorted(out.iterdir()) if p.name != "metrics.json"}
     if proc.returncode != 0:
         return {"error": f"command exited with status {proc.returncode}", "metrics": metrics}
     return {"metrics": metrics, "artifacts": artifacts}
+
+
+def _launched(command: list[str]) -> list[str]:
+    """``[python, script, ...]`` under the deepspeed launcher when the executor asks for it."""
+    head = os.environ.get("RECURSOR_LAUNCHER")
+    if not head or not command or not Path(command[0]).name.startswith("python"):
+        return command
+    launcher: list[str] = json.loads(head)
+    return [*launcher, *command[1:]]
 
 
 def run_sft(spec: JobSpec, out: Path) -> Result:
@@ -63,8 +72,14 @@ RUNNERS: dict[str, Callable[[JobSpec, Path], Result]] = {
 }
 
 
+def is_rank_zero() -> bool:
+    """Whether this process writes results (the only one, or rank 0 of a launched job)."""
+    return os.environ.get("RANK", "0") == "0"
+
+
 def main() -> None:
-    directory = Path(sys.argv[1])
+    # a launcher adds --local_rank=N to the arguments: the job directory is the other one
+    directory = Path(next(arg for arg in sys.argv[1:] if not arg.startswith("--")))
     spec = JobSpec.model_validate_json((directory / "spec.json").read_text())
     runner = RUNNERS.get(spec.kind)
     try:
@@ -74,7 +89,8 @@ def main() -> None:
     except Exception as exc:  # recorded in the job's record, with the traceback in its log
         traceback.print_exc()
         result = {"error": f"{type(exc).__name__}: {exc}"}
-    (directory / "result.json").write_text(json.dumps(result, indent=2, default=str))
+    if is_rank_zero():
+        (directory / "result.json").write_text(json.dumps(result, indent=2, default=str))
     sys.exit(1 if "error" in result else 0)
 
 

@@ -31,10 +31,17 @@ def job_group() -> None:
 
 class ExecutorKind(StrEnum):
     LOCAL = "local"
+    DEEPSPEED = "deepspeed"
     RAY = "ray"
 
 
-def _executor(kind: ExecutorKind, directory: Path, address: str | None) -> Executor:
+def _executor(kind: ExecutorKind, directory: Path, address: str | None,
+              deepspeed: tuple[int, int, bool]) -> Executor:
+    if kind is ExecutorKind.DEEPSPEED:
+        from recursor.executors.deepspeed_executor import DeepSpeedExecutor
+
+        procs, stage, offload = deepspeed
+        return DeepSpeedExecutor(directory, num_procs=procs, zero_stage=stage, offload=offload)
     if kind is ExecutorKind.RAY:
         from recursor.executors.ray_executor import RayExecutor
 
@@ -55,6 +62,9 @@ def run(
     address: Annotated[str | None, typer.Option(
         help="ray: the cluster's dashboard address (default $RAY_ADDRESS or "
              "http://127.0.0.1:8265).")] = None,
+    num_procs: Annotated[int, typer.Option(help="deepspeed: ranks to launch.", min=1)] = 2,
+    zero_stage: Annotated[int, typer.Option(help="deepspeed: ZeRO stage.", min=0, max=3)] = 2,
+    offload: Annotated[bool, typer.Option(help="deepspeed: optimizer state on CPU.")] = False,
     follow: Annotated[bool, typer.Option(help="Stream the job's log to stderr.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the record as JSON.")] = False,
 ) -> None:
@@ -64,7 +74,7 @@ def run(
 
     try:
         spec = load_spec(spec_file)
-        runner = _executor(executor, directory, address)
+        runner = _executor(executor, directory, address, (num_procs, zero_stage, offload))
         handle = runner.submit(spec)
         err.print(f"job {handle.job_id}: {runner.status(handle).value} ({handle.directory})")
         if follow:
