@@ -21,7 +21,7 @@ from recursor.executors.spec import JobSpec
 from recursor.executors.trl_jobs import load_model, load_reward, read_rows
 
 DEFAULTS: dict[str, Any] = {"max_new_tokens": 16, "num_samples": 1, "temperature": 0.0,
-                            "batch_size": 32}
+                            "batch_size": 32, "server": None}
 
 
 def generate_rows(spec: JobSpec) -> tuple[list[dict[str, Any]], dict[str, Any]]:
@@ -33,6 +33,8 @@ def generate_rows(spec: JobSpec) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     if unknown:
         raise ValueError(f"unknown generation options {sorted(unknown)}; known: {sorted(DEFAULTS)}")
     rows = read_rows(spec.data or "")
+    if options["server"]:
+        return _generate_remote(spec, rows, options)
     model, tokenizer = load_model(spec, [str(r.get("prompt", "")) for r in rows])
     model.eval()
     torch.manual_seed(spec.seed)
@@ -44,6 +46,31 @@ def generate_rows(spec: JobSpec) -> tuple[list[dict[str, Any]], dict[str, Any]]:
         texts, count = _complete(model, tokenizer, [str(r["prompt"]) for r in batch], options)
         generated += count
         out += [{**row, "completion": text} for row, text in zip(batch, texts, strict=True)]
+    elapsed = time.monotonic() - started
+    return out, {"prompts": len(rows), "completions": len(out),
+                 "tokens_per_s": generated / elapsed if elapsed else 0.0}
+
+
+def _generate_remote(spec: JobSpec, rows: list[dict[str, Any]],
+                     options: dict[str, Any]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Completions from an OpenAI-compatible server (a serve job: vLLM or transformers)."""
+    import openai
+
+    client = openai.OpenAI(base_url=str(options["server"]), api_key="unused", max_retries=2)
+    out: list[dict[str, Any]] = []
+    generated, started = 0, time.monotonic()
+    size = int(options["batch_size"])
+    for first in range(0, len(rows), size):
+        batch = rows[first:first + size]
+        reply = client.completions.create(
+            model=str(spec.model), prompt=[str(r["prompt"]) for r in batch],
+            max_tokens=int(options["max_new_tokens"]), n=int(options["num_samples"]),
+            temperature=float(options["temperature"]), seed=spec.seed)
+        choices = sorted(reply.choices, key=lambda c: c.index)
+        per = int(options["num_samples"])
+        out += [{**row, "completion": choices[i * per + k].text.strip()}
+                for i, row in enumerate(batch) for k in range(per)]
+        generated += reply.usage.completion_tokens if reply.usage else 0
     elapsed = time.monotonic() - started
     return out, {"prompts": len(rows), "completions": len(out),
                  "tokens_per_s": generated / elapsed if elapsed else 0.0}

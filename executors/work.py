@@ -66,7 +66,14 @@ def run_eval(spec: JobSpec, out: Path) -> Result:
     return evaluate(spec, out)
 
 
+def run_serve(spec: JobSpec, out: Path) -> Result:
+    from recursor.executors.serving import serve
+
+    return serve(spec, out)
+
+
 RUNNERS: dict[str, Callable[[JobSpec, Path], Result]] = {
+    "serve": run_serve,
     "command": run_command, "sft": run_sft, "grpo": run_grpo, "generate": run_generate,
     "eval": run_eval,
 }

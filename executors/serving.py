@@ -1,0 +1,108 @@
+"""``serve`` jobs: an OpenAI-compatible server for a checkpoint, until cancelled or timed out.
+
+``config.backend``: ``vllm`` (``vllm.entrypoints.openai.api_server`` from vLLM's own
+environment, see scripts/vllm-env.sh), ``transformers`` (``recursor.executors.hf_server``),
+or ``auto`` (the default: vLLM where its environment exists). Once the server answers
+``/v1/models`` the work writes ``out/server.json`` (url, model name, backend), which
+``server_info`` reads for clients: eval and generate jobs with ``config.server``, or the LLM
+proposer with ``api_base``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from recursor.executors.spec import JobSpec
+
+DEFAULT_VLLM_PYTHON = Path.home() / ".cache" / "recursor" / "vllm-env" / "bin" / "python"
+STARTUP_S = 300.0
+
+
+def vllm_python() -> Path | None:
+    """The interpreter of vLLM's environment, where one was built."""
+    path = Path(os.environ.get("RECURSOR_VLLM_PYTHON", DEFAULT_VLLM_PYTHON))
+    return path if path.is_file() else None
+
+
+def server_command(spec: JobSpec, port: int) -> tuple[list[str], str]:
+    backend = str(spec.config.get("backend", "auto"))
+    python = vllm_python()
+    if backend == "vllm" and python is None:
+        raise RuntimeError("backend vllm, but no vLLM environment: run scripts/vllm-env.sh or "
+                           "set RECURSOR_VLLM_PYTHON")
+    model = str(spec.model)
+    if backend in ("vllm", "auto") and python is not None:
+        return [str(python), "-m", "vllm.entrypoints.openai.api_server", "--model", model,
+                "--served-model-name", model, "--host", "127.0.0.1", "--port", str(port),
+                "--dtype", "float32", "--enforce-eager",
+                "--max-model-len", str(spec.config.get("max_model_len", 256))], "vllm"
+    if backend not in ("auto", "transformers"):
+        raise ValueError(f"unknown serve backend {backend!r}: vllm, transformers or auto")
+    return [sys.executable, "-m", "recursor.executors.hf_server", "--model", model,
+            "--port", str(port)], "transformers"
+
+
+def serve(spec: JobSpec, out: Path) -> dict[str, Any]:
+    port = _free_port()
+    argv, backend = server_command(spec, port)
+    started = time.monotonic()
+    server = subprocess.Popen(argv, stdin=subprocess.DEVNULL)
+    signal.signal(signal.SIGTERM, lambda *_: server.terminate())
+    url = f"http://127.0.0.1:{port}/v1"
+    try:
+        _wait_ready(server, url, float(spec.config.get("startup_s", STARTUP_S)))
+        startup = time.monotonic() - started
+        info = {"url": url, "model": spec.model, "backend": backend, "startup_s": startup}
+        (out / "server.json").write_text(json.dumps(info))
+        print(f"serving {spec.model} with {backend} at {url} ({startup:.1f} s)", flush=True)
+        server.wait()
+    finally:
+        if server.poll() is None:
+            server.terminate()
+            server.wait(timeout=30)
+    return {"metrics": {"startup_s": startup, "backend": backend},
+            "artifacts": {"server": str(out / "server.json")}}
+
+
+def _wait_ready(server: subprocess.Popen[bytes], url: str, limit_s: float) -> None:
+    deadline = time.monotonic() + limit_s
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            raise RuntimeError(f"the server exited with status {server.returncode} while "
+                               "starting (see the job log)")
+        try:
+            with urllib.request.urlopen(f"{url}/models", timeout=2):
+                return
+        except OSError:
+            time.sleep(0.5)
+    raise RuntimeError(f"the server did not answer within {limit_s:g} s")
+
+
+def server_info(job_dir: Path, timeout_s: float = STARTUP_S) -> dict[str, Any]:
+    """``server.json`` of a running serve job, waiting for it to appear."""
+    path = job_dir / "out" / "server.json"
+    deadline = time.monotonic() + timeout_s
+    while not path.is_file():
+        if (job_dir / "record.json").is_file() or time.monotonic() > deadline:
+            raise RuntimeError(f"serve job {job_dir.name} is not serving (see its job.log)")
+        time.sleep(0.5)
+    info: dict[str, Any] = json.loads(path.read_text())
+    return info
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+__all__ = ["serve", "server_command", "server_info", "vllm_python"]

@@ -1,0 +1,90 @@
+"""``serve`` jobs for a checkpoint trained here, and ``eval`` jobs against them: vLLM (from its
+own environment, built by scripts/vllm-env.sh) and the transformers fallback server."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import openai
+import pytest
+
+from recursor.executors.local import LocalExecutor
+from recursor.executors.serving import server_info
+from recursor.executors.spec import JobSpec, JobStatus
+
+pytestmark = pytest.mark.timeout(1500)
+ROOT = Path(__file__).resolve().parents[2]
+COLOURS = ["red", "green", "blue", "black", "white"]
+
+
+def _jsonl(path: Path, rows: list[dict[str, str]]) -> str:
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory: pytest.TempPathFactory) -> tuple[LocalExecutor, str, Path]:
+    """(executor, checkpoint, scratch dir) from a short SFT run."""
+    tmp = tmp_path_factory.mktemp("serving")
+    rows = [{"text": f"the {c} star is {c} ."} for c in COLOURS] * 16
+    executor = LocalExecutor(tmp / "jobs")
+    record = executor.wait(executor.submit(JobSpec(
+        kind="sft", model="tiny-gpt2", data=_jsonl(tmp / "d.jsonl", rows),
+        config={"max_steps": 30, "learning_rate": 3e-3})), timeout_s=600)
+    assert record.status is JobStatus.DONE, record.error
+    return executor, record.artifacts["checkpoint"], tmp
+
+
+@pytest.fixture(scope="module")
+def vllm_env() -> Iterator[str]:
+    """The vLLM environment's python (built once, then cached; several minutes the first time)."""
+    out = subprocess.run([str(ROOT / "scripts" / "vllm-env.sh")], capture_output=True,
+                         text=True, check=False, timeout=1200)
+    assert out.returncode == 0, f"building the vLLM environment failed:\n{out.stderr[-3000:]}"
+    python = out.stdout.strip().splitlines()[-1]
+    previous = os.environ.get("RECURSOR_VLLM_PYTHON")
+    os.environ["RECURSOR_VLLM_PYTHON"] = python
+    yield python
+    if previous is None:
+        os.environ.pop("RECURSOR_VLLM_PYTHON", None)
+    else:
+        os.environ["RECURSOR_VLLM_PYTHON"] = previous
+
+
+def _serve_and_eval(trained: tuple[LocalExecutor, str, Path], backend: str) -> None:
+    executor, checkpoint, tmp = trained
+    serve = executor.submit(JobSpec(kind="serve", model=checkpoint, wall_time_s=900,
+                                    config={"backend": backend}))
+    try:
+        info = server_info(serve.directory, timeout_s=600)
+        assert info["backend"] == backend
+        client = openai.OpenAI(base_url=info["url"], api_key="unused")
+        reply = client.completions.create(model=checkpoint, prompt="the red star", max_tokens=4)
+        assert reply.choices[0].text.strip() and reply.usage is not None
+        prompts = _jsonl(tmp / f"q-{backend}.jsonl", [{"prompt": f"the {c} star is"}
+                                                      for c in COLOURS])
+        evaluation = executor.wait(executor.submit(JobSpec(
+            kind="eval", model=checkpoint, data=prompts, reward="tests.helpers.rewards:say_blue",
+            config={"server": info["url"], "max_new_tokens": 4, "num_samples": 2,
+                    "temperature": 0.7})), timeout_s=300)
+        assert evaluation.status is JobStatus.DONE, evaluation.error
+        rows = Path(evaluation.artifacts["completions"]).read_text().splitlines()
+        assert len(rows) == 2 * len(COLOURS)
+        assert 0.0 <= evaluation.metrics["mean_reward"] <= 1.0
+    finally:
+        executor.cancel(serve)
+    assert executor.wait(serve, timeout_s=60).status is JobStatus.CANCELLED
+
+
+def test_transformers_server_serves_the_checkpoint(trained, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("PYTHONPATH", str(ROOT))
+    _serve_and_eval(trained, "transformers")
+
+
+def test_vllm_serves_the_checkpoint(trained, vllm_env, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("PYTHONPATH", str(ROOT))
+    _serve_and_eval(trained, "vllm")
