@@ -52,9 +52,10 @@ def _common(spec: JobSpec, out: Path) -> dict[str, Any]:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     import torch
 
+    gpu = torch.cuda.is_available()
     common: dict[str, Any] = {"output_dir": str(out / "trainer"), "report_to": "none",
-                              "save_strategy": "no", "seed": spec.seed,
-                              "use_cpu": not torch.cuda.is_available()}
+                              "save_strategy": "no", "seed": spec.seed, "use_cpu": not gpu,
+                              "bf16": gpu and torch.cuda.is_bf16_supported()}
     if os.environ.get("DEEPSPEED_CONFIG_FILE"):  # started by the deepspeed executor
         common["deepspeed"] = os.environ["DEEPSPEED_CONFIG_FILE"]
     return common
@@ -90,8 +91,8 @@ def grpo(spec: JobSpec, out: Path) -> dict[str, Any]:
     rows = read_rows(spec.data or "")
     reward = load_reward(spec.reward or "")
     model, tokenizer = load_model(spec, _texts(rows))
-    options = {**GRPO_DEFAULTS, **spec.config}
-    args = GRPOConfig(**_common(spec, out), use_vllm=False, **options)
+    options = {**GRPO_DEFAULTS, "use_vllm": False, **spec.config}  # on GPU: vllm_mode server
+    args = GRPOConfig(**_common(spec, out), **options)
     trainer = GRPOTrainer(model=model, reward_funcs=reward, args=args,
                           train_dataset=Dataset.from_list(rows), processing_class=tokenizer)
     started = time.monotonic()
