@@ -7,14 +7,14 @@ DEMO_DIR ?= campaigns/demo-$(shell date +%Y%m%d-%H%M%S)
 # The docker sandbox's engine: Recursor's own podman service unless DOCKER_HOST names another.
 export DOCKER_HOST ?= unix:///run/recursor-podman/podman.sock
 
-.PHONY: demo test lint typecheck unit system-deps container-engine sandbox-image clean
+.PHONY: demo test lint typecheck unit system-deps container-engine sandbox-image vllm-env clean
 
 demo: $(STAMP) system-deps
 	$(VENV)/bin/recursor run --dir $(DEMO_DIR)
 
 test: $(STAMP) system-deps lint typecheck unit
 
-unit: $(STAMP) system-deps sandbox-image
+unit: $(STAMP) system-deps sandbox-image vllm-env
 	$(PY) -m pytest -q
 
 lint: $(STAMP)
@@ -29,6 +29,11 @@ system-deps:
 # podman serving the Docker Engine API (installed and started when DOCKER_HOST is ours)
 container-engine:
 	@scripts/container-engine.sh
+
+# vLLM in its own virtualenv (its pins differ from training's); about 3.5 GB, built once and
+# cached in ~/.cache/recursor/vllm-env
+vllm-env:
+	@PYTHON=$(PYTHON) scripts/vllm-env.sh >/dev/null
 
 # the docker sandbox's base image (debootstrap, about 90 s the first time; cached by hash)
 sandbox-image: $(STAMP) container-engine

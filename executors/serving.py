@@ -1,5 +1,8 @@
 """``serve`` jobs: an OpenAI-compatible server for a checkpoint, until cancelled or timed out.
 
+``config``: ``backend`` (below), ``max_model_len`` (256), ``dtype`` (float32 on CPU),
+``memory_utilization`` (vLLM's share of GPU memory, or of RAM on CPU: 0.9 / 0.2).
+
 ``config.backend``: ``vllm`` (``vllm.entrypoints.openai.api_server`` from vLLM's own
 environment, see scripts/vllm-env.sh), ``transformers`` (``recursor.executors.hf_server``),
 or ``auto`` (the default: vLLM where its environment exists). Once the server answers
@@ -43,8 +46,11 @@ def server_command(spec: JobSpec, port: int) -> tuple[list[str], str]:
     if backend in ("vllm", "auto") and python is not None:
         return [str(python), "-m", "vllm.entrypoints.openai.api_server", "--model", model,
                 "--served-model-name", model, "--host", "127.0.0.1", "--port", str(port),
-                "--dtype", "float32", "--enforce-eager",
-                "--max-model-len", str(spec.config.get("max_model_len", 256))], "vllm"
+                "--dtype", str(spec.config.get("dtype", "auto" if _gpu() else "float32")),
+                "--gpu-memory-utilization", str(spec.config.get("memory_utilization",
+                                                               0.9 if _gpu() else 0.2)),
+                "--max-model-len", str(spec.config.get("max_model_len", 256)),
+                *([] if _gpu() else ["--enforce-eager"])], "vllm"
     if backend not in ("auto", "transformers"):
         raise ValueError(f"unknown serve backend {backend!r}: vllm, transformers or auto")
     return [sys.executable, "-m", "recursor.executors.hf_server", "--model", model,
@@ -97,6 +103,15 @@ def server_info(job_dir: Path, timeout_s: float = STARTUP_S) -> dict[str, Any]:
         time.sleep(0.5)
     info: dict[str, Any] = json.loads(path.read_text())
     return info
+
+
+def _gpu() -> bool:
+    """Whether this machine has a CUDA device (on CPU, vLLM's memory share is of RAM)."""
+    try:
+        import torch
+    except ImportError:
+        return False
+    return bool(torch.cuda.is_available())
 
 
 def _free_port() -> int:
