@@ -12,11 +12,14 @@ executor itself cannot work.
 from __future__ import annotations
 
 import abc
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from recursor.executors.spec import JobRecord, JobSpec, JobStatus
+
+LOG_POLL_S = 0.2
 
 
 @dataclass(frozen=True)
@@ -38,9 +41,22 @@ class Executor(abc.ABC):
     @abc.abstractmethod
     def status(self, handle: JobHandle) -> JobStatus: ...
 
-    @abc.abstractmethod
     def logs(self, handle: JobHandle, follow: bool = False) -> Iterator[str]:
-        """The job's log lines; with ``follow``, until the job finishes."""
+        """The lines of the job's ``job.log``; with ``follow``, until the job finishes."""
+        path = handle.directory / "job.log"
+        while follow and not path.exists() and not self.status(handle).finished:
+            time.sleep(LOG_POLL_S)
+        if not path.exists():
+            return
+        with path.open(errors="replace") as log:
+            while True:
+                line = log.readline()
+                if line:
+                    yield line.rstrip("\n")
+                elif follow and not self.status(handle).finished:
+                    time.sleep(LOG_POLL_S)
+                else:
+                    return
 
     @abc.abstractmethod
     def cancel(self, handle: JobHandle) -> None: ...

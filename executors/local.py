@@ -21,7 +21,6 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 from recursor.errors import ExecutorError
@@ -74,18 +73,6 @@ class LocalExecutor(Executor):
         if (handle.directory / "spec.json").is_file():
             return JobStatus.FAILED  # the supervisor died without a record
         raise ExecutorError(f"no job {handle.job_id} under {self.root}")
-
-    def logs(self, handle: JobHandle, follow: bool = False) -> Iterator[str]:
-        path = handle.directory / "job.log"
-        with path.open(errors="replace") as log:
-            while True:
-                line = log.readline()
-                if line:
-                    yield line.rstrip("\n")
-                elif follow and not self.status(handle).finished:
-                    time.sleep(POLL_S)
-                else:
-                    return
 
     def cancel(self, handle: JobHandle) -> None:
         """Stop the job's process group (TERM, then KILL); the supervisor records it."""

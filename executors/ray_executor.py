@@ -16,7 +16,6 @@ import os
 import shlex
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -93,22 +92,6 @@ class RayExecutor(Executor):
         if ray_status == "RUNNING":
             return JobStatus.RUNNING
         return JobStatus.FAILED
-
-    def logs(self, handle: JobHandle, follow: bool = False) -> Iterator[str]:
-        path = handle.directory / "job.log"
-        while follow and not path.exists() and not self.status(handle).finished:
-            time.sleep(POLL_S)
-        if not path.exists():
-            return
-        with path.open(errors="replace") as log:
-            while True:
-                line = log.readline()
-                if line:
-                    yield line.rstrip("\n")
-                elif follow and not self.status(handle).finished:
-                    time.sleep(POLL_S)
-                else:
-                    return
 
     def cancel(self, handle: JobHandle) -> None:
         submission = self._submission(handle)

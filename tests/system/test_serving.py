@@ -14,7 +14,7 @@ import pytest
 
 from recursor.executors.local import LocalExecutor
 from recursor.executors.serving import server_info
-from recursor.executors.spec import JobSpec, JobStatus
+from recursor.executors.spec import JobRecord, JobSpec, JobStatus
 
 pytestmark = pytest.mark.timeout(1500)
 ROOT = Path(__file__).resolve().parents[2]
@@ -55,7 +55,9 @@ def vllm_env() -> Iterator[str]:
         os.environ["RECURSOR_VLLM_PYTHON"] = previous
 
 
-def _serve_and_eval(trained: tuple[LocalExecutor, str, Path], backend: str) -> None:
+def _serve_and_eval(trained: tuple[LocalExecutor, str, Path],
+                    backend: str) -> tuple[JobRecord, JobRecord]:
+    """(the eval's record, the serve job's record after cancel)."""
     executor, checkpoint, tmp = trained
     serve = executor.submit(JobSpec(kind="serve", model=checkpoint, wall_time_s=900,
                                     config={"backend": backend}))
@@ -74,17 +76,20 @@ def _serve_and_eval(trained: tuple[LocalExecutor, str, Path], backend: str) -> N
         assert evaluation.status is JobStatus.DONE, evaluation.error
         rows = Path(evaluation.artifacts["completions"]).read_text().splitlines()
         assert len(rows) == 2 * len(COLOURS)
-        assert 0.0 <= evaluation.metrics["mean_reward"] <= 1.0
     finally:
         executor.cancel(serve)
-    assert executor.wait(serve, timeout_s=60).status is JobStatus.CANCELLED
+    return evaluation, executor.wait(serve, timeout_s=60)
 
 
 def test_transformers_server_serves_the_checkpoint(trained, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     monkeypatch.setenv("PYTHONPATH", str(ROOT))
-    _serve_and_eval(trained, "transformers")
+    evaluation, served = _serve_and_eval(trained, "transformers")
+    assert 0.0 <= evaluation.metrics["mean_reward"] <= 1.0
+    assert served.status is JobStatus.CANCELLED and served.metrics["backend"] == "transformers"
 
 
 def test_vllm_serves_the_checkpoint(trained, vllm_env, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     monkeypatch.setenv("PYTHONPATH", str(ROOT))
-    _serve_and_eval(trained, "vllm")
+    evaluation, served = _serve_and_eval(trained, "vllm")
+    assert 0.0 <= evaluation.metrics["mean_reward"] <= 1.0
+    assert served.status is JobStatus.CANCELLED
