@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from recursor.errors import ExecutorError
 from recursor.executors.spec import JobRecord, JobSpec, JobStatus
 
 LOG_POLL_S = 0.2
@@ -61,9 +62,27 @@ class Executor(abc.ABC):
     @abc.abstractmethod
     def cancel(self, handle: JobHandle) -> None: ...
 
-    @abc.abstractmethod
     def wait(self, handle: JobHandle, timeout_s: float | None = None) -> JobRecord:
         """Block until the job finishes (ExecutorError on timeout); its record."""
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        while True:
+            record = self.record(handle)
+            if record is not None:
+                return record
+            if not self._running(handle):
+                time.sleep(LOG_POLL_S)  # the record may land just after the job ends
+                return self.record(handle) or self._ended_without_record(handle)
+            if deadline is not None and time.monotonic() > deadline:
+                raise ExecutorError(f"job {handle.job_id} still running after {timeout_s} s")
+            time.sleep(LOG_POLL_S)
+
+    @abc.abstractmethod
+    def _running(self, handle: JobHandle) -> bool:
+        """Whether the job is still pending or running (it may have no record yet)."""
+
+    @abc.abstractmethod
+    def _ended_without_record(self, handle: JobHandle) -> JobRecord:
+        """The record for a job that ended without writing one (and records it if useful)."""
 
     def record(self, handle: JobHandle) -> JobRecord | None:
         """The finished record, or None while the job has none."""

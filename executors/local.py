@@ -89,29 +89,14 @@ class LocalExecutor(Executor):
             if not _alive(handle.directory):
                 break
         if self.record(handle) is None:  # killed before it could write one
-            spec = json.loads((handle.directory / "spec.json").read_text())
-            write_json(handle.directory / "record.json", JobRecord(
-                job_id=handle.job_id, kind=spec["kind"], status=JobStatus.CANCELLED,
-                executor=self.kind, spec=spec, error="cancelled",
-                provenance=spec.get("provenance", {})).model_dump(mode="json"))
+            record = lost_record(handle.directory, self.kind, "cancelled")
+            record.status = JobStatus.CANCELLED
+            write_json(handle.directory / "record.json", record.model_dump(mode="json"))
 
-    def wait(self, handle: JobHandle, timeout_s: float | None = None) -> JobRecord:
-        deadline = None if timeout_s is None else time.monotonic() + timeout_s
-        while True:
-            record = self.record(handle)
-            if record is not None:
-                return record
-            if not _alive(handle.directory):
-                return self._lost(handle)
-            if deadline is not None and time.monotonic() > deadline:
-                raise ExecutorError(f"job {handle.job_id} still running after {timeout_s} s")
-            time.sleep(POLL_S)
+    def _running(self, handle: JobHandle) -> bool:
+        return _alive(handle.directory)
 
-    def _lost(self, handle: JobHandle) -> JobRecord:
-        time.sleep(POLL_S)  # the record may land just after the process exits
-        record = self.record(handle)
-        if record is not None:
-            return record
+    def _ended_without_record(self, handle: JobHandle) -> JobRecord:
         return lost_record(handle.directory, self.kind,
                            "the job's runner died without a record (see job.log); "
                            "submit the spec again to rerun it")

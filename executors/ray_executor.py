@@ -15,7 +15,6 @@ import json
 import os
 import shlex
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +23,6 @@ from recursor.executors._base import Executor, JobHandle
 from recursor.executors._jobdir import lost_record, prepare, previous_attempts, write_json
 from recursor.executors.spec import JobRecord, JobSpec, JobStatus
 
-POLL_S = 0.5
 PASSED_ENV = ("PYTHONPATH", "HF_HUB_OFFLINE", "TORCH_EXTENSIONS_DIR")
 
 
@@ -103,18 +101,8 @@ class RayExecutor(Executor):
         except Exception as exc:
             raise ExecutorError(f"Ray could not stop {submission}: {exc}") from exc
 
-    def wait(self, handle: JobHandle, timeout_s: float | None = None) -> JobRecord:
-        deadline = None if timeout_s is None else time.monotonic() + timeout_s
-        while True:
-            record = self.record(handle)
-            if record is not None:
-                return record
-            if self._ray_status(handle) not in ("PENDING", "RUNNING"):
-                time.sleep(POLL_S)  # the record may land just after Ray marks the job done
-                return self.record(handle) or self._ended_without_record(handle)
-            if deadline is not None and time.monotonic() > deadline:
-                raise ExecutorError(f"job {handle.job_id} still running after {timeout_s} s")
-            time.sleep(POLL_S)
+    def _running(self, handle: JobHandle) -> bool:
+        return self._ray_status(handle) in ("PENDING", "RUNNING")
 
     def _ended_without_record(self, handle: JobHandle) -> JobRecord:
         if (handle.directory / "cancel").exists():
