@@ -7,11 +7,13 @@ edit an applied one.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 
 from sqlalchemy import Connection, Engine, inspect, select
+from sqlalchemy.exc import OperationalError
 
-from recursor.archive.models import Base, SchemaVersion
+from recursor.archive.models import Base, JobRow, SchemaVersion
 from recursor.errors import ArchiveError
 
 
@@ -19,7 +21,12 @@ def _v1_initial(conn: Connection) -> None:
     Base.metadata.create_all(conn)
 
 
-MIGRATIONS: list[Callable[[Connection], None]] = [_v1_initial]
+def _v2_jobs(conn: Connection) -> None:
+    """The ``jobs`` table (executors); already there in archives created at v2."""
+    Base.metadata.create_all(conn, tables=[JobRow.__table__])  # type: ignore[list-item]
+
+
+MIGRATIONS: list[Callable[[Connection], None]] = [_v1_initial, _v2_jobs]
 LATEST = len(MIGRATIONS)
 
 
@@ -30,8 +37,24 @@ def current_version(conn: Connection) -> int:
     return max(versions, default=0)
 
 
-def migrate(engine: Engine) -> int:
-    """Bring the schema to the latest version; return it. Refuse a newer, unknown schema."""
+def migrate(engine: Engine, attempts: int = 20) -> int:
+    """Bring the schema to the latest version; return it. Refuse a newer, unknown schema.
+
+    Two processes opening a new archive at once can race on its first migration (SQLite
+    DDL is not guarded by the version check): the loser sees "already exists", waits for
+    the winner's commit and checks the version again.
+    """
+    for attempt in range(attempts):
+        try:
+            return _migrate_once(engine)
+        except OperationalError as exc:
+            if "already exists" not in str(exc.orig) or attempt == attempts - 1:
+                raise
+            time.sleep(0.1)
+    raise AssertionError("unreachable")
+
+
+def _migrate_once(engine: Engine) -> int:
     with engine.begin() as conn:
         version = current_version(conn)
         if version > LATEST:
