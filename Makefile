@@ -7,10 +7,16 @@ DEMO_DIR ?= campaigns/demo-$(shell date +%Y%m%d-%H%M%S)
 # The docker sandbox's engine: Recursor's own podman service unless DOCKER_HOST names another.
 export DOCKER_HOST ?= unix:///run/recursor-podman/podman.sock
 
-.PHONY: demo test lint typecheck unit system-deps container-engine sandbox-image vllm-env clean
+COEVOLVE_DIR ?= campaigns/coevolve-$(shell date +%Y%m%d-%H%M%S)
+
+.PHONY: demo demo-coevolve test lint typecheck unit system-deps container-engine sandbox-image vllm-env clean
 
 demo: $(STAMP) system-deps
 	$(VENV)/bin/recursor run --dir $(DEMO_DIR)
+
+# co-evolution of a tiny policy LM and its harness (worlds task; about 15 minutes on 2 CPUs)
+demo-coevolve: $(STAMP) system-deps
+	$(VENV)/bin/recursor run examples/campaigns/coevolve.yaml --dir $(COEVOLVE_DIR)
 
 test: $(STAMP) system-deps lint typecheck unit
 

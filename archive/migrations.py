@@ -10,10 +10,10 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from sqlalchemy import Connection, Engine, inspect, select
+from sqlalchemy import Connection, Engine, inspect, select, text
 from sqlalchemy.exc import OperationalError
 
-from recursor.archive.models import Base, JobRow, SchemaVersion
+from recursor.archive.models import Base, JobRow, PromotionRow, SchemaVersion
 from recursor.errors import ArchiveError
 
 
@@ -26,7 +26,23 @@ def _v2_jobs(conn: Connection) -> None:
     Base.metadata.create_all(conn, tables=[JobRow.__table__])  # type: ignore[list-item]
 
 
-MIGRATIONS: list[Callable[[Connection], None]] = [_v1_initial, _v2_jobs]
+def _v3_promotions_per_component(conn: Connection) -> None:
+    """A node may be promoted for several components: ``promotions`` is unique on (node,
+    component) instead of node. Archives made before are rebuilt, rows kept."""
+    unique = inspect(conn).get_unique_constraints("promotions")
+    if any(c["name"] == "uq_promotion" for c in unique):
+        return  # created with the new schema
+    conn.execute(text("ALTER TABLE promotions RENAME TO promotions_v2"))
+    for index in inspect(conn).get_indexes("promotions_v2"):
+        conn.execute(text(f'DROP INDEX IF EXISTS "{index["name"]}"'))
+    Base.metadata.create_all(conn, tables=[PromotionRow.__table__])  # type: ignore[list-item]
+    columns = "id, campaign_id, component, node_id, previous_node_id, evidence, created_at"
+    conn.execute(text(f"INSERT INTO promotions ({columns}) SELECT {columns} FROM promotions_v2"))
+    conn.execute(text("DROP TABLE promotions_v2"))
+
+
+MIGRATIONS: list[Callable[[Connection], None]] = [_v1_initial, _v2_jobs,
+                                                  _v3_promotions_per_component]
 LATEST = len(MIGRATIONS)
 
 

@@ -120,10 +120,12 @@ class LogRow(Base):
 
 class PromotionRow(Base):
     __tablename__ = "promotions"
+    # one row per component a node became the incumbent of
+    __table_args__ = (UniqueConstraint("node_id", "component", name="uq_promotion"),)
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     campaign_id: Mapped[str] = mapped_column(ForeignKey("campaigns.id"), index=True)
     component: Mapped[str] = mapped_column(String(64))
-    node_id: Mapped[str] = mapped_column(ForeignKey("nodes.id"), unique=True)
+    node_id: Mapped[str] = mapped_column(ForeignKey("nodes.id"), index=True)
     previous_node_id: Mapped[str | None] = mapped_column(String(64), nullable=True)
     evidence: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)

@@ -272,9 +272,11 @@ class Archive:
     # promotions --------------------------------------------------------------------------
     def add_promotion(self, campaign_id: str, component: str, node_id: str,
                       previous: str | None, evidence: dict[str, Any]) -> None:
-        """Record that ``node_id`` became the incumbent (idempotent per node)."""
+        """Record that ``node_id`` became ``component``'s incumbent (idempotent per node and
+        component)."""
         with self.session() as s:
-            found = s.scalars(select(PromotionRow).where(PromotionRow.node_id == node_id)).first()
+            found = s.scalars(select(PromotionRow).where(
+                PromotionRow.node_id == node_id, PromotionRow.component == component)).first()
         if found is not None:
             return
         with self.session() as s, s.begin():

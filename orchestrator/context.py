@@ -57,11 +57,16 @@ class CampaignContext:
 
     @property
     def editable_paths(self) -> list[str]:
+        if "editable" in self.extra:  # a co-evolution step narrows (or widens) the set
+            return list(self.extra["editable"])
         chosen = set(self.config.components)
         return [p for c in self.task.components() if c.name in chosen for p in c.paths]
 
     @property
     def allowed_kinds(self) -> list[ChangeKind]:
+        if "editable" in self.extra:
+            paths = set(self.extra["editable"])
+            return [c.kind for c in self.task.components() if paths & set(c.paths)]
         chosen = set(self.config.components)
         return [c.kind for c in self.task.components() if c.name in chosen]
 

@@ -3,8 +3,11 @@
 ::
 
     seed -> select -(budget left)-> propose -> materialize -> evaluate -> judge -> record
+              ^   |\\-(policy step)--> train --/                                      |
               ^   \\-(budget spent)-> END                                           |
               \\_______________________________________________________________/
+
+``train`` runs instead of ``propose`` during a co-evolution schedule's policy steps.
 
 The graph's checkpoints go to ``checkpoints.sqlite`` in the campaign directory (written before
 each next step starts), its facts to the archive. :func:`run_campaign` starts a new campaign;
@@ -38,13 +41,15 @@ RECURSION_LIMIT = 1_000_000  # the loop ends by budget, never by LangGraph's ste
 
 def build_graph() -> StateGraph[CampaignState, CampaignContext, CampaignState, CampaignState]:
     graph = StateGraph(CampaignState, context_schema=CampaignContext)
-    for name in ("seed", "select", "propose", "materialize", "evaluate", "judge", "record"):
+    for name in ("seed", "select", "propose", "train", "materialize", "evaluate", "judge",
+                 "record"):
         graph.add_node(name, getattr(steps, name))
     graph.add_edge(START, "seed")
     graph.add_edge("seed", "select")
     graph.add_conditional_edges("select", steps.route_after_select,
-                                {"propose": "propose", "end": END})
+                                {"propose": "propose", "train": "train", "end": END})
     graph.add_edge("propose", "materialize")
+    graph.add_edge("train", "materialize")
     graph.add_edge("materialize", "evaluate")
     graph.add_edge("evaluate", "judge")
     graph.add_edge("judge", "record")

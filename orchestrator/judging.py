@@ -19,6 +19,16 @@ from recursor.types import Split
 SplitScorer = Callable[[CampaignContext, NodeRow, Split], float | None]
 
 
+def changed_components(ctx: CampaignContext, node: NodeRow, incumbent: NodeRow) -> list[str]:
+    """The components whose files differ between ``node`` and ``incumbent`` (the campaign's
+    first component when none differ, e.g. a task with one component)."""
+    mine = ctx.store.read(node.commit or "")
+    theirs = ctx.store.read(incumbent.commit or "")
+    changed = [c.name for c in ctx.task.components()
+               if any(mine.get(p) != theirs.get(p) for p in c.paths)]
+    return changed or [ctx.config.components[0]]
+
+
 def judge_node(ctx: CampaignContext, node: NodeRow, score_split: SplitScorer) -> bool:
     """Promote ``node`` if it passes both gates; return whether it was promoted."""
     incumbent_id = ctx.archive.incumbent(ctx.campaign_id)
@@ -42,8 +52,10 @@ def judge_node(ctx: CampaignContext, node: NodeRow, score_split: SplitScorer) ->
         promoted = held.passed
     evidence["promoted"] = promoted
     if promoted:
-        ctx.archive.add_promotion(ctx.campaign_id, ctx.config.components[0], node.id,
-                                  incumbent_id, evidence)
+        evidence["components"] = changed_components(ctx, node, incumbent)
+        for component in evidence["components"]:
+            ctx.archive.add_promotion(ctx.campaign_id, component, node.id, incumbent_id,
+                                      evidence)
         ctx.store.set_branch("best", node.commit or "")
         ctx.reporter.message(f"promoted {node.id}: dev {node.score:.4f} "
                              f"(was {incumbent.score:.4f})")
@@ -51,4 +63,4 @@ def judge_node(ctx: CampaignContext, node: NodeRow, score_split: SplitScorer) ->
     return promoted
 
 
-__all__ = ["judge_node"]
+__all__ = ["changed_components", "judge_node"]

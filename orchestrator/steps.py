@@ -10,6 +10,7 @@ split, a judgement by a ``judge`` log entry).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import math
 import operator
@@ -24,6 +25,8 @@ from langgraph.runtime import Runtime
 from recursor.archive.models import EvaluationRow, NodeRow
 from recursor.archive.selection import choose_parents
 from recursor.errors import ProposerError, RecursorError
+from recursor.orchestrator import coevolution
+from recursor.orchestrator.coevolution import initial_files
 from recursor.orchestrator.context import CampaignContext
 from recursor.orchestrator.evaluation import EvaluationOutcome, run_evaluation
 from recursor.orchestrator.judging import judge_node
@@ -40,6 +43,9 @@ class CampaignState(TypedDict, total=False):
     active_s: Annotated[float, operator.add]
     done: bool
     stop_reason: str
+    phase: int  # co-evolution: index into the expanded schedule
+    phase_round: int  # the round the phase started at
+    step: str  # while a schedule runs: "harness" (propose) or "train"
 
 
 Ctx = Runtime[CampaignContext]
@@ -52,7 +58,8 @@ def snapshot(ctx: CampaignContext) -> Snapshot:
     best = next((n.score for n in nodes if n.id == incumbent), None)
     return Snapshot(evaluated=len(finished), budget=ctx.config.budget.max_evals, best=best,
                     failures=sum(n.status == "failed" for n in finished),
-                    promotions=max(0, len(ctx.archive.promotions(ctx.campaign_id)) - 1))
+                    promotions=max(0, len({p.node_id for p in
+                                           ctx.archive.promotions(ctx.campaign_id)}) - 1))
 
 
 def describe(node: NodeRow) -> str:
@@ -70,7 +77,8 @@ async def seed(state: CampaignState, runtime: Ctx) -> dict[str, Any]:
     root_id = ctx.node_id(0, 0)
     if ctx.archive.node_at(ctx.campaign_id, 0, 0) is None:
         kind = ctx.allowed_kinds[0] if ctx.allowed_kinds else ChangeKind.ROOT
-        commit = ctx.store.commit(dict(ctx.task.seed_files()), [], f"{root_id}: starting point")
+        files = await asyncio.to_thread(initial_files, ctx)
+        commit = ctx.store.commit(files, [], f"{root_id}: starting point")
         ctx.archive.add_node(NodeRow(id=root_id, campaign_id=ctx.campaign_id, parent_id=None,
                                      round=0, slot=0, kind=ChangeKind.ROOT.value,
                                      proposer="seed", rationale=f"the task's starting {kind.value}",
@@ -85,9 +93,10 @@ async def seed(state: CampaignState, runtime: Ctx) -> dict[str, Any]:
     if ctx.archive.incumbent(ctx.campaign_id) is None:
         heldout = await asyncio.to_thread(_evaluate_split, ctx, root, Split.HELDOUT)
         ctx.archive.update_node(root_id, heldout_score=heldout)
-        ctx.archive.add_promotion(ctx.campaign_id, ctx.config.components[0], root_id, None,
-                                  {"reason": "starting point", "dev_score": root.score,
-                                   "heldout_score": heldout})
+        for component in ctx.config.components:  # the start is every component's incumbent
+            ctx.archive.add_promotion(ctx.campaign_id, component, root_id, None,
+                                      {"reason": "starting point", "dev_score": root.score,
+                                       "heldout_score": heldout})
         ctx.store.set_branch("best", root.commit or "")
     ctx.reporter.start(snapshot(ctx))
     return {"round": max(state.get("round", 1), 1), "active_s": time.monotonic() - started}
@@ -126,14 +135,61 @@ async def select(state: CampaignState, runtime: Ctx) -> dict[str, Any]:
         return {"done": True, "stop_reason": reason, "parents": []}
     scored = [(n.id, n.score) for n in ctx.archive.nodes(ctx.campaign_id)
               if n.status == NodeStatus.DONE.value and n.score is not None]
+    if ctx.config.schedule is not None:
+        return {**_select_scheduled(ctx, state, left), "active_s": time.monotonic() - started}
     rng = random.Random(f"{ctx.config.seed}-select-{state['round']}")
     k = min(ctx.config.concurrency, left)
     parents = choose_parents(scored, ctx.config.selection, ctx.task.objective, rng, k)
     return {"parents": parents, "done": False, "active_s": time.monotonic() - started}
 
 
+def _select_scheduled(ctx: CampaignContext, state: CampaignState, left: int) -> dict[str, Any]:
+    """Co-evolution: advance the schedule; every slot's parent is the incumbent."""
+    assert ctx.config.schedule is not None
+    steps = coevolution.expanded(ctx.config.schedule)
+    round_, phase = state["round"], state.get("phase", 0)
+    phase_round = state.get("phase_round", 1)
+    while phase < len(steps):
+        used = sum(1 for n in ctx.archive.nodes(ctx.campaign_id) if phase_round <= n.round < round_)
+        if used < steps[phase].evals:
+            break
+        phase, phase_round = phase + 1, round_
+    if phase >= len(steps):
+        return {"done": True, "stop_reason": "schedule complete", "parents": [],
+                "phase": phase, "phase_round": phase_round}
+    step = steps[phase]
+    incumbent = ctx.archive.node(ctx.archive.incumbent(ctx.campaign_id) or "")
+    ctx.extra["editable"] = coevolution.component_paths(
+        ctx, coevolution.phase_components(ctx, step))
+    ctx.extra["search_set"] = (coevolution.search_set(ctx, incumbent)
+                               if step.step == coevolution.HARNESS else [])
+    used = sum(1 for n in ctx.archive.nodes(ctx.campaign_id) if phase_round <= n.round < round_)
+    k = min(ctx.config.concurrency, left, step.evals - used)
+    if round_ == phase_round:
+        ctx.reporter.message(f"schedule: {step.step} step {phase + 1}/{len(steps)} "
+                             f"({step.evals} candidates)")
+    return {"parents": [incumbent.id] * k, "done": False, "phase": phase,
+            "phase_round": phase_round,
+            "step": "train" if step.step == coevolution.POLICY or step.adapt else step.step}
+
+
 def route_after_select(state: CampaignState) -> str:
-    return "end" if state.get("done") else "propose"
+    if state.get("done"):
+        return "end"
+    return "train" if state.get("step") == "train" else "propose"
+
+
+# train (co-evolution's policy step) -------------------------------------------------------
+async def train(state: CampaignState, runtime: Ctx) -> dict[str, Any]:
+    """Train one policy per slot under the incumbent's harness (see ``coevolution``)."""
+    ctx, started = runtime.context, time.monotonic()
+    ctx.chooser.replay(past_outcomes(ctx))
+    assert ctx.config.schedule is not None
+    phase = state.get("phase", 0)
+    step = coevolution.expanded(ctx.config.schedule)[phase]
+    cycle = coevolution.policy_cycle(ctx, phase)
+    await coevolution.train_round(ctx, state["round"], state["parents"], cycle, step)
+    return {"active_s": time.monotonic() - started}
 
 
 PAUSE_POLL_S = 1.0
@@ -200,6 +256,25 @@ async def _propose_slot(ctx: CampaignContext, round_: int, slot: int, parent_id:
     stored = ctx.archive.add_node(node)
     if stored.status == NodeStatus.FAILED.value:
         ctx.reporter.node(describe(stored))
+
+
+def propose_edits(ctx: CampaignContext, round_: int, slot: int, parent_id: str,
+                  editable: list[str]) -> tuple[str, dict[str, Any], str | None]:
+    """One proposal on ``parent_id`` limited to ``editable``: (proposer, proposal, error)."""
+    name, _ = ctx.chooser.choose(round_ * 1000 + slot, set())
+    context = proposal_context(ctx, parent_id, slot_seed(ctx.config.seed, round_, slot))
+    context = dataclasses.replace(context, editable_paths=editable)
+    try:
+        proposal = ctx.proposers[name].propose(context)
+    except ProposerError as exc:
+        return name, {}, f"proposer: {exc}"
+    except Exception as exc:  # a proposer bug must not end the campaign
+        return name, {}, f"proposer {name} raised {type(exc).__name__}: {exc}"
+    outside = sorted(p for p in proposal.files if p not in editable)
+    if outside:
+        return name, {}, f"proposal edits {', '.join(outside)} (editable: {', '.join(editable)})"
+    return name, {"files": dict(proposal.files), "rationale": proposal.rationale,
+                  "metadata": json.loads(json.dumps(dict(proposal.metadata), default=str))}, None
 
 
 def _charge(node: NodeRow, metadata: Mapping[str, Any]) -> None:
@@ -362,5 +437,5 @@ async def record(state: CampaignState, runtime: Ctx) -> dict[str, Any]:
     return {"round": round_ + 1}
 
 
-__all__ = ["CampaignState", "evaluate", "judge", "materialize", "propose", "record",
-           "route_after_select", "seed", "select", "snapshot"]
+__all__ = ["CampaignState", "evaluate", "judge", "materialize", "propose", "propose_edits",
+           "record", "route_after_select", "seed", "select", "snapshot", "train"]

@@ -14,6 +14,7 @@ from recursor.archive.store import Archive
 from recursor.errors import ArchiveError
 from recursor.types import Split
 
+MAX_INSTANCE_ROWS = 12
 
 @dataclass
 class NodeReport:
@@ -74,7 +75,7 @@ def campaign_summary(archive: Archive, campaign_id: str, stop_reason: str = "") 
     return CampaignSummary(
         campaign_id=campaign_id, name=campaign.name, stop_reason=stop_reason,
         evaluated=len(finished), failed=sum(n.status == "failed" for n in finished),
-        promotions=max(0, len(archive.promotions(campaign_id)) - 1),
+        promotions=max(0, len({p.node_id for p in archive.promotions(campaign_id)}) - 1),
         root=node_report(archive, campaign.root_node_id), best=node_report(archive, best_id),
         patch=patch, tokens=sum(n.tokens or 0 for n in nodes),
         cost=sum(n.cost or 0.0 for n in nodes),
@@ -91,7 +92,7 @@ def _score(split: dict[str, Any], metric: str) -> str:
 
 
 def render_summary(summary: CampaignSummary, metric: str, console: Console) -> None:
-    """Print the root-vs-best table (objective and every per-instance value)."""
+    """Print the root-vs-best table (objective and, when few, every per-instance value)."""
     table = Table(title=f"campaign {summary.name} ({summary.campaign_id})")
     table.add_column("split / measure")
     table.add_column(f"start {summary.root.id}", justify="right")
@@ -99,7 +100,10 @@ def render_summary(summary: CampaignSummary, metric: str, console: Console) -> N
     for split_name in ("dev", "heldout"):
         root, best = getattr(summary.root, split_name), getattr(summary.best, split_name)
         table.add_row(f"{split_name} {metric}", _score(root, metric), _score(best, metric))
-        for key in sorted(set(root.get("instances", {})) | set(best.get("instances", {}))):
+        keys = sorted(set(root.get("instances", {})) | set(best.get("instances", {})))
+        if len(keys) > MAX_INSTANCE_ROWS:  # e.g. one per question: `archive show` has them
+            keys = []
+        for key in keys:
             r, b = root.get("instances", {}).get(key), best.get("instances", {}).get(key)
             table.add_row(f"  {split_name} {key}", "-" if r is None else f"{r:.6g}",
                           "-" if b is None else f"{b:.6g}")

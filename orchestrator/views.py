@@ -40,6 +40,17 @@ def node_view(ctx: CampaignContext, node: NodeRow, dev: EvaluationRow | None) ->
     )
 
 
+def _hints(ctx: CampaignContext) -> str:
+    """The task's hints, plus a co-evolution harness step's search set (dev tasks the
+    incumbent still fails)."""
+    hard = list(ctx.extra.get("search_set", []))
+    if not hard:
+        return ctx.task.proposer_hints()
+    shown = ", ".join(hard[:12]) + (f" and {len(hard) - 12} more" if len(hard) > 12 else "")
+    return (f"{ctx.task.proposer_hints()}\nSearch set: the current policy still fails "
+            f"{len(hard)} dev tasks ({shown}); aim the harness change at them.")
+
+
 def proposal_context(ctx: CampaignContext, parent_id: str, seed: int) -> ProposalContext:
     """The context for one proposal on ``parent_id``, built from the archive as it stands."""
     nodes = ctx.archive.nodes(ctx.campaign_id)
@@ -53,7 +64,7 @@ def proposal_context(ctx: CampaignContext, parent_id: str, seed: int) -> Proposa
     failures = [node_view(ctx, n, None) for n in reversed(failed)]  # newest first
     objective = ctx.task.objective
     return ProposalContext(
-        task_name=ctx.task.name, task_description=ctx.task.proposer_hints(),
+        task_name=ctx.task.name, task_description=_hints(ctx),
         objective_metric=objective.metric, objective_direction=objective.direction,
         parent=node_view(ctx, by_id[parent_id], devs.get(parent_id)),
         editable_paths=ctx.editable_paths, allowed_kinds=ctx.allowed_kinds,

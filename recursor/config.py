@@ -25,13 +25,26 @@ class CfrTaskConfig(_Model):
     iterations: int = Field(100, ge=1, le=100_000, description="CFR iterations per game")
 
 
+class WorldsTaskConfig(_Model):
+    kind: Literal["worlds"]
+    universes: dict[Literal["train", "dev", "heldout"], Annotated[int, Field(ge=1, le=200)]] = (
+        Field(default_factory=dict, description="universes per split (train 10, dev 3, "
+                                                "heldout 3)"))
+    questions: int = Field(24, ge=4, le=500, description="questions per universe")
+    world_seed: int | None = Field(None, ge=0, description="default: random, kept in the "
+                                   "campaign's cache (candidates cannot regenerate held-out)")
+    policy: dict[str, dict[str, Any]] = Field(
+        default_factory=dict, description="model_options and sft trainer options")
+
+
 class PluginTaskConfig(_Model):
     kind: Literal["plugin"]
     class_path: str = Field(pattern=r"^[\w.]+:[\w.]+$", description="package.module:Class")
     options: dict[str, Any] = Field(default_factory=dict)
 
 
-TaskConfig = Annotated[CfrTaskConfig | PluginTaskConfig, Field(discriminator="kind")]
+TaskConfig = Annotated[CfrTaskConfig | WorldsTaskConfig | PluginTaskConfig,
+                       Field(discriminator="kind")]
 
 
 class MutationProposerConfig(_Model):
@@ -153,6 +166,28 @@ class BudgetConfig(_Model):
     max_cost: float | None = Field(None, gt=0, description="dollars spent on models")
 
 
+class ScheduleStep(_Model):
+    """One step of a co-evolution schedule."""
+
+    step: Literal["harness", "policy"]
+    evals: int = Field(4, ge=1, description="candidates this step evaluates (harness step), "
+                       "or policies it trains (policy step)")
+    adapt: bool = Field(False, description="harness step: judge each harness candidate with a "
+                        "policy retrained under it, instead of the fixed incumbent policy")
+
+
+class ScheduleConfig(_Model):
+    """Co-evolution (tasks with a trained policy): the steps, run in order ``cycles`` times."""
+
+    steps: list[ScheduleStep] = Field(
+        default_factory=lambda: [ScheduleStep(step="harness"), ScheduleStep(step="policy")],
+        min_length=1)
+    cycles: int = Field(2, ge=1, le=100)
+    executor: Literal["local", "deepspeed", "ray"] = "local"
+    jobs_dir: str | None = Field(None, description="where training jobs run; default: the "
+                                 "campaign's jobs/ (campaigns sharing one reuse equal jobs)")
+
+
 class ArchiveConfig(_Model):
     url: str | None = Field(None, description="SQLAlchemy URL; default: SQLite in the campaign dir")
 
@@ -173,6 +208,8 @@ class CampaignConfig(_Model):
     budget: BudgetConfig = Field(default_factory=BudgetConfig)
     concurrency: int = Field(2, ge=1, le=256)
     archive: ArchiveConfig = Field(default_factory=ArchiveConfig)
+    schedule: ScheduleConfig | None = Field(
+        None, description="co-evolution: alternate harness and policy steps")
     seed: int = 0
 
 

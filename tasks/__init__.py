@@ -1,5 +1,5 @@
 """Built-in tasks and task loading."""
 
-from recursor.tasks._base import Component, EvaluationPlan, Objective, Task
+from recursor.tasks._base import Component, EvaluationPlan, Objective, PolicyTask, Task
 
-__all__ = ["Component", "EvaluationPlan", "Objective", "Task"]
+__all__ = ["Component", "EvaluationPlan", "Objective", "PolicyTask", "Task"]

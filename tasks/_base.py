@@ -1,4 +1,4 @@
-"""The Task interface: the system under improvement.
+"""The Task interface: the system under improvement (and PolicyTask, one with a trained policy).
 
 A task declares its evolvable files (the starting workspace), a quick validity check that a
 proposal must pass before it is evaluated, how a workspace is evaluated per split (a sandboxed
@@ -89,3 +89,30 @@ class Task(abc.ABC):
     def proposer_hints(self) -> str:
         """Free text shown to proposers (never mentions held-out data)."""
         return self.description
+
+
+class PolicyTask(Task):
+    """A task whose ``policy`` component is a trained model (co-evolution, see
+    ``recursor.orchestrator.coevolution``).
+
+    The workspace file ``policy_path`` names the policy; the controller trains new ones: it runs
+    :meth:`corpus_plan` in the sandbox on a workspace (candidate recipe and curriculum code runs
+    there), routes the returned rows by provenance, submits :meth:`training_job` to an executor
+    and installs the resulting checkpoint with :meth:`install_policy`.
+    """
+
+    policy_path: str
+
+    @abc.abstractmethod
+    def corpus_plan(self, cache_dir: Path, cycle: int, seed: int) -> EvaluationPlan:
+        """The sandboxed command whose verdict carries training ``rows`` (prompt, completion,
+        provenance) and the training tasks the current policy ``failed``."""
+
+    @abc.abstractmethod
+    def training_job(self, data: Path, seed: int) -> dict[str, Any]:
+        """JobSpec fields for training a policy on the JSONL file ``data``."""
+
+    @abc.abstractmethod
+    def install_policy(self, checkpoint: Path, cache_dir: Path, policy_id: str) -> str:
+        """Make ``checkpoint`` available to evaluations as ``policy_id``; return the new
+        content of ``policy_path``."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from recursor.config import CfrTaskConfig, PluginTaskConfig, TaskConfig
+from recursor.config import CfrTaskConfig, PluginTaskConfig, TaskConfig, WorldsTaskConfig
 from recursor.errors import ConfigError
 from recursor.plugins import instantiate
 from recursor.tasks._base import Task
@@ -14,6 +14,11 @@ def build_task(config: TaskConfig) -> Task:
         from recursor.tasks.cfr import CFRTask
 
         return CFRTask(iterations=config.iterations)
+    if isinstance(config, WorldsTaskConfig):
+        from recursor.tasks.worlds import WorldsTask
+
+        return WorldsTask(universes=config.universes, questions=config.questions,
+                          world_seed=config.world_seed, policy=config.policy)
     if isinstance(config, PluginTaskConfig):
         task: Task = instantiate(config.class_path, config.options, Task, "task")
         return task

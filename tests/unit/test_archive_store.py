@@ -89,3 +89,26 @@ def test_a_newer_schema_is_refused(archive: Archive, tmp_path: Path) -> None:
 def test_unknown_campaign_is_a_clear_error(archive: Archive) -> None:
     with pytest.raises(ArchiveError, match="no campaign 'nope'"):
         archive.campaign("nope")
+
+
+def test_v2_promotions_are_migrated_to_one_row_per_component(archive: Archive,
+                                                             tmp_path: Path) -> None:
+    from sqlalchemy import text
+
+    archive.add_node(_node(0, 0))
+    with archive.engine.begin() as conn:  # the promotions table as archives before v3 had it
+        conn.execute(text("DROP TABLE promotions"))
+        conn.execute(text(
+            "CREATE TABLE promotions (id INTEGER PRIMARY KEY, campaign_id VARCHAR(64) NOT NULL, "
+            "component VARCHAR(64) NOT NULL, node_id VARCHAR(64) NOT NULL, "
+            "previous_node_id VARCHAR(64), evidence JSON NOT NULL, created_at DATETIME NOT NULL, "
+            "UNIQUE (node_id))"))
+        conn.execute(text("CREATE INDEX ix_promotions_campaign_id ON promotions (campaign_id)"))
+        conn.execute(text("INSERT INTO promotions VALUES (1, 'c1', 'algorithm', 'c1-000-0', "
+                          "NULL, '{}', '2026-01-01 00:00:00')"))
+        conn.execute(SchemaVersion.__table__.delete().where(SchemaVersion.version > 2))
+    archive.close()
+    again = Archive.in_directory(tmp_path)
+    again.add_promotion("c1", "policy", "c1-000-0", None, {})
+    again.add_promotion("c1", "policy", "c1-000-0", None, {})  # still idempotent
+    assert [p.component for p in again.promotions("c1")] == ["algorithm", "policy"]

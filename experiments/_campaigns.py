@@ -1,0 +1,54 @@
+"""Shared helpers for the experiment scripts: the worlds task section, running one campaign,
+and reading back what it promoted."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from recursor.archive.store import Archive
+from recursor.config import parse_config
+from recursor.orchestrator.context import read_manifest
+from recursor.orchestrator.graph import run_campaign
+from recursor.orchestrator.progress import NullReporter
+
+
+def worlds_task(world_seed: int, max_steps: int) -> dict[str, Any]:
+    return {"kind": "worlds", "universes": {"train": 10, "dev": 3, "heldout": 3},
+            "questions": 24, "world_seed": world_seed,
+            "policy": {"sft": {"max_steps": max_steps}}}
+
+
+def campaign(name: str, task: dict[str, Any], steps: list[dict[str, Any]], cycles: int,
+             seed: int, jobs_dir: Path | None = None) -> dict[str, Any]:
+    schedule: dict[str, Any] = {"steps": steps, "cycles": cycles}
+    if jobs_dir is not None:  # arms share the starting policy's training job
+        schedule["jobs_dir"] = str(jobs_dir)
+    return {"name": name, "task": task, "components": ["harness", "policy", "data", "curriculum"],
+            "proposers": [{"kind": "mutation"}], "concurrency": 2, "seed": seed,
+            "schedule": schedule, "budget": {"max_evals": 1000}}
+
+
+def run(config: dict[str, Any], directory: Path) -> dict[str, Any]:
+    """Run ``config`` in ``directory`` (resuming is not attempted: the directory must be new);
+    return the start's and the final incumbent's scores and the promotions."""
+    run_campaign(parse_config(config, config["name"]), directory, NullReporter())
+    manifest = read_manifest(directory)
+    archive = Archive(manifest["archive_url"])
+    try:
+        cid = manifest["campaign_id"]
+        promotions = archive.promotions(cid)
+        root, best = archive.node(promotions[0].node_id), archive.node(promotions[-1].node_id)
+        counts: dict[str, int] = {}
+        for p in promotions[1:]:
+            counts[p.component] = counts.get(p.component, 0) + 1
+        evaluated = sum(1 for n in archive.nodes(cid) if n.round > 0)
+        return {"start_dev": root.score, "start_heldout": root.heldout_score,
+                "dev": best.score, "heldout": best.heldout_score, "promotions": counts,
+                "evaluated": evaluated, "best": best.id}
+    finally:
+        archive.close()
+
+
+def pct(value: float | None) -> str:
+    return "-" if value is None else f"{100 * value:.1f}%"

@@ -1,0 +1,163 @@
+"""The built-in ``worlds`` task: an agent (harness + tiny policy LM) answering multi-hop
+questions with search tools over rule-generated fictional universes.
+
+Components (files of the workspace):
+
+- ``harness`` — ``harness.py``: prompt rendering, action parsing, error recovery;
+- ``policy`` — ``policy.json``: names the policy checkpoint (a tiny GPT-2 trained here);
+- ``data`` — ``recipe.py``: which trajectories a policy step trains on;
+- ``curriculum`` — ``curriculum.py``: which training tasks each policy step draws on.
+
+Universes are generated in :meth:`WorldsTask.prepare` from the task's private ``world_seed``
+(random unless configured) and written per split under ``cache/worlds``; an evaluation mounts
+only its own split's file. Policies live under ``cache/policies/<id>``.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import secrets
+import shutil
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from recursor.mutation import MutationPrimitive
+from recursor.sandbox import Mount, SandboxLimits
+from recursor.tasks._base import Component, EvaluationPlan, Objective, PolicyTask
+from recursor.tasks.worlds import world
+from recursor.tasks.worlds.evaluate import CURRICULUM, HARNESS, POLICY, RECIPE
+from recursor.tasks.worlds.primitives import worlds_primitives
+from recursor.types import ChangeKind, Split
+
+SEED_DIR = Path(__file__).parent / "seed"
+REQUIRED = {HARNESS: ("render", "parse", "format_action", "recover"), RECIPE: ("select",),
+            CURRICULUM: ("tasks",)}
+POLICY_DEFAULTS: dict[str, Any] = {
+    "model_options": {"n_layer": 2, "n_embd": 128, "n_head": 4, "n_positions": 192},
+    "sft": {"max_steps": 400, "learning_rate": 3e-3, "per_device_train_batch_size": 32,
+            "max_length": 192},
+}
+
+DESCRIPTION = """\
+Improve an agent that answers multi-hop questions ("who or what is the country of the
+birthplace of the mentor of X ?", 1 to 4 hops) about fictional universes, using the tools
+search (BM25 over articles), open (an article by title) and answer. The agent is a tiny GPT-2
+policy (trained here from scratch) inside a harness (harness.py) that renders the episode's
+state as the prompt, parses the policy's completion into an action, and recovers from invalid
+ones. recipe.py selects the trajectories a policy step trains on; curriculum.py chooses the
+training tasks per cycle. The score is the fraction of questions answered right.
+Policies are trained on trajectories rendered under the adopted harness, so a harness change
+pays off fully only after the policy is retrained under it.
+"""
+
+
+class WorldsTask(PolicyTask):
+    """Co-evolve a search agent's harness and policy; held-out universes are never shown."""
+
+    name = "worlds"
+    description = DESCRIPTION
+    objective = Objective("success", "maximize")
+    policy_path = POLICY
+
+    def __init__(self, universes: Mapping[str, int] | None = None, questions: int = 24,
+                 world_seed: int | None = None, policy: Mapping[str, Any] | None = None) -> None:
+        self.universes = {"train": 10, "dev": 3, "heldout": 3, **(universes or {})}
+        self.questions = questions
+        self.world_seed = world_seed
+        options = dict(policy or {})
+        self.policy_options = {key: {**POLICY_DEFAULTS[key], **options.get(key, {})}
+                               for key in POLICY_DEFAULTS}
+
+    def components(self) -> Sequence[Component]:
+        return [Component("harness", ChangeKind.HARNESS, [HARNESS]),
+                Component("policy", ChangeKind.POLICY, [POLICY]),
+                Component("data", ChangeKind.DATA, [RECIPE]),
+                Component("curriculum", ChangeKind.CURRICULUM, [CURRICULUM])]
+
+    def seed_files(self) -> Mapping[str, str]:
+        files = {name: (SEED_DIR / name).read_text() for name in REQUIRED}
+        files[POLICY] = json.dumps({"policy": "none"}) + "\n"
+        return files
+
+    def prepare(self, cache_dir: Path) -> None:
+        """Write every split's universes (once) and the policies folder."""
+        root = Path(cache_dir) / "worlds"
+        root.mkdir(parents=True, exist_ok=True)
+        (Path(cache_dir) / "policies").mkdir(exist_ok=True)
+        seed_file = root / "world_seed"
+        if not seed_file.exists():
+            seed = self.world_seed if self.world_seed is not None else secrets.randbelow(10**6)
+            seed_file.write_text(str(seed))
+        seed = int(seed_file.read_text())
+        for split, count in self.universes.items():
+            path = root / f"{split}.json"
+            if not path.exists():
+                universes = world.split_universes(split, count, self.questions, seed)
+                tmp = path.with_suffix(".tmp")
+                tmp.write_text(json.dumps([world.to_json(u) for u in universes]))
+                tmp.replace(path)
+
+    def quick_check(self, files: Mapping[str, str]) -> str | None:
+        for path, functions in REQUIRED.items():
+            source = files.get(path)
+            if source is None:
+                return f"missing {path}"
+            try:
+                module = ast.parse(source)
+            except SyntaxError as exc:
+                return f"{path} does not parse: {exc.msg} (line {exc.lineno})"
+            defined = {n.name for n in module.body if isinstance(n, ast.FunctionDef)}
+            missing = [f for f in functions if f not in defined]
+            if missing:
+                return f"{path} does not define {', '.join(missing)}()"
+        try:
+            policy = json.loads(files.get(POLICY, ""))["policy"]
+        except (ValueError, KeyError, TypeError):
+            return f'{POLICY} must be {{"policy": "<checkpoint id>"}}'
+        if not isinstance(policy, str) or not policy:
+            return f"{POLICY}: policy must name a checkpoint"
+        return None
+
+    def _plan(self, mode: str, split: str, cache_dir: Path, extra: Sequence[str]) -> EvaluationPlan:
+        worlds = Path(cache_dir) / "worlds" / f"{split}.json"
+        command = [sys.executable, "-m", "recursor.tasks.worlds.evaluate", mode,
+                   "--workspace", "/workspace", "--worlds", f"/worlds/{split}.json",
+                   "--policies", "/policies", *extra]
+        return EvaluationPlan(
+            command=command,
+            mounts=[Mount(worlds, f"/worlds/{split}.json"),
+                    Mount(Path(cache_dir) / "policies", "/policies")],
+            env={"OMP_NUM_THREADS": "2", "TOKENIZERS_PARALLELISM": "false"},
+            limits=SandboxLimits(wall_time_s=600.0, memory_mb=8192, max_processes=256,
+                                 output_bytes=200_000))
+
+    def evaluation(self, split: Split, cache_dir: Path) -> EvaluationPlan:
+        return self._plan("eval", Split(split).value, cache_dir, [])
+
+    # the policy interface (PolicyTask) ---------------------------------------------------
+    def corpus_plan(self, cache_dir: Path, cycle: int, seed: int) -> EvaluationPlan:
+        return self._plan("corpus", "train", cache_dir,
+                          ["--cycle", str(cycle), "--seed", str(seed)])
+
+    def training_job(self, data: Path, seed: int) -> dict[str, Any]:
+        return {"kind": "sft", "model": "tiny-gpt2", "data": str(data), "seed": seed,
+                "model_options": dict(self.policy_options["model_options"]),
+                "config": dict(self.policy_options["sft"])}
+
+    def install_policy(self, checkpoint: Path, cache_dir: Path, policy_id: str) -> str:
+        target = Path(cache_dir) / "policies" / policy_id
+        if not target.exists():
+            tmp = target.with_name(target.name + ".tmp")
+            shutil.rmtree(tmp, ignore_errors=True)
+            shutil.copytree(checkpoint, tmp)
+            tmp.replace(target)
+        return json.dumps({"policy": policy_id}) + "\n"
+
+    def mutation_primitives(self) -> Sequence[MutationPrimitive]:
+        return worlds_primitives()
+
+
+__all__ = ["WorldsTask"]

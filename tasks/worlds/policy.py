@@ -1,0 +1,52 @@
+"""The policy: a tiny causal LM checkpoint, completing a batch of prompts greedily.
+
+Prompts longer than the model's context are cut from the left (the newest text is kept), so a
+harness that renders too much loses the question first: its context budget is its own problem.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+MAX_NEW_TOKENS = 3
+BATCH = 64
+
+
+class Policy:
+    def __init__(self, checkpoint: Path) -> None:
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        torch.manual_seed(0)
+        self.torch = torch
+        self.tokenizer: Any = AutoTokenizer.from_pretrained(checkpoint)
+        self.tokenizer.padding_side = "left"
+        self.model: Any = AutoModelForCausalLM.from_pretrained(checkpoint)
+        self.model.eval()
+        self.context = int(self.model.config.n_positions) - MAX_NEW_TOKENS
+
+    def complete(self, prompts: Sequence[str]) -> list[str]:
+        out: list[str] = []
+        for start in range(0, len(prompts), BATCH):
+            out += self._batch(list(prompts[start:start + BATCH]))
+        return out
+
+    def _batch(self, prompts: list[str]) -> list[str]:
+        ids = [self.tokenizer(p)["input_ids"][-self.context:] for p in prompts]
+        width = max(len(i) for i in ids)
+        pad = self.tokenizer.pad_token_id
+        input_ids = self.torch.tensor([[pad] * (width - len(i)) + i for i in ids])
+        mask = self.torch.tensor([[0] * (width - len(i)) + [1] * len(i) for i in ids])
+        with self.torch.no_grad():
+            generated = self.model.generate(input_ids=input_ids, attention_mask=mask,
+                                            max_new_tokens=MAX_NEW_TOKENS, do_sample=False,
+                                            pad_token_id=pad)
+        new = generated[:, width:]
+        return [self.tokenizer.decode(row, skip_special_tokens=True) for row in new]
+
+
+__all__ = ["MAX_NEW_TOKENS", "Policy"]

@@ -1,0 +1,161 @@
+"""The worlds task: generation, tools, solver, harness contract, corpus provenance."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from recursor.orchestrator.coevolution import RoutingError, check_single_harness, route
+from recursor.tasks.worlds import WorldsTask, world
+from recursor.tasks.worlds.episodes import HarnessError, load_harness, run_episodes
+from recursor.tasks.worlds.evaluate import content_id, corpus
+from recursor.tasks.worlds.solver import plan, solve, verified
+from recursor.tasks.worlds.tools import Episode, index_for
+from tests.helpers.worlds_harnesses import CRASH, GARBAGE, ORACLE
+
+SEED_DIR = Path(__file__).parents[2] / "tasks" / "worlds" / "seed"
+
+
+def test_generation_is_deterministic_per_seed() -> None:
+    a, b = world.generate(5, "dev"), world.generate(5, "dev")
+    assert world.to_json(a) == world.to_json(b)
+    assert world.to_json(world.generate(6, "dev")) != world.to_json(a)
+    assert world.to_json(world.generate(5, "heldout")) != world.to_json(a)
+    assert world.from_json(json.loads(json.dumps(world.to_json(a)))).facts == a.facts
+
+
+def test_splits_never_share_a_universe() -> None:
+    seeds = {split: {u.seed for u in world.split_universes(split, 5)}
+             for split in ("train", "dev", "heldout")}
+    assert not seeds["train"] & seeds["dev"] and not seeds["dev"] & seeds["heldout"]
+    shifted = {u.seed for u in world.split_universes("dev", 5, world_seed=3)}
+    assert not shifted & seeds["dev"]
+
+
+def test_questions_are_answerable_from_the_articles() -> None:
+    for universe in world.split_universes("train", 3):
+        hops = {q.hops for q in universe.questions}
+        assert hops == {1, 2, 3, 4}
+        for q in universe.questions:
+            assert world.follow(universe, q.start, q.chain) == q.answer
+            assert q.answer in universe.articles
+            for entity, relation, nxt in zip(q.path, q.chain, q.path[1:], strict=False):
+                article = universe.articles[entity]
+                fact = [s for s in article.split(" .") if relation in s.split()]
+                assert fact and fact[0].split()[-1] == nxt, (entity, relation, article)
+
+
+def test_bm25_finds_the_entity_article_first() -> None:
+    universe = world.generate(1, "train")
+    index = index_for(universe)
+    for name in list(universe.articles)[:10]:
+        assert index.search(name)[0] == name
+    assert index.search("qqqq zzzz") == []
+
+
+def test_solver_trajectories_verify() -> None:
+    universe = world.generate(2, "train")
+    index = index_for(universe)
+    for q in universe.questions:
+        episode = solve(universe, q, index)
+        assert verified(episode)
+        assert [s.action for s in episode.history] == plan(q)
+    wrong = Episode(universe, universe.questions[0], index)
+    wrong.act({"tool": "answer", "arg": "nobody"})
+    assert not verified(wrong)
+
+
+def _harness(tmp_path: Path, source: str):
+    path = tmp_path / "harness.py"
+    path.write_text(source)
+    return load_harness(path)
+
+
+def test_oracle_harness_solves_without_a_policy(tmp_path: Path) -> None:
+    universe = world.generate(3, "dev")
+    index = index_for(universe)
+    episodes = [Episode(universe, q, index) for q in universe.questions]
+    run_episodes(_harness(tmp_path, ORACLE), episodes, lambda ps: ["?"] * len(ps))
+    assert all(e.success for e in episodes)
+
+
+def test_garbage_and_crashing_harnesses_are_told_apart(tmp_path: Path) -> None:
+    universe = world.generate(3, "dev")
+    index = index_for(universe)
+    episodes = [Episode(universe, q, index) for q in universe.questions[:2]]
+    with pytest.raises(HarnessError, match="parse\\(\\) returned"):
+        run_episodes(_harness(tmp_path, GARBAGE), episodes, lambda ps: ["open x"] * len(ps))
+    with pytest.raises(RuntimeError, match="crashes"):
+        run_episodes(_harness(tmp_path, CRASH), episodes, lambda ps: ["open x"] * len(ps))
+
+
+def _workspace(tmp_path: Path, harness: str | None = None) -> Path:
+    ws = tmp_path / "ws"
+    ws.mkdir(parents=True)
+    for name, text in WorldsTask().seed_files().items():
+        (ws / name).write_text(text)
+    if harness is not None:
+        (ws / "harness.py").write_text(harness)
+    return ws
+
+
+def test_corpus_rows_carry_the_workspace_harness(tmp_path: Path) -> None:
+    ws = _workspace(tmp_path)
+    verdict = corpus(ws, world.split_universes("train", 2, 8), tmp_path, cycle=0, seed=0)
+    rows = verdict["rows"]
+    assert rows and verdict["error"] is None
+    harness = content_id((ws / "harness.py").read_text())
+    assert {r["provenance"]["harness"] for r in rows} == {harness}
+    assert {r["provenance"]["policy"] for r in rows} == {"solver"}
+    assert all(r["provenance"]["task"].startswith("worlds:train-") for r in rows)
+    # the seed curriculum keeps cycle 0 to 1- and 2-hop questions
+    assert all(r["prompt"].count(" of ") <= 3 for r in rows)
+
+
+def test_routing_never_mixes_harnesses() -> None:
+    def row(harness: str) -> dict[str, object]:
+        return {"prompt": "p", "completion": " c", "provenance": {"harness": harness}}
+
+    pool = [row("aaa"), row("bbb"), row("aaa"), row("ccc")]
+    kept = route(pool, "aaa")
+    assert len(kept) == 2 and check_single_harness(kept) == "aaa"
+    with pytest.raises(RoutingError, match="no training rows"):
+        route(pool, "ddd")
+    with pytest.raises(RoutingError, match="mixes harnesses"):
+        check_single_harness(pool)
+
+
+def test_quick_check_names_the_problem() -> None:
+    task = WorldsTask()
+    files = dict(task.seed_files())
+    assert task.quick_check(files) is None
+    assert "does not parse" in (task.quick_check({**files, "harness.py": "def ("}) or "")
+    assert "recover" in (task.quick_check({**files, "harness.py": "def render(s): pass"}) or "")
+    assert "policy.json" in (task.quick_check({**files, "policy.json": "[]"}) or "")
+
+
+def _run_corpus(tmp_path: Path, harness: str) -> tuple[subprocess.CompletedProcess[str], Path]:
+    ws = _workspace(tmp_path, harness)
+    worlds = ws.parent / "train.json"
+    worlds.write_text(json.dumps([world.to_json(world.generate(1, "train", 4))]))
+    result = ws.parent / "verdict.json"
+    proc = subprocess.run([sys.executable, "-m", "recursor.tasks.worlds.evaluate", "corpus",
+                           "--workspace", str(ws), "--worlds", str(worlds),
+                           "--policies", str(ws.parent)], capture_output=True, text=True,
+                          env={"RECURSOR_RESULT": str(result), "PATH": "/usr/bin:/bin"},
+                          check=False)
+    return proc, result
+
+
+def test_evaluator_verdicts_for_broken_harnesses(tmp_path: Path) -> None:
+    empty = GARBAGE + "\n\ndef format_action(action, state):\n    return ''\n"
+    proc, result = _run_corpus(tmp_path / "garbage", empty)
+    assert proc.returncode == 0, proc.stderr
+    assert "harness: format_action() returned" in json.loads(result.read_text())["error"]
+    proc, result = _run_corpus(tmp_path / "crash", CRASH)
+    assert proc.returncode != 0 and "this harness crashes" in proc.stderr
+    assert not result.exists()
