@@ -26,7 +26,8 @@ def campaign(name: str, task: dict[str, Any], steps: list[dict[str, Any]], cycle
         schedule["jobs_dir"] = str(jobs_dir)
     return {"name": name, "task": task, "components": ["harness", "policy", "data", "curriculum"],
             "proposers": [{"kind": "mutation"}], "concurrency": 2, "seed": seed,
-            "schedule": schedule, "budget": {"max_evals": 1000}}
+            "schedule": schedule, "budget": {"max_evals": 1000},
+            "promotion": {"heldout_tolerance": 0.05}}  # success is a fraction: 5 points
 
 
 def run(config: dict[str, Any], directory: Path) -> dict[str, Any]:
@@ -40,7 +41,9 @@ def run(config: dict[str, Any], directory: Path) -> dict[str, Any]:
         promotions = archive.promotions(cid)
         root, best = archive.node(promotions[0].node_id), archive.node(promotions[-1].node_id)
         counts: dict[str, int] = {}
-        for p in promotions[1:]:
+        for p in promotions:
+            if p.previous_node_id is None:  # the start: every component's first incumbent
+                continue
             counts[p.component] = counts.get(p.component, 0) + 1
         evaluated = sum(1 for n in archive.nodes(cid) if n.round > 0)
         return {"start_dev": root.score, "start_heldout": root.heldout_score,

@@ -68,8 +68,12 @@ def main() -> int:
     args = parser.parse_args()
     base = args.dir or Path(tempfile.mkdtemp(prefix="recursor-provenance-"))
     (base / "policies").mkdir(parents=True, exist_ok=True)
-    train_worlds = world.split_universes("train", 10, 24, args.world_seed)
-    splits = {s: world.split_universes(s, 3, 24, args.world_seed) for s in ("dev", "heldout")}
+    files = {}
+    for split, count in (("train", 10), ("dev", 3), ("heldout", 3)):
+        files[split] = base / f"{split}.json"
+        files[split].write_text(json.dumps([world.to_json(u) for u in world.split_universes(
+            split, count, 24, args.world_seed)]))
+    train_worlds = files["train"]
     cycle = 2  # every hop count
     adopted = corpus(workspace(base / "adopted", ADOPTED), train_worlds, base, cycle, 0)["rows"]
     other = corpus(workspace(base / "other", {}), train_worlds, base, cycle, 0)["rows"]
@@ -83,8 +87,8 @@ def main() -> int:
     for name, rows in arms.items():
         policy = train(rows, base, name.replace(" ", ""), args.steps)
         ws = workspace(base / f"eval-{policy}", ADOPTED, policy)
-        scores = {s: evaluate(ws, u, base / "policies")["metrics"]["success"]
-                  for s, u in splits.items()}
+        scores = {s: evaluate(ws, files[s], base / "policies")["metrics"]["success"]
+                  for s in ("dev", "heldout")}
         kinds = len({r["provenance"]["harness"] for r in rows})
         print(f"| {name} | {len(rows)} | {kinds} | {100 * scores['dev']:.1f}% | "
               f"{100 * scores['heldout']:.1f}% |", flush=True)

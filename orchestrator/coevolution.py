@@ -88,14 +88,20 @@ def check_single_harness(rows: Sequence[Mapping[str, Any]]) -> str:
     return names.pop()
 
 
-def write_corpus(rows: Sequence[Mapping[str, Any]], path: Path) -> Path:
-    """Training JSONL (prompt, completion) and, beside it, each row's provenance."""
+def write_corpus(rows: Sequence[Mapping[str, Any]], folder: Path) -> Path:
+    """Training JSONL (the rows without provenance) under ``folder``, named by its content,
+    with each row's provenance beside it; the same corpus is the same file, so the training
+    job it feeds has the same id (campaigns sharing a jobs folder train it once)."""
     check_single_harness(rows)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(json.dumps({"prompt": r["prompt"], "completion": r["completion"]})
-                            + "\n" for r in rows))
+    text = "".join(json.dumps({k: v for k, v in r.items() if k != "provenance"}) + "\n"
+                   for r in rows)
+    path = folder / f"corpus-{content_id(text)}.jsonl"
+    folder.mkdir(parents=True, exist_ok=True)
     path.with_suffix(".provenance.jsonl").write_text(
         "".join(json.dumps(r["provenance"], sort_keys=True) + "\n" for r in rows))
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(text)
+    tmp.replace(path)
     return path
 
 
@@ -107,10 +113,15 @@ class Trained:
     evidence: dict[str, Any]
 
 
+def jobs_root(ctx: CampaignContext) -> Path:
+    schedule = ctx.config.schedule
+    return Path(schedule.jobs_dir) if schedule and schedule.jobs_dir else ctx.directory / "jobs"
+
+
 def _executor(ctx: CampaignContext) -> Any:
     schedule = ctx.config.schedule
     kind = schedule.executor if schedule else "local"
-    root = Path(schedule.jobs_dir) if schedule and schedule.jobs_dir else ctx.directory / "jobs"
+    root = jobs_root(ctx)
     if kind == "deepspeed":
         from recursor.executors.deepspeed_executor import DeepSpeedExecutor
 
@@ -126,13 +137,14 @@ def _executor(ctx: CampaignContext) -> Any:
     return LocalExecutor(root)
 
 
-def build_corpus(ctx: CampaignContext, files: Mapping[str, str], cycle: int,
-                 seed: int) -> tuple[list[dict[str, Any]] | None, dict[str, Any], str | None]:
+def build_corpus(ctx: CampaignContext, files: Mapping[str, str], cycle: int, seed: int,
+                 method: str = "sft") -> tuple[list[dict[str, Any]] | None, dict[str, Any],
+                                               str | None]:
     """Run the task's corpus command on ``files`` in the sandbox: (rows, verdict, error)."""
     import tempfile
 
     task = policy_task(ctx)
-    plan = task.corpus_plan(ctx.cache_dir, cycle, seed)
+    plan = task.corpus_plan(ctx.cache_dir, cycle, seed, method)
     with tempfile.TemporaryDirectory(prefix="recursor-corpus-") as tmp:
         write_workspace(files, Path(tmp))
         limits = limits_for(ctx.config.sandbox, plan.limits)
@@ -148,29 +160,33 @@ def build_corpus(ctx: CampaignContext, files: Mapping[str, str], cycle: int,
 
 
 def train_policy(ctx: CampaignContext, files: Mapping[str, str], cycle: int, seed: int,
-                 node_id: str) -> Trained:
-    """Build the corpus for ``files``, route it, train, install; never raises for candidates."""
+                 node_id: str, method: str = "sft") -> Trained:
+    """Build the corpus for ``files``, route it, train, install; never raises for candidates.
+    ``grpo`` (from the workspace's policy) needs one; without it, SFT."""
     task = policy_task(ctx)
-    rows, verdict, error = build_corpus(ctx, files, cycle, seed)
+    base = task.policy_checkpoint(files, ctx.cache_dir)
+    method = method if base is not None else "sft"
+    rows, verdict, error = build_corpus(ctx, files, cycle, seed, method)
     if rows is None:
         return Trained(None, error, verdict)
     adopted = harness_id(ctx, files)
     routed = route(rows, adopted) if rows else []
     evidence: dict[str, Any] = {"harness": adopted, "rows": len(routed),
                                 "dropped_other_harness": len(rows) - len(routed),
-                                "corpus_metrics": verdict.get("metrics", {}), "cycle": cycle}
+                                "corpus_metrics": verdict.get("metrics", {}), "cycle": cycle,
+                                "method": method}
     if not routed:
         return Trained(None, "corpus: the recipe selected no trajectories", evidence)
-    data = write_corpus(routed, ctx.directory / "corpora" / f"{node_id}.jsonl")
+    data = write_corpus(routed, jobs_root(ctx) / "corpora")
+    evidence["corpus"] = str(data)
     from recursor.executors.spec import JobSpec
 
     parent_policy = json.loads(files[task.policy_path])["policy"]
     provenance = {"policy": parent_policy, "harness": adopted, "task": ctx.task.name,
                   "recipe": routed[0]["provenance"].get("recipe", ""),
-                  "curriculum": routed[0]["provenance"].get("curriculum", ""),
-                  "node": node_id}
+                  "curriculum": routed[0]["provenance"].get("curriculum", "")}
     spec = JobSpec(name=f"policy for {node_id}", provenance=provenance,
-                   **task.training_job(data, seed))
+                   **task.training_job(data, seed, method, base))
     executor = _executor(ctx)
     ctx.reporter.message(f"{node_id}: training a policy on {len(routed)} rows "
                          f"(harness {adopted}, job {spec.job_id})")
@@ -275,7 +291,9 @@ def _train_slot(ctx: CampaignContext, round_: int, slot: int, parent_id: str,
         edits, what = dict(proposal["files"]), proposal["rationale"] or "a proposed recipe"
         node.proposal = {"files": edits, "metadata": proposal["metadata"]}
     files = {**base, **edits}
-    trained = train_policy(ctx, files, cycle, ctx.config.seed + round_ * 100 + slot, node_id)
+    method = step.method if step.step == POLICY else "sft"
+    trained = train_policy(ctx, files, cycle, ctx.config.seed + round_ * 100 + slot, node_id,
+                           method)
     ctx.archive.add_log(node_id, "training", json.dumps(trained.evidence, sort_keys=True,
                                                         default=str))
     if trained.policy_file is None:
@@ -285,7 +303,8 @@ def _train_slot(ctx: CampaignContext, round_: int, slot: int, parent_id: str,
     path = policy_task(ctx).policy_path
     edits[path] = trained.policy_file
     node.proposal = {"files": edits, "metadata": {"training": trained.evidence}}
-    node.rationale = (f"policy trained (cycle {cycle}) on {trained.evidence['rows']} rows "
+    node.rationale = (f"policy trained ({trained.evidence['method']}, cycle {cycle}) on "
+                      f"{trained.evidence['rows']} rows "
                       f"under harness {trained.evidence['harness']}, with {what}")
     return node
 

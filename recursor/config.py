@@ -174,6 +174,9 @@ class ScheduleStep(_Model):
                        "or policies it trains (policy step)")
     adapt: bool = Field(False, description="harness step: judge each harness candidate with a "
                         "policy retrained under it, instead of the fixed incumbent policy")
+    method: Literal["sft", "grpo"] = Field(
+        "sft", description="policy step: sft (from scratch, on verified trajectories rendered "
+        "under the adopted harness) or grpo (from the incumbent, on its fresh rollouts there)")
 
 
 class ScheduleConfig(_Model):

@@ -104,13 +104,20 @@ class PolicyTask(Task):
     policy_path: str
 
     @abc.abstractmethod
-    def corpus_plan(self, cache_dir: Path, cycle: int, seed: int) -> EvaluationPlan:
-        """The sandboxed command whose verdict carries training ``rows`` (prompt, completion,
-        provenance) and the training tasks the current policy ``failed``."""
+    def corpus_plan(self, cache_dir: Path, cycle: int, seed: int,
+                    method: str = "sft") -> EvaluationPlan:
+        """The sandboxed command whose verdict carries training ``rows`` with their
+        ``provenance`` (sft: prompt and completion; grpo: prompt and the reward's columns)."""
 
     @abc.abstractmethod
-    def training_job(self, data: Path, seed: int) -> dict[str, Any]:
-        """JobSpec fields for training a policy on the JSONL file ``data``."""
+    def training_job(self, data: Path, seed: int, method: str = "sft",
+                     base: Path | None = None) -> dict[str, Any]:
+        """JobSpec fields for training a policy on the JSONL file ``data`` (grpo: starting
+        from the checkpoint ``base``)."""
+
+    @abc.abstractmethod
+    def policy_checkpoint(self, files: Mapping[str, str], cache_dir: Path) -> Path | None:
+        """The checkpoint the workspace's policy file names (None: no policy yet)."""
 
     @abc.abstractmethod
     def install_policy(self, checkpoint: Path, cache_dir: Path, policy_id: str) -> str:

@@ -39,7 +39,10 @@ POLICY_DEFAULTS: dict[str, Any] = {
     "model_options": {"n_layer": 2, "n_embd": 128, "n_head": 4, "n_positions": 192},
     "sft": {"max_steps": 400, "learning_rate": 3e-3, "per_device_train_batch_size": 32,
             "max_length": 192},
+    "grpo": {"max_steps": 60, "learning_rate": 1e-4, "per_device_train_batch_size": 16,
+             "num_generations": 8, "max_completion_length": 3, "temperature": 1.0},
 }
+REWARD = "recursor.tasks.worlds.reward:match_target"
 
 DESCRIPTION = """\
 Improve an agent that answers multi-hop questions ("who or what is the country of the
@@ -138,14 +141,26 @@ class WorldsTask(PolicyTask):
         return self._plan("eval", Split(split).value, cache_dir, [])
 
     # the policy interface (PolicyTask) ---------------------------------------------------
-    def corpus_plan(self, cache_dir: Path, cycle: int, seed: int) -> EvaluationPlan:
-        return self._plan("corpus", "train", cache_dir,
-                          ["--cycle", str(cycle), "--seed", str(seed)])
+    def corpus_plan(self, cache_dir: Path, cycle: int, seed: int,
+                    method: str = "sft") -> EvaluationPlan:
+        extra = ["--cycle", str(cycle), "--seed", str(seed)]
+        return self._plan("corpus", "train", cache_dir, extra + (["--rl"] if method == "grpo"
+                                                                  else []))
 
-    def training_job(self, data: Path, seed: int) -> dict[str, Any]:
+    def training_job(self, data: Path, seed: int, method: str = "sft",
+                     base: Path | None = None) -> dict[str, Any]:
+        if method == "grpo":
+            if base is None:
+                raise ValueError("a grpo policy step needs a trained policy to start from")
+            return {"kind": "grpo", "model": str(base), "data": str(data), "seed": seed,
+                    "reward": REWARD, "config": dict(self.policy_options["grpo"])}
         return {"kind": "sft", "model": "tiny-gpt2", "data": str(data), "seed": seed,
                 "model_options": dict(self.policy_options["model_options"]),
                 "config": dict(self.policy_options["sft"])}
+
+    def policy_checkpoint(self, files: Mapping[str, str], cache_dir: Path) -> Path | None:
+        policy = json.loads(files[POLICY])["policy"]
+        return None if policy == "none" else Path(cache_dir) / "policies" / policy
 
     def install_policy(self, checkpoint: Path, cache_dir: Path, policy_id: str) -> str:
         target = Path(cache_dir) / "policies" / policy_id

@@ -1,14 +1,18 @@
-"""The ``worlds`` evaluator, run inside the sandbox on a candidate workspace.
+"""The ``worlds`` evaluator (trusted), run inside the sandbox on a candidate workspace.
 
-``eval``: the workspace's harness drives its policy through every question of the universes
-file; the verdict's ``success`` is the fraction answered right, its instances are per question.
-``corpus``: builds a policy step's training rows on the training universes: the current
-policy's rollouts (which tasks it fails), the curriculum's choice of tasks, the solver's
-demonstrations and the policy's own rollouts, the recipe's selection; every row is rendered
-under the workspace's harness and stamped with its provenance by this (trusted) module.
+The candidate's code (harness, recipe, curriculum) runs in a child process
+(:mod:`recursor.tasks.worlds.rollout`); this process first makes itself non-dumpable and takes
+the verdict path out of the child's environment (``recursor.sandbox.guest``), so the child can
+neither reach the verdict nor forge it. What the child returns is checked here:
 
-The verdict goes to ``$RECURSOR_RESULT``; a harness that breaks its contract gives a verdict
-with ``error`` set, one that raises crashes the run (its traceback is on stderr).
+- ``eval``: the child's actions per question are replayed through this process's own tools;
+  ``success`` is the fraction answered right, its instances are per question;
+- ``corpus``: a policy step's training rows on the training universes (see
+  :func:`recursor.tasks.worlds.rollout.run_corpus`), stamped here with their provenance: the
+  content hashes of the workspace's harness, recipe and curriculum, the policy, the task.
+
+A child that breaks the harness contract gives a verdict with ``error`` set; a child that
+crashes makes this process exit non-zero with the child's stderr, and no verdict.
 """
 
 from __future__ import annotations
@@ -16,125 +20,116 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import os
-import random
+import subprocess
 import sys
+import tempfile
 from collections import Counter
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
+from recursor.sandbox.guest import protect_verdict, write_verdict
 from recursor.tasks.worlds import world
-from recursor.tasks.worlds.episodes import (
-    HarnessError,
-    completion_for,
-    load_harness,
-    load_module,
-    rendered_demonstration,
-    run_episodes,
+from recursor.tasks.worlds.episodes import checked_action
+from recursor.tasks.worlds.rollout import (
+    CURRICULUM,
+    HARNESS,
+    POLICY,
+    RECIPE,
+    episodes_of,
+    load_universes,
+    policy_id,
 )
-from recursor.tasks.worlds.solver import solve, verified
-from recursor.tasks.worlds.tools import Episode, index_for
 
-HARNESS, RECIPE, CURRICULUM, POLICY = "harness.py", "recipe.py", "curriculum.py", "policy.json"
+__all__ = ["CURRICULUM", "HARNESS", "POLICY", "RECIPE", "ChildFailed", "content_id", "corpus",
+           "evaluate", "main"]
+
+
+class ChildFailed(Exception):
+    """The candidate's process exited abnormally (its stderr is the message)."""
 
 
 def content_id(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
-def load_universes(path: Path) -> list[world.Universe]:
-    return [world.from_json(u) for u in json.loads(path.read_text())]
+def _child(mode: str, workspace: Path, worlds: Path, policies: Path,
+           extra: list[str]) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory(prefix="worlds-child-") as tmp:
+        out = Path(tmp) / "out.json"
+        proc = subprocess.run(
+            [sys.executable, "-m", "recursor.tasks.worlds.rollout", mode, "--workspace",
+             str(workspace), "--worlds", str(worlds), "--policies", str(policies),
+             "--out", str(out), *extra], capture_output=True, text=True, check=False)
+        sys.stderr.write(proc.stderr[-20_000:])
+        if proc.returncode != 0 or not out.exists():
+            raise ChildFailed(f"the harness process exited with status {proc.returncode}")
+        try:
+            result: dict[str, Any] = json.loads(out.read_text())
+        except ValueError as exc:
+            raise ChildFailed(f"the harness process wrote no JSON: {exc}") from None
+    return result
 
 
-def policy_id(workspace: Path) -> str:
-    return str(json.loads((workspace / POLICY).read_text())["policy"])
+def _replay(episode: Any, actions: Any) -> None:
+    for action in actions if isinstance(actions, list) else []:
+        if episode.done:
+            return
+        checked = checked_action(action, "the harness process")
+        if checked is None:
+            episode.fail("no action")
+            return
+        episode.act(checked)
 
 
-def _policy(workspace: Path, policies: Path) -> Any:
-    from recursor.tasks.worlds.policy import Policy
-
-    return Policy(policies / policy_id(workspace))
-
-
-def _episodes(universes: list[world.Universe], only: set[str] | None = None) -> list[Episode]:
-    out = []
-    for u in universes:
-        index = index_for(u)
-        out += [Episode(u, q, index) for q in u.questions if only is None or q.qid in only]
-    return out
-
-
-def evaluate(workspace: Path, universes: list[world.Universe], policies: Path) -> dict[str, Any]:
-    harness = load_harness(workspace / HARNESS)
-    episodes = _episodes(universes)
-    turns = run_episodes(harness, episodes, _policy(workspace, policies).complete)
+def evaluate(workspace: Path, worlds: Path, policies: Path) -> dict[str, Any]:
+    claimed = _child("eval", workspace, worlds, policies, [])
+    if claimed.get("error"):
+        return {"metrics": {}, "instances": {}, "error": str(claimed["error"])}
+    episodes = episodes_of(load_universes(worlds))
+    actions = claimed.get("actions", {})
+    for episode in episodes:
+        _replay(episode, actions.get(episode.question.qid, []))
     instances = {e.question.qid: float(e.success) for e in episodes}
     metrics: dict[str, float] = {"success": sum(instances.values()) / len(episodes)}
     for hops in range(1, world.MAX_HOPS + 1):
         group = [e.success for e in episodes if e.question.hops == hops]
         if group:
             metrics[f"success_{hops}hop"] = sum(group) / len(group)
-    actions = [t for ts in turns for t in ts]
-    metrics["parsed_actions"] = sum(t.action is not None for t in actions) / max(1, len(actions))
-    metrics["mean_steps"] = sum(len(e.history) for e in episodes) / len(episodes)
+    steps = [s for e in episodes for s in e.history]
+    metrics["valid_actions"] = sum(s.valid for s in steps) / max(1, len(steps))
+    metrics["mean_steps"] = len(steps) / len(episodes)
     return {"metrics": metrics, "instances": instances, "error": None}
 
 
-def _trajectory(source: str, episode: Episode, rows: list[tuple[str, str]]) -> dict[str, Any]:
-    return {"task": episode.question.qid, "hops": episode.question.hops, "source": source,
-            "verified": verified(episode), "steps": len(rows), "rows": rows}
-
-
-def _own_rollouts(harness: ModuleType, episodes: list[Episode],
-                  complete: Any) -> list[dict[str, Any]]:
-    turns = run_episodes(harness, episodes, complete)
-    out = []
-    for episode, ts in zip(episodes, turns, strict=True):
-        rows = [(t.prompt, completion_for(harness, t.action, t.state)) for t in ts if t.action]
-        out.append(_trajectory("policy", episode, rows))
-    return out
-
-
-def corpus(workspace: Path, universes: list[world.Universe], policies: Path,
-           cycle: int, seed: int) -> dict[str, Any]:
-    harness = load_harness(workspace / HARNESS)
-    recipe = load_module(workspace / RECIPE, "worlds_recipe")
-    curriculum = load_module(workspace / CURRICULUM, "worlds_curriculum")
+def corpus(workspace: Path, worlds: Path, policies: Path, cycle: int, seed: int,
+           rl: bool = False) -> dict[str, Any]:
+    extra = ["--cycle", str(cycle), "--seed", str(seed)] + (["--rl"] if rl else [])
+    claimed = _child("corpus", workspace, worlds, policies, extra)
+    if claimed.get("error"):
+        return {"metrics": {}, "instances": {}, "error": str(claimed["error"])}
+    ids = {name: content_id((workspace / path).read_text())
+           for name, path in (("harness", HARNESS), ("recipe", RECIPE),
+                              ("curriculum", CURRICULUM))}
     current = policy_id(workspace)
-    complete = _policy(workspace, policies).complete if current != "none" else None
-    probe = _episodes(universes)
-    failed = [e.question.qid for e in probe]
-    if complete is not None:
-        run_episodes(harness, probe, complete)
-        failed = [e.question.qid for e in probe if not e.success]
-    candidates = [{"task": e.question.qid, "hops": e.question.hops} for e in probe]
-    chosen = [str(t) for t in curriculum.tasks(candidates, cycle, list(failed))]
-    trajectories = []
-    for episode in _episodes(universes, set(chosen)):
-        demo = solve(episode.universe, episode.question, episode.index)
-        trajectories.append(_trajectory("solver", demo, rendered_demonstration(harness, demo)))
-    if complete is not None and getattr(recipe, "USE_POLICY_ROLLOUTS", True):
-        trajectories += _own_rollouts(harness, _episodes(universes, set(chosen)), complete)
-    meta = [{k: v for k, v in t.items() if k != "rows"} for t in trajectories]
-    picked = [int(i) for i in recipe.select(meta, random.Random(seed))]
-    if any(not 0 <= i < len(trajectories) for i in picked):
-        raise HarnessError("recipe.select() returned an index out of range")
-    ids = {"harness": content_id((workspace / HARNESS).read_text()),
-           "recipe": content_id((workspace / RECIPE).read_text()),
-           "curriculum": content_id((workspace / CURRICULUM).read_text())}
+    trajectories = claimed.get("trajectories", [])
     rows = []
-    for i in picked:
-        t = trajectories[i]
-        origin = {**ids, "policy": "solver" if t["source"] == "solver" else current,
-                  "task": f"worlds:{t['task']}", "source": t["source"]}
-        rows += [{"prompt": p, "completion": c, "provenance": origin} for p, c in t["rows"]]
-    sources = Counter(str(trajectories[i]["source"]) for i in picked)
-    metrics = {"success": 1.0 - len(failed) / max(1, len(probe)), "rows": float(len(rows)),
-               "trajectories": float(len(picked)), **{f"from_{k}": float(v)
-                                                      for k, v in sources.items()}}
-    return {"metrics": metrics, "instances": {}, "error": None, "rows": rows,
-            "failed": failed}
+    for t in trajectories:
+        source = "solver" if t.get("source") == "solver" else "policy"
+        origin = {**ids, "policy": "solver" if source == "solver" else current,
+                  "task": f"worlds:{t.get('task')}", "source": source}
+        rows += [{"prompt": str(p), "completion": str(c), "provenance": origin}
+                 for p, c in t.get("rows", [])]
+    if rl:  # fresh rollouts under this harness, each state scored against the solver's move
+        rows = [{"prompt": str(p), "target": str(target), "provenance": {
+            **ids, "policy": current, "task": f"worlds:{q}", "source": "rollout"}}
+            for q, p, target in claimed.get("visited", [])]
+    failed = [str(q) for q in claimed.get("failed", [])]
+    sources = Counter(str(t.get("source")) for t in trajectories)
+    probed = max(1, int(claimed.get("probed", 1)))
+    metrics = {"success": 1.0 - len(failed) / probed, "rows": float(len(rows)),
+               "trajectories": float(len(trajectories)),
+               **{f"from_{k}": float(v) for k, v in sources.items()}}
+    return {"metrics": metrics, "instances": {}, "error": None, "rows": rows, "failed": failed}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -145,17 +140,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--policies", type=Path, required=True)
     parser.add_argument("--cycle", type=int, default=0)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--rl", action="store_true", help="corpus: RL prompts with targets")
     args = parser.parse_args(argv)
-    target = Path(os.environ.get("RECURSOR_RESULT", "/dev/stdout"))
-    universes = load_universes(args.worlds)
+    target = protect_verdict()
     try:
         if args.mode == "eval":
-            verdict = evaluate(args.workspace, universes, args.policies)
+            verdict = evaluate(args.workspace, args.worlds, args.policies)
         else:
-            verdict = corpus(args.workspace, universes, args.policies, args.cycle, args.seed)
-    except HarnessError as exc:
-        verdict = {"metrics": {}, "instances": {}, "error": f"harness: {exc}"}
-    target.write_text(json.dumps(verdict))
+            verdict = corpus(args.workspace, args.worlds, args.policies, args.cycle, args.seed,
+                             args.rl)
+    except ChildFailed as exc:
+        print(f"worlds evaluator: {exc}", file=sys.stderr)
+        return 1
+    write_verdict(target, verdict)
     return 0
 
 

@@ -7,6 +7,8 @@ when the episode verifies (the answer is the question's answer and every step wa
 
 from __future__ import annotations
 
+from typing import Any
+
 from recursor.tasks.worlds.tools import BM25, Episode
 from recursor.tasks.worlds.world import Question, Universe
 
@@ -17,6 +19,22 @@ def plan(question: Question) -> list[dict[str, str]]:
     actions += [{"tool": "open", "arg": entity} for entity in question.path[:-1]]
     actions.append({"tool": "answer", "arg": question.answer})
     return actions
+
+
+def next_action(question: Question, history: list[dict[str, Any]]) -> dict[str, str]:
+    """The solver's action from any state an agent reached: continue along the path from the
+    last article opened (the target of RL rewards on the policy's own rollouts)."""
+    opened = [s["action"]["arg"].lower() for s in history
+              if s["action"].get("tool") == "open" and s["valid"]]
+    if not history:
+        return {"tool": "search", "arg": question.start}
+    path = [p.lower() for p in question.path]
+    if opened and opened[-1] in path[:-1]:
+        k = path.index(opened[-1])
+        if k == len(path) - 2:
+            return {"tool": "answer", "arg": question.answer}
+        return {"tool": "open", "arg": question.path[k + 1]}
+    return {"tool": "open", "arg": question.start}
 
 
 def solve(universe: Universe, question: Question, index: BM25) -> Episode:
@@ -34,4 +52,4 @@ def verified(episode: Episode) -> bool:
     return episode.success and all(step.valid for step in episode.history)
 
 
-__all__ = ["plan", "solve", "verified"]
+__all__ = ["next_action", "plan", "solve", "verified"]

@@ -108,7 +108,9 @@ def test_coevolution_campaign_records_failures_and_routes_by_harness(tmp_path: P
         trained = nodes["policy"]
         assert trained.parent_id == oracle.id and trained.proposer == "trainer"
         assert ctx.store.read(trained.commit or "")["harness.py"] == ORACLE
-        provenance = (tmp_path / "corpora" / f"{trained.id}.provenance.jsonl").read_text()
+        training = [json.loads(log.content) for log in ctx.archive.logs(trained.id)
+                    if log.stream == "training"][0]
+        provenance = Path(training["corpus"]).with_suffix(".provenance.jsonl").read_text()
         harnesses = {json.loads(line)["harness"] for line in provenance.splitlines()}
         assert harnesses == {content_id(ORACLE)}
         job = ctx.archive.jobs(trained.id)[0]

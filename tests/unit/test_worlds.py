@@ -15,7 +15,7 @@ from recursor.tasks.worlds.episodes import HarnessError, load_harness, run_episo
 from recursor.tasks.worlds.evaluate import content_id, corpus
 from recursor.tasks.worlds.solver import plan, solve, verified
 from recursor.tasks.worlds.tools import Episode, index_for
-from tests.helpers.worlds_harnesses import CRASH, GARBAGE, ORACLE
+from tests.helpers.worlds_harnesses import CRASH, GARBAGE, ORACLE, SEED
 
 SEED_DIR = Path(__file__).parents[2] / "tasks" / "worlds" / "seed"
 
@@ -103,9 +103,16 @@ def _workspace(tmp_path: Path, harness: str | None = None) -> Path:
     return ws
 
 
+def _worlds_file(path: Path, split: str, count: int, questions: int) -> Path:
+    path.write_text(json.dumps([world.to_json(u)
+                                for u in world.split_universes(split, count, questions)]))
+    return path
+
+
 def test_corpus_rows_carry_the_workspace_harness(tmp_path: Path) -> None:
     ws = _workspace(tmp_path)
-    verdict = corpus(ws, world.split_universes("train", 2, 8), tmp_path, cycle=0, seed=0)
+    worlds = _worlds_file(tmp_path / "train.json", "train", 2, 8)
+    verdict = corpus(ws, worlds, tmp_path, cycle=0, seed=0)
     rows = verdict["rows"]
     assert rows and verdict["error"] is None
     harness = content_id((ws / "harness.py").read_text())
@@ -159,3 +166,55 @@ def test_evaluator_verdicts_for_broken_harnesses(tmp_path: Path) -> None:
     proc, result = _run_corpus(tmp_path / "crash", CRASH)
     assert proc.returncode != 0 and "this harness crashes" in proc.stderr
     assert not result.exists()
+
+
+def test_next_action_follows_the_path_from_any_state() -> None:
+    from recursor.tasks.worlds.solver import next_action
+
+    universe = world.generate(4, "train")
+    q = next(q for q in universe.questions if q.hops == 3)
+
+    def opened(*names: str, valid: bool = True) -> list[dict[str, object]]:
+        return [{"action": {"tool": "open", "arg": n}, "observation": "", "valid": valid}
+                for n in names]
+
+    assert next_action(q, []) == {"tool": "search", "arg": q.start}
+    assert next_action(q, opened(q.path[0])) == {"tool": "open", "arg": q.path[1]}
+    assert next_action(q, opened(q.path[0], q.path[1], q.path[2])) == \
+        {"tool": "answer", "arg": q.answer}
+    # off the path: back to the start
+    assert next_action(q, opened("Nobody", valid=False)) == {"tool": "open", "arg": q.start}
+
+
+def test_grpo_reward_matches_the_solver_move() -> None:
+    from recursor.tasks.worlds.reward import match_target
+
+    scores = match_target(["p"] * 3, ["open Gerlen x", " open Lorva", "2"],
+                          target=[" open Gerlen", " open Gerlen", " 2"])
+    assert scores == [1.0, 0.0, 1.0]
+
+
+SNOOP = SEED + '''
+
+def render(state):
+    import os
+    if "RECURSOR_RESULT" in os.environ:
+        raise RuntimeError("the harness can reach the verdict")
+    return "question : " + state["question"] + " action :"
+'''
+
+
+def test_the_harness_cannot_reach_the_verdict(tmp_path: Path) -> None:
+    proc, result = _run_corpus(tmp_path, SNOOP)
+    assert proc.returncode == 0, proc.stderr
+    verdict = json.loads(result.read_text())
+    assert verdict["error"] is None and verdict["rows"]
+
+
+def test_the_coevolution_example_campaign_is_valid() -> None:
+    from recursor.config import load_config
+
+    path = Path(__file__).parents[2] / "examples" / "campaigns" / "coevolve.yaml"
+    config = load_config(path)
+    assert config.schedule is not None and config.task.kind == "worlds"
+    assert {s.step for s in config.schedule.steps} == {"harness", "policy"}
