@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable
 
 from sqlalchemy import Connection, Engine, inspect, select, text
-from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import IntegrityError, OperationalError
 
 from recursor.archive.models import Base, JobRow, PromotionRow, SchemaVersion
 from recursor.errors import ArchiveError
@@ -57,14 +57,16 @@ def migrate(engine: Engine, attempts: int = 20) -> int:
     """Bring the schema to the latest version; return it. Refuse a newer, unknown schema.
 
     Two processes opening a new archive at once can race on its first migration (SQLite
-    DDL is not guarded by the version check): the loser sees "already exists", waits for
-    the winner's commit and checks the version again.
+    DDL is not guarded by the version check): the loser sees "already exists", or a
+    duplicate ``schema_version`` row when both created the tables; it waits for the winner's
+    commit and checks the version again.
     """
     for attempt in range(attempts):
         try:
             return _migrate_once(engine)
-        except OperationalError as exc:
-            if "already exists" not in str(exc.orig) or attempt == attempts - 1:
+        except (OperationalError, IntegrityError) as exc:
+            raced = "already exists" in str(exc.orig) or "schema_version" in str(exc.orig)
+            if not raced or attempt == attempts - 1:
                 raise
             time.sleep(0.1)
     raise AssertionError("unreachable")

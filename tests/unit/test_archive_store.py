@@ -112,3 +112,20 @@ def test_v2_promotions_are_migrated_to_one_row_per_component(archive: Archive,
     again.add_promotion("c1", "policy", "c1-000-0", None, {})
     again.add_promotion("c1", "policy", "c1-000-0", None, {})  # still idempotent
     assert [p.component for p in again.promotions("c1")] == ["algorithm", "policy"]
+
+
+def test_processes_opening_a_new_archive_at_once_all_succeed(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    code = ("import sys; from pathlib import Path; from recursor.archive.store import Archive; "
+            "Archive.in_directory(Path(sys.argv[1])).close()")
+    for round_ in range(4):
+        folder = tmp_path / f"a{round_}"
+        folder.mkdir()
+        procs = [subprocess.Popen([sys.executable, "-c", code, str(folder)],
+                                  stderr=subprocess.PIPE, text=True) for _ in range(4)]
+        errors = [p.communicate()[1] for p in procs if p.wait() != 0]
+        assert not errors, errors[0]
+        again = Archive.in_directory(folder)
+        again.close()
