@@ -16,6 +16,7 @@ sandbox parses it into ``result``. Stdout/stderr are captured and truncated to
 from __future__ import annotations
 
 import abc
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -75,6 +76,20 @@ class SandboxResult:
             "error": self.error,
             "output_truncated": self.output_truncated,
         }
+
+
+TRUSTED_PYTHON_FLAGS = ("-P", "-s")
+
+
+def trusted_module_command(module: str, *args: str) -> list[str]:
+    """The command line that runs the trusted module ``module`` inside a sandbox.
+
+    ``-P`` keeps the working directory (``/workspace``, which candidate code can write) off
+    ``sys.path``, so nothing a candidate drops there is ever imported by the trusted process,
+    however late the import; ``-s`` ignores a user site directory (``$HOME`` is writable).
+    Every evaluator command a task plans must be built with this function.
+    """
+    return [sys.executable, *TRUSTED_PYTHON_FLAGS, "-m", module, *args]
 
 
 def check_request(request: SandboxRequest) -> None:

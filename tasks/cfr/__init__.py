@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from recursor.mutation import MutationPrimitive
-from recursor.sandbox import Mount, SandboxLimits
+from recursor.sandbox import Mount, SandboxLimits, trusted_module_command
 from recursor.tasks._base import Component, EvaluationPlan, Objective, Task
 from recursor.tasks.cfr import games
 from recursor.tasks.cfr._protocol import ERROR_FILE, HOOK_FILE
@@ -133,10 +133,10 @@ class CFRTask(Task):
             return f"trial run failed: {proc.stderr.strip()[-2000:]}"
 
     def evaluation(self, split: Split, cache_dir: Path) -> EvaluationPlan:
-        command = [sys.executable, "-m", "recursor.tasks.cfr.evaluate",
-                   "--workspace", "/workspace", "--split", Split(split).value,
-                   "--cache", CACHE_TARGET, "--iterations", str(self.iterations),
-                   "--timeout", "100"]
+        command = trusted_module_command(
+            "recursor.tasks.cfr.evaluate", "--workspace", "/workspace", "--split",
+            Split(split).value, "--cache", CACHE_TARGET, "--iterations", str(self.iterations),
+            "--timeout", "100")
         # only this split's game trees: a dev evaluation never sees the held-out games
         trees = [games.cache_path(Path(cache_dir), game) for game in games.SPLITS[Split(split)]]
         return EvaluationPlan(

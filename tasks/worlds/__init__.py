@@ -19,13 +19,12 @@ import ast
 import json
 import secrets
 import shutil
-import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from recursor.mutation import MutationPrimitive
-from recursor.sandbox import Mount, SandboxLimits
+from recursor.sandbox import Mount, SandboxLimits, trusted_module_command
 from recursor.tasks._base import Component, EvaluationPlan, Objective, PolicyTask
 from recursor.tasks.worlds import world
 from recursor.tasks.worlds.evaluate import CURRICULUM, HARNESS, POLICY, RECIPE
@@ -126,9 +125,9 @@ class WorldsTask(PolicyTask):
 
     def _plan(self, mode: str, split: str, cache_dir: Path, extra: Sequence[str]) -> EvaluationPlan:
         worlds = Path(cache_dir) / "worlds" / f"{split}.json"
-        command = [sys.executable, "-m", "recursor.tasks.worlds.evaluate", mode,
-                   "--workspace", "/workspace", "--worlds", f"/worlds/{split}.json",
-                   "--policies", "/policies", *extra]
+        command = trusted_module_command(
+            "recursor.tasks.worlds.evaluate", mode, "--workspace", "/workspace", "--worlds",
+            f"/worlds/{split}.json", "--policies", "/policies", *extra)
         return EvaluationPlan(
             command=command,
             mounts=[Mount(worlds, f"/worlds/{split}.json"),
