@@ -2,6 +2,11 @@
 
 The controller talks to a :class:`Reporter`; :class:`RichReporter` draws to the terminal (plain
 lines when stdout is not a terminal, e.g. under CI), :class:`NullReporter` stays silent.
+
+The lines and messages a reporter receives carry candidate text (rationales, error messages), so
+:class:`RichReporter` prints them through :mod:`recursor.untrusted`: one line each, control
+characters escaped, never parsed as markup. A reporter for another medium must clean them too
+(``for_html`` for a web page).
 """
 
 from __future__ import annotations
@@ -10,6 +15,8 @@ from dataclasses import dataclass
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from recursor.untrusted import rich_text
 
 
 @dataclass
@@ -75,11 +82,11 @@ class RichReporter(Reporter):
                                   total=snapshot.budget, description=self._describe(snapshot))
 
     def node(self, line: str) -> None:
-        self.console.print(line, highlight=False, markup=False, overflow="ellipsis",
+        self.console.print(rich_text(line, single_line=True), overflow="ellipsis",
                            no_wrap=True, crop=True)
 
     def message(self, text: str) -> None:
-        self.console.print(f"[bold]{text}[/bold]")
+        self.console.print(rich_text(text, "bold"))
 
     def stop(self) -> None:
         if self._progress is not None:

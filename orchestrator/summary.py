@@ -1,4 +1,9 @@
-"""The end-of-campaign summary: the starting point against the best node, on dev and held-out."""
+"""The end-of-campaign summary: the starting point against the best node, on dev and held-out.
+
+:func:`render_summary` prints every name it did not make itself (campaign name, node ids, metric
+and instance names, the stop reason) through :mod:`recursor.untrusted`, so nothing an evaluated
+candidate could shape reaches the terminal as a control sequence or as rich markup.
+"""
 
 from __future__ import annotations
 
@@ -8,11 +13,13 @@ from typing import Any
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from recursor.archive.gitstore import GitStore
 from recursor.archive.store import Archive
 from recursor.errors import ArchiveError
 from recursor.types import Split
+from recursor.untrusted import rich_text
 
 MAX_INSTANCE_ROWS = 12
 
@@ -86,32 +93,42 @@ def summarize(ctx: Any, stop_reason: str) -> CampaignSummary:
     return campaign_summary(ctx.archive, ctx.campaign_id, stop_reason)
 
 
-def _score(split: dict[str, Any], metric: str) -> str:
+def _score(split: dict[str, Any], metric: str) -> Text:
     value = split.get("metrics", {}).get(metric)
-    return "-" if value is None else f"{value:.4f}"
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return Text(f"{value:.4f}")
+    return rich_text("-" if value is None else value, single_line=True, limit=20)
 
 
 def render_summary(summary: CampaignSummary, metric: str, console: Console) -> None:
     """Print the root-vs-best table (objective and, when few, every per-instance value)."""
-    table = Table(title=f"campaign {summary.name} ({summary.campaign_id})")
-    table.add_column("split / measure")
-    table.add_column(f"start {summary.root.id}", justify="right")
-    table.add_column(f"best {summary.best.id}", justify="right")
+    table = Table(title=rich_text(f"campaign {summary.name} ({summary.campaign_id})"))
+    table.add_column(Text("split / measure"))
+    table.add_column(rich_text(f"start {summary.root.id}"), justify="right")
+    table.add_column(rich_text(f"best {summary.best.id}"), justify="right")
     for split_name in ("dev", "heldout"):
         root, best = getattr(summary.root, split_name), getattr(summary.best, split_name)
-        table.add_row(f"{split_name} {metric}", _score(root, metric), _score(best, metric))
+        table.add_row(rich_text(f"{split_name} {metric}", single_line=True),
+                      _score(root, metric), _score(best, metric))
         keys = sorted(set(root.get("instances", {})) | set(best.get("instances", {})))
         if len(keys) > MAX_INSTANCE_ROWS:  # e.g. one per question: `archive show` has them
             keys = []
         for key in keys:
             r, b = root.get("instances", {}).get(key), best.get("instances", {}).get(key)
-            table.add_row(f"  {split_name} {key}", "-" if r is None else f"{r:.6g}",
-                          "-" if b is None else f"{b:.6g}")
+            table.add_row(rich_text(f"  {split_name} {key}", single_line=True),
+                          _number(r), _number(b))
     console.print(table)
-    console.print(f"{summary.evaluated} candidates evaluated, {summary.failed} failed, "
-                  f"{summary.promotions} promotions. {summary.stop_reason}")
+    console.print(rich_text(f"{summary.evaluated} candidates evaluated, {summary.failed} failed, "
+                            f"{summary.promotions} promotions. {summary.stop_reason}"))
     if summary.tokens:
-        console.print(f"Model usage: {summary.tokens} tokens, ${summary.cost:.4f}.")
+        console.print(Text(f"Model usage: {summary.tokens} tokens, ${summary.cost:.4f}."))
+
+
+def _number(value: Any) -> Text:
+    """A per-instance value; anything but a number (an evaluator's odd output) shown literally."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return Text(f"{value:.6g}")
+    return rich_text("-" if value is None else value, single_line=True, limit=20)
 
 
 __all__ = ["CampaignSummary", "NodeReport", "campaign_summary", "node_report",

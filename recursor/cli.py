@@ -1,7 +1,9 @@
 """The ``recursor`` command line: run and resume campaigns, inspect archives, debug sandboxes.
 
 Library errors (:class:`RecursorError`) become a one-paragraph message and exit status 2;
-Ctrl-C stops a campaign cleanly (exit status 130) and says how to resume it.
+Ctrl-C stops a campaign cleanly (exit status 130) and says how to resume it. Text that a
+candidate could have shaped (the best patch, error messages) is printed through
+:mod:`recursor.untrusted`, never raw and never as rich markup.
 """
 
 from __future__ import annotations
@@ -14,10 +16,12 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.text import Text
 
 from recursor import cli_archive, cli_job, cli_proposers, cli_sandbox
 from recursor.config import load_config
 from recursor.errors import RecursorError
+from recursor.untrusted import for_terminal, rich_text
 
 app = typer.Typer(help="Recursor: unattended improvement campaigns with a discovery archive.",
                   no_args_is_help=True, pretty_exceptions_enable=False)
@@ -46,18 +50,22 @@ def _finish(summary: Any, directory: Path, metric: str) -> None:
 
     render_summary(summary, metric, console)
     if summary.patch:
-        console.print(f"\n[bold]best node {summary.best.id}: diff from the starting point[/bold]")
+        console.print(Text.assemble("\n", ("best node ", "bold"),
+                                    rich_text(summary.best.id, "bold"),
+                                    (": diff from the starting point", "bold")))
         console.file.flush()
-        sys.stdout.write(summary.patch if summary.patch.endswith("\n") else summary.patch + "\n")
+        # The patch is candidate code: on a terminal its control characters come out escaped.
+        patch = for_terminal(summary.patch) if sys.stdout.isatty() else summary.patch
+        sys.stdout.write(patch if patch.endswith("\n") else patch + "\n")
         sys.stdout.flush()
     console.print("\n[bold]inspect the archive:[/bold]")
     for command in ("tree", "best", f"show {summary.best.id}", f"lineage {summary.best.id}",
                     "export --format csv"):
-        console.print(f"  recursor archive {command} --dir {directory}", highlight=False)
+        console.print(rich_text(f"  recursor archive {command} --dir {directory}"))
 
 
 def _interrupted(directory: Path) -> None:
-    err_console.print(f"\nstopped. Continue with: recursor resume --dir {directory}")
+    err_console.print(rich_text(f"\nstopped. Continue with: recursor resume --dir {directory}"))
     sys.stdout.flush()
     sys.stderr.flush()
     # Sandboxed evaluations in worker threads die with the process; the archive and the
@@ -80,7 +88,8 @@ def run(
         config.budget.max_evals = max_evals
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
     target = directory or Path("campaigns") / f"{config.name}-{stamp}"
-    console.print(f"campaign [bold]{config.name}[/bold] in {target}")
+    console.print(Text.assemble("campaign ", rich_text(config.name, "bold"), " in ",
+                                rich_text(target)))
     try:
         summary = run_campaign(config, target, _reporter(quiet))
     except KeyboardInterrupt:
@@ -121,7 +130,7 @@ def main() -> None:
     try:
         app()
     except RecursorError as exc:
-        err_console.print(f"[bold red]error:[/bold red] {exc}", highlight=False)
+        err_console.print(Text.assemble(("error:", "bold red"), " ", rich_text(exc)))
         raise SystemExit(2) from None
 
 

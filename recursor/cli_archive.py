@@ -4,6 +4,12 @@ Every command takes the campaign directory (``--dir DIR``) or an archive URL
 (``--archive URL``, with ``--campaign ID`` when it holds several campaigns); ``--json`` prints
 machine-readable output where a script would want it. Held-out results are shown here: this is
 the user's view, not a proposer's.
+
+Everything a candidate could have influenced (rationales, errors, logs, patches, metric names,
+prompts and responses) is printed through :mod:`recursor.untrusted`: control characters come out
+as visible escapes and nothing is parsed as rich markup. ``--json`` output is exact, with control
+characters JSON-escaped; ``diff`` and ``export`` write exact bytes when stdout is not a terminal
+(a pipe into ``git apply`` or a file) and cleaned text when it is.
 """
 
 from __future__ import annotations
@@ -20,12 +26,14 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 from rich.tree import Tree
 
 from recursor.archive.gitstore import GitStore
 from recursor.archive.models import NodeRow
 from recursor.archive.store import Archive
 from recursor.errors import ConfigError
+from recursor.untrusted import for_terminal, rich_text
 
 app = typer.Typer(help="Inspect a campaign's archive (the discovery tree).",
                   no_args_is_help=True)
@@ -76,7 +84,18 @@ def _node_dict(node: NodeRow) -> dict[str, Any]:
 
 
 def _emit_json(data: Any) -> None:
-    sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
+    # ensure_ascii (the default) turns every control and non-ASCII character into \uXXXX.
+    sys.stdout.write(json.dumps(data, indent=2, default=str, ensure_ascii=True) + "\n")
+
+
+def _emit_raw(text: str) -> None:
+    """Exact text into a pipe or file; on a terminal, the cleaned text (no live escapes)."""
+    sys.stdout.write(for_terminal(text) if sys.stdout.isatty() else text)
+
+
+def _field(name: str, value: Any) -> Text:
+    """``name: value`` with a bold name and the value as literal, cleaned text."""
+    return Text.assemble((name, "bold"), ": ", rich_text(value))
 
 
 @app.command("ls")
@@ -92,19 +111,24 @@ def list_campaigns(directory: Dir = None, url: Url = None, as_json: Json = False
         return
     table = Table("id", "name", "task", "status", "nodes", "created")
     for d in data:
-        table.add_row(d["id"], d["name"], d["task"], d["status"], str(d["nodes"]),
+        table.add_row(*(rich_text(d[key], single_line=True) for key in ("id", "name", "task",
+                                                                          "status", "nodes")),
                       d["created_at"][:19])
     console.print(table)
 
 
-def _label(node: NodeRow, best: str | None) -> str:
+def _label(node: NodeRow, best: str | None) -> Text:
+    """One line per node; the rationale or error is the candidate's text, so it stays literal."""
     score = "-" if node.score is None else f"{node.score:.4f}"
-    mark = " [bold green]* best[/]" if node.id == best else ""
     colour = {"done": "green", "failed": "red"}.get(node.status, "yellow")
-    what = (node.rationale or node.error or "").splitlines()[0][:70] if (
-        node.rationale or node.error) else ""
-    return (f"{node.id} [{colour}]{node.run_status or node.status}[/] {score} "
-            f"[dim]{node.proposer}: {what}[/]{mark}")
+    what = (node.rationale or node.error or "").strip()
+    label = Text.assemble(rich_text(node.id), " ",
+                          rich_text(node.run_status or node.status, colour), f" {score} ",
+                          rich_text(f"{node.proposer}: ", "dim"),
+                          rich_text(what, "dim", single_line=True, limit=70))
+    if node.id == best:
+        label.append(" * best", "bold green")
+    return label
 
 
 @app.command()
@@ -120,7 +144,7 @@ def tree(directory: Dir = None, url: Url = None, campaign: CampaignId = None,
     children: dict[str | None, list[NodeRow]] = {}
     for n in nodes:
         children.setdefault(n.parent_id, []).append(n)
-    root = Tree(f"campaign {cid}")
+    root = Tree(rich_text(f"campaign {cid}"))
 
     def add(parent: Tree, node: NodeRow) -> None:
         branch = parent.add(_label(node, best))
@@ -155,34 +179,40 @@ def show(node: Annotated[str, typer.Argument(help="node id (or a unique part of 
     if as_json:
         _emit_json(data)
         return
+    _print_node(data)
+    if prompt:
+        _print_exchange(data.get("prompt"), data.get("response"))
+
+
+def _print_node(data: dict[str, Any]) -> None:
     for key in ("id", "parent_id", "kind", "proposer", "proposer_reason", "status",
                 "run_status", "score", "heldout_score", "commit", "rationale", "error",
                 "tokens", "cost"):
         if data[key] not in (None, ""):
-            console.print(f"[bold]{key}[/]: {data[key]}", highlight=False)
+            console.print(_field(key, data[key]))
     for ev in data["evaluations"]:
-        console.print(f"[bold]{ev['split']}[/] ({ev['run_status']}, {ev['wall_s']:.2f} s): "
-                      f"{json.dumps(ev['metrics'])}", highlight=False)
+        console.print(_field(f"{ev['split']} ({ev['run_status']}, {ev['wall_s']:.2f} s)",
+                             json.dumps(ev["metrics"], ensure_ascii=False)))
     if data["patch"]:
-        console.print("[bold]patch[/]:")
-        console.print(data["patch"], markup=False, highlight=False, soft_wrap=True)
+        console.print(Text("patch:", "bold"))
+        console.print(rich_text(data["patch"]), soft_wrap=True)
     for stream, text in data["logs"].items():
-        console.print(f"[bold]log {stream}[/]:")
-        console.print(text[-4000:], markup=False, highlight=False)
-    if prompt:
-        _print_exchange(data.get("prompt"), data.get("response"))
+        console.print(Text.assemble(("log ", "bold"), rich_text(stream, "bold"), ":"))
+        console.print(rich_text(text[-4000:]))
 
 
 def _print_exchange(messages: Any, response: Any) -> None:
     """The messages a model was sent and what it answered (absent for non-LLM proposers)."""
     if not messages and response is None:
-        console.print("[bold]prompt[/]: none recorded (the proposer is not a model)")
+        console.print(_field("prompt", "none recorded (the proposer is not a model)"))
         return
     for message in messages or []:
-        console.rule(f"prompt: {message.get('role', '?')}")
-        console.print(message.get("content", ""), markup=False, highlight=False)
+        role = message.get("role", "?") if isinstance(message, dict) else "?"
+        content = message.get("content", "") if isinstance(message, dict) else message
+        console.rule(rich_text(f"prompt: {role}", single_line=True, limit=60))
+        console.print(rich_text(content))
     console.rule("response")
-    console.print(response or "", markup=False, highlight=False)
+    console.print(rich_text(response or ""))
 
 
 @app.command()
@@ -196,7 +226,7 @@ def diff(node: Annotated[str, typer.Argument(help="node id")],
         base = archive.find_node(cid, other) if other else (
             archive.node(target.parent_id) if target.parent_id else None)
         text = _store(archive, cid).diff(base.commit if base else None, target.commit or "")
-    sys.stdout.write(text)
+    _emit_raw(text)
 
 
 @app.command()
@@ -213,7 +243,7 @@ def lineage(node: Annotated[str, typer.Argument(help="node id")], directory: Dir
         _emit_json([_node_dict(n) for n in chain])
         return
     for depth, n in enumerate(chain):
-        console.print("  " * depth + _label(n, None), highlight=False)
+        console.print(Text("  " * depth) + _label(n, None))
 
 
 @app.command()
@@ -231,12 +261,13 @@ def best(directory: Dir = None, url: Url = None, campaign: CampaignId = None,
     if as_json:
         _emit_json(report.to_dict())
         return
-    console.print(f"[bold]{report.id}[/] ({report.proposer}) commit {report.commit}")
-    console.print(report.rationale, highlight=False)
+    console.print(Text.assemble(rich_text(report.id, "bold"), " (", rich_text(report.proposer),
+                                ") commit ", rich_text(report.commit)))
+    console.print(rich_text(report.rationale))
     for split in ("dev", "heldout"):
         metrics = getattr(report, split).get("metrics")
         if metrics:
-            console.print(f"[bold]{split}[/]: {json.dumps(metrics)}", highlight=False)
+            console.print(_field(split, json.dumps(metrics, ensure_ascii=False)))
 
 
 @app.command()
@@ -255,7 +286,7 @@ def export(fmt: Annotated[str, typer.Option("--format", help="json or csv")] = "
     writer = csv.DictWriter(buffer, fieldnames=list(rows[0]) if rows else ["id"])
     writer.writeheader()
     writer.writerows(rows)
-    sys.stdout.write(buffer.getvalue())
+    _emit_raw(buffer.getvalue())
 
 
 __all__ = ["app"]

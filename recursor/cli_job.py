@@ -4,6 +4,8 @@ Mounted by the main CLI as ``app.add_typer(cli_job.app, name="job")``. ``recurso
 SPEC.yaml`` submits the job (re-attaching to it when the same spec already runs or ran), waits,
 records it in ``DIR/archive.sqlite`` and prints the finished record (``--json`` for scripts).
 Exit codes: 0 done, 1 failed or cancelled, 2 bad spec or an executor that cannot work.
+The job's log lines, error, metric and artifact names are the job's own text: they are printed
+through :mod:`recursor.untrusted` (``--json`` escapes them as JSON does).
 """
 
 from __future__ import annotations
@@ -12,13 +14,18 @@ import json
 import os
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
+from rich.text import Text
 
 from recursor.errors import RecursorError
 from recursor.executors._base import Executor
+from recursor.untrusted import rich_text
+
+if TYPE_CHECKING:
+    from recursor.executors.spec import JobRecord
 
 app = typer.Typer(help="Run training and evaluation jobs (SFT, GRPO, commands).")
 err = Console(stderr=True)
@@ -76,10 +83,11 @@ def run(
         spec = load_spec(spec_file)
         runner = _executor(executor, directory, address, (num_procs, zero_stage, offload))
         handle = runner.submit(spec)
-        err.print(f"job {handle.job_id}: {runner.status(handle).value} ({handle.directory})")
+        err.print(rich_text(f"job {handle.job_id}: {runner.status(handle).value} "
+                            f"({handle.directory})"))
         if follow:
             for line in runner.logs(handle, follow=True):
-                err.print(line, markup=False, highlight=False)
+                err.print(rich_text(line))
         record = runner.wait(handle)
         archive = Archive.in_directory(directory)
         try:
@@ -91,16 +99,24 @@ def run(
         finally:
             archive.close()
     except RecursorError as exc:
-        err.print(f"[red]error:[/red] {exc}")
+        err.print(Text.assemble(("error:", "red"), " ", rich_text(exc)))
         raise typer.Exit(2) from exc
     if as_json:
         typer.echo(json.dumps(record.model_dump(mode="json"), indent=2))
     else:
-        colour = "green" if record.status is JobStatus.DONE else "red"
-        Console().print(f"[{colour}]{record.status.value}[/{colour}] {record.job_id}: "
-                        f"{json.dumps(record.metrics)}", highlight=False)
-        for name, path in record.artifacts.items():
-            Console().print(f"  {name}: {path}", highlight=False)
-        if record.error:
-            Console().print(f"  error: {record.error}", highlight=False)
+        _print_record(record)
     raise typer.Exit(0 if record.status is JobStatus.DONE else 1)
+
+
+def _print_record(record: JobRecord) -> None:
+    """Status, metrics, artifacts and error of a finished job, as literal, cleaned text."""
+    from recursor.executors.spec import JobStatus
+
+    out = Console()
+    colour = "green" if record.status is JobStatus.DONE else "red"
+    out.print(Text.assemble((record.status.value, colour), " ",
+                            rich_text(f"{record.job_id}: {json.dumps(record.metrics)}")))
+    for name, path in record.artifacts.items():
+        out.print(rich_text(f"  {name}: {path}"))
+    if record.error:
+        out.print(rich_text(f"  error: {record.error}"))

@@ -14,6 +14,7 @@ from rich.table import Table
 
 from recursor.errors import ConfigError
 from recursor.plugins import entry_point_names, load_entry_point
+from recursor.untrusted import rich_text
 
 app = typer.Typer(help="The proposers available to campaigns.")
 
@@ -45,7 +46,8 @@ def list_proposers(
         return
     table = Table("name", "campaign config", "source", "about")
     for row in rows:
-        table.add_row(row["name"], row["config"], row["source"], row["about"])
+        # A plug-in's name and docstring are its package's text, not ours: shown literally.
+        table.add_row(*(rich_text(row[key]) for key in ("name", "config", "source", "about")))
     Console().print(table)
     Console().print("Any Proposer class also loads with {kind: plugin, class_path: "
                     "'package.module:Class'}. See docs/proposers.md.", highlight=False)

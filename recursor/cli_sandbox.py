@@ -2,7 +2,8 @@
 
 Mounted by the main CLI as ``app.add_typer(cli_sandbox.app, name="sandbox")``.
 Exit codes: 0 when the run's status is ``ok``, 1 for any other status, 2 for bad usage or a
-sandbox that cannot work here.
+sandbox that cannot work here. The run's output, error and result are the candidate's: on a
+terminal they go through :mod:`recursor.untrusted`; ``--json`` keeps them exact, JSON-escaped.
 """
 
 from __future__ import annotations
@@ -15,10 +16,12 @@ from typing import Annotated
 import typer
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from recursor.errors import SandboxError
 from recursor.sandbox import Mount, Sandbox, SandboxLimits, SandboxRequest, SandboxResult
 from recursor.types import RunStatus
+from recursor.untrusted import rich_text
 
 app = typer.Typer(help="Run commands in a sandbox by hand (to check isolation and limits).")
 
@@ -57,7 +60,7 @@ def make_sandbox(kind: SandboxKind, image: str | None = None,
 
 
 def _fail(exc: SandboxError) -> typer.Exit:
-    Console(stderr=True).print(f"[red]sandbox error:[/red] {exc}")
+    Console(stderr=True).print(Text.assemble(("sandbox error:", "red"), " ", rich_text(exc)))
     return typer.Exit(2)
 
 
@@ -97,7 +100,7 @@ def run(
     finally:
         sandbox.close()
     if as_json:
-        typer.echo(json.dumps(result.to_dict(), indent=2))
+        typer.echo(json.dumps(result.to_dict(), indent=2, ensure_ascii=True))
     else:
         print_summary(result, Console())
     raise typer.Exit(0 if result.status is RunStatus.OK else 1)
@@ -118,7 +121,7 @@ def build_image(
 
     err = Console(stderr=True)
     try:
-        tag = build_base_image(connect(docker_host), log=lambda line: err.print(line),
+        tag = build_base_image(connect(docker_host), log=lambda line: err.print(rich_text(line)),
                                force=force)
     except SandboxError as exc:
         raise _fail(exc) from exc
@@ -129,17 +132,17 @@ def print_summary(result: SandboxResult, console: Console) -> None:
     """A readable account of one run: a table of facts, then the captured output."""
     colour = "green" if result.status is RunStatus.OK else "red"
     table = Table(show_header=False, box=None)
-    table.add_row("status", f"[{colour}]{result.status.value}[/{colour}]")
+    table.add_row("status", Text(result.status.value, colour))
     table.add_row("exit code", str(result.exit_code))
     table.add_row("wall time", f"{result.wall_time_s:.2f} s")
     if result.error:
-        table.add_row("error", result.error)
+        table.add_row("error", rich_text(result.error))
     if result.result is not None:
-        table.add_row("result", json.dumps(result.result))
+        table.add_row("result", rich_text(json.dumps(result.result, ensure_ascii=False)))
     if result.output_truncated:
         table.add_row("output", "truncated")
     console.print(table)
     for name, text in (("stdout", result.stdout), ("stderr", result.stderr)):
         if text:
             console.rule(name)
-            console.print(text, markup=False, highlight=False, end="")
+            console.print(rich_text(text), end="")

@@ -4,23 +4,36 @@ The templates are ``string.Template`` files (``$name`` placeholders, so code bra
 escaping): ``system.md`` and ``user.md`` in ``templates/`` beside this module. A campaign's
 ``templates_dir`` may hold either file to replace the built-in one. The context holds dev
 metrics only: held-out results never reach a prompt.
+
+Untrusted data: program files, error text and rationales come from candidates (or from a model
+that read them), so a failure's error can say "ignore previous instructions". Each such block is
+fenced by :func:`fence` between ``<<<DATA <id> ...>>>`` and ``<<<END DATA <id>>>>`` lines, where
+``<id>`` is a random nonce drawn for each prompt after the candidate text exists (and checked to
+appear in none of it), so no candidate can write the closing line. Every block is cut to a
+stated bound. The built-in system prompt tells the model that fenced blocks are data, never
+instructions; a custom ``system.md`` should say the same (``$data_fence`` is the id).
 """
 
 from __future__ import annotations
 
+import secrets
 import string
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 from recursor.errors import ConfigError
 from recursor.proposers._base import NodeView, ProposalContext
+from recursor.untrusted import for_terminal
 
 BUILTIN_TEMPLATES = Path(__file__).resolve().parent / "templates"
 TEMPLATE_NAMES = ("system.md", "user.md")
 FAILURE_CHARS = 1500
 FILE_CHARS = 12_000
+RATIONALE_CHARS = 200
+TRIED_CHARS = 160
 MAX_FAILURES = 3
 MAX_TRIED = 12
+NONCE_BYTES = 8
 
 
 def load_templates(templates_dir: Path | None) -> dict[str, string.Template]:
@@ -38,7 +51,7 @@ def load_templates(templates_dir: Path | None) -> dict[str, string.Template]:
 PLACEHOLDERS = frozenset({
     "task_name", "task_description", "objective_metric", "objective_direction",
     "allowed_kinds", "parent_id", "parent_metrics", "parent_delta", "parent_files",
-    "inspirations", "failures", "tried", "editable_paths"})
+    "inspirations", "failures", "tried", "editable_paths", "data_fence"})
 
 
 def check_templates(templates: Mapping[str, string.Template]) -> None:
@@ -51,10 +64,10 @@ def check_templates(templates: Mapping[str, string.Template]) -> None:
                               f"{', '.join(sorted(PLACEHOLDERS))}")
 
 
-def build_messages(context: ProposalContext,
-                   templates: Mapping[str, string.Template]) -> list[dict[str, str]]:
-    """System and user messages for one proposal."""
-    values = prompt_values(context)
+def build_messages(context: ProposalContext, templates: Mapping[str, string.Template],
+                   nonce: str | None = None) -> list[dict[str, str]]:
+    """System and user messages for one proposal (``nonce``: the data fence id, for tests)."""
+    values = prompt_values(context, nonce)
     try:
         system = templates["system.md"].substitute(values)
         user = templates["user.md"].substitute(values)
@@ -64,10 +77,13 @@ def build_messages(context: ProposalContext,
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
 
-def prompt_values(context: ProposalContext) -> dict[str, str]:
+def prompt_values(context: ProposalContext, nonce: str | None = None) -> dict[str, str]:
+    """The placeholder values; every candidate-derived block is fenced with ``nonce``."""
     parent = context.parent
     kinds = ", ".join(k.value for k in context.allowed_kinds) or "algorithm"
+    fence_id = nonce or fresh_nonce(_untrusted_texts(context))
     return {
+        "data_fence": fence_id,
         "task_name": context.task_name,
         "task_description": context.task_description.strip(),
         "objective_metric": context.objective_metric,
@@ -76,10 +92,10 @@ def prompt_values(context: ProposalContext) -> dict[str, str]:
         "parent_id": parent.id,
         "parent_metrics": _metrics(parent.metrics) or "not evaluated",
         "parent_delta": _delta(parent, context.history),
-        "parent_files": _files(parent.files, context.editable_paths),
-        "inspirations": _inspirations(context.inspirations, context.editable_paths),
-        "failures": _failures(context.recent_failures),
-        "tried": _tried(context.history),
+        "parent_files": _files(parent.files, context.editable_paths, fence_id),
+        "inspirations": _inspirations(context.inspirations, context.editable_paths, fence_id),
+        "failures": _failures(context.recent_failures, fence_id),
+        "tried": _tried(context.history, fence_id),
         "editable_paths": ", ".join(context.editable_paths),
     }
 
@@ -98,50 +114,99 @@ def _delta(node: NodeView, history: Sequence[NodeView]) -> str:
     return f"Change from its parent: {', '.join(moves)}" if moves else ""
 
 
-def _files(files: Mapping[str, str], editable: Sequence[str]) -> str:
+def fresh_nonce(untrusted: Iterable[str]) -> str:
+    """A random fence id that occurs in none of ``untrusted`` (the texts it will fence)."""
+    texts = list(untrusted)
+    while True:
+        nonce = secrets.token_hex(NONCE_BYTES)
+        if not any(nonce in text for text in texts):
+            return nonce
+
+
+def fence(text: str, label: str, nonce: str, *, limit: int, keep_tail: bool = False,
+          exact: bool = False) -> str:
+    """``text`` as one block of untrusted data: bounded, between lines only ``nonce`` closes.
+
+    At most ``limit`` characters are kept (the tail when ``keep_tail``, e.g. a traceback's end)
+    and the header says so when cut. ``exact`` keeps the text byte for byte (program files, which
+    a SEARCH block must match); otherwise control characters are escaped
+    (:func:`recursor.untrusted.for_terminal`) and ``<<<`` is broken up, so even a look-alike
+    marker with a wrong id does not read as a fence line.
+    """
+    body = text if exact else for_terminal(text).replace("<<<", "<< <")
+    note = ""
+    if len(body) > limit:
+        body = body[-limit:] if keep_tail else body[:limit]
+        note = f", cut to its {'last' if keep_tail else 'first'} {limit} characters"
+    else:
+        note = f", at most {limit} characters"
+    title = for_terminal(label, single_line=True, limit=200)
+    return (f"<<<DATA {nonce} {title}{note}>>>\n{body.rstrip()}\n"
+            f"<<<END DATA {nonce}>>>")
+
+
+def _untrusted_texts(context: ProposalContext) -> Iterator[str]:
+    """Every candidate-derived text a prompt shows (the nonce must occur in none of them)."""
+    for node in (context.parent, *context.inspirations, *context.recent_failures):
+        yield node.rationale or ""
+        yield node.error or ""
+        yield from node.files
+        yield from node.files.values()
+    for node in context.history:
+        yield node.rationale or ""
+
+
+def _files(files: Mapping[str, str], editable: Sequence[str], nonce: str) -> str:
     shown = [path for path in editable if path in files] or sorted(files)
     blocks = []
     for path in shown:
-        text = files[path]
-        if len(text) > FILE_CHARS:
-            text = text[:FILE_CHARS] + "\n... (truncated)\n"
         tag = "editable" if path in editable else "read-only"
-        blocks.append(f"{path} ({tag}):\n```python\n{text.rstrip()}\n```")
+        blocks.append(fence(files[path], f"file {path} ({tag})", nonce, limit=FILE_CHARS,
+                            exact=True))
     return "\n\n".join(blocks) or "(no files)"
 
 
-def _inspirations(nodes: Sequence[NodeView], editable: Sequence[str]) -> str:
+def _inspirations(nodes: Sequence[NodeView], editable: Sequence[str], nonce: str) -> str:
     if not nodes:
         return "(none yet)"
     parts = []
     for node in nodes:
-        head = f"### Node {node.id}: {node.rationale or node.proposer} ({_metrics(node.metrics)})"
-        parts.append(f"{head}\n\n{_files(node.files, editable)}")
+        why = fence(node.rationale or node.proposer, f"rationale of node {node.id}", nonce,
+                    limit=RATIONALE_CHARS)
+        parts.append(f"### Node {node.id} ({_metrics(node.metrics)})\n\n{why}\n\n"
+                     f"{_files(node.files, editable, nonce)}")
     return "\n\n".join(parts)
 
 
-def _failures(nodes: Sequence[NodeView]) -> str:
+def _failures(nodes: Sequence[NodeView], nonce: str) -> str:
     if not nodes:
         return "(none)"
     parts = []
     for node in list(nodes)[:MAX_FAILURES]:  # the context lists the newest first
-        error = (node.error or "failed").strip()
-        if len(error) > FAILURE_CHARS:
+        why = for_terminal(node.rationale or node.proposer, single_line=True,
+                           limit=RATIONALE_CHARS)
+        error = for_terminal((node.error or "failed").strip())
+        if len(error) > FAILURE_CHARS:  # a traceback's end says the most
             error = "... " + error[-FAILURE_CHARS:]
-        parts.append(f"- {node.rationale or node.proposer}:\n```\n{error}\n```")
+        parts.append(f"- node {node.id}:\n" + fence(
+            f"change: {why}\nerror:\n{error}",
+            f"failure of node {node.id}, error cut to its last {FAILURE_CHARS} characters",
+            nonce, limit=FAILURE_CHARS + RATIONALE_CHARS + 32, keep_tail=True))
     return "\n".join(parts)
 
 
-def _tried(history: Sequence[NodeView]) -> str:
+def _tried(history: Sequence[NodeView], nonce: str) -> str:
     recent = [n for n in history if n.rationale][-MAX_TRIED:]
     if not recent:
         return "(nothing yet)"
     lines = []
     for node in recent:
         outcome = f"score {node.score:.6g}" if node.score is not None else node.status.value
-        lines.append(f"- {node.rationale[:160]} -> {outcome}")
-    return "\n".join(lines)
+        why = for_terminal(node.rationale, single_line=True, limit=TRIED_CHARS)
+        lines.append(f"- {why} -> {outcome}")
+    return fence("\n".join(lines), "changes already tried, one per line", nonce,
+                 limit=MAX_TRIED * (TRIED_CHARS + 40))
 
 
-__all__ = ["PLACEHOLDERS", "build_messages", "check_templates", "load_templates",
-           "prompt_values"]
+__all__ = ["PLACEHOLDERS", "build_messages", "check_templates", "fence", "fresh_nonce",
+           "load_templates", "prompt_values"]
