@@ -54,8 +54,9 @@ def _finish(summary: Any, directory: Path, metric: str) -> None:
                                     rich_text(summary.best.id, "bold"),
                                     (": diff from the starting point", "bold")))
         console.file.flush()
-        # The patch is candidate code: on a terminal its control characters come out escaped.
-        patch = for_terminal(summary.patch) if sys.stdout.isatty() else summary.patch
+        # The patch is candidate code. Escaped even into a pipe (`| tee log` still shows it on
+        # a terminal); the exact patch is `recursor archive diff`'s job.
+        patch = for_terminal(summary.patch)
         sys.stdout.write(patch if patch.endswith("\n") else patch + "\n")
         sys.stdout.flush()
     console.print("\n[bold]inspect the archive:[/bold]")
