@@ -28,6 +28,7 @@ from recursor.untrusted import for_terminal
 BUILTIN_TEMPLATES = Path(__file__).resolve().parent / "templates"
 TEMPLATE_NAMES = ("system.md", "user.md")
 FAILURE_CHARS = 1500
+FAILURE_BLOCK_CHARS = 2000  # the error's tail plus the one-line rationale
 FILE_CHARS = 12_000
 RATIONALE_CHARS = 200
 TRIED_CHARS = 160
@@ -190,8 +191,8 @@ def _failures(nodes: Sequence[NodeView], nonce: str) -> str:
             error = "... " + error[-FAILURE_CHARS:]
         parts.append(f"- node {node.id}:\n" + fence(
             f"change: {why}\nerror:\n{error}",
-            f"failure of node {node.id}, error cut to its last {FAILURE_CHARS} characters",
-            nonce, limit=FAILURE_CHARS + RATIONALE_CHARS + 32, keep_tail=True))
+            f"failure of node {node.id} (its change, then the end of its error)",
+            nonce, limit=FAILURE_BLOCK_CHARS, keep_tail=True))
     return "\n".join(parts)
 
 
