@@ -158,12 +158,18 @@ def _untrusted_texts(context: ProposalContext) -> Iterator[str]:
 
 
 def _files(files: Mapping[str, str], editable: Sequence[str], nonce: str) -> str:
+    """Editable files under a ``path (editable):`` line (a path the campaign config named);
+    any other file's name, which a candidate chose, stays inside its fence."""
     shown = [path for path in editable if path in files] or sorted(files)
     blocks = []
     for path in shown:
-        tag = "editable" if path in editable else "read-only"
-        blocks.append(fence(files[path], f"file {path} ({tag})", nonce, limit=FILE_CHARS,
-                            exact=True))
+        if path in editable:
+            blocks.append(f"{path} (editable):\n" + fence(
+                files[path], f"file {path}", nonce, limit=FILE_CHARS, exact=True))
+        else:
+            blocks.append("read-only file:\n" + fence(
+                f"path: {path}\n{files[path]}", "read-only file, its path first", nonce,
+                limit=FILE_CHARS, exact=True))
     return "\n\n".join(blocks) or "(no files)"
 
 

@@ -3,6 +3,7 @@ local OpenAI-compatible server with scripted answers (tests/helpers/llm_server.p
 
 from __future__ import annotations
 
+import re
 import time
 from pathlib import Path
 
@@ -73,6 +74,10 @@ def test_the_prompt_holds_the_context_and_no_heldout() -> None:
     assert "weight = 1.0" in user and "expl_leduc_poker=0.0957" in user
     assert "negate regrets" in user and "ValueError: x" in user
     assert "heldout" not in user.lower()
+    nonce = re.search(r"^<<<DATA ([0-9a-f]{16}) failure of node n1", user, re.MULTILINE)
+    assert nonce is not None and f"`<<<END DATA {nonce[1]}>>>`" in system
+    failure = user[nonce.end():user.index(f"<<<END DATA {nonce[1]}>>>", nonce.end())]
+    assert "ValueError: x" in failure  # the candidate's error text is fenced as data
 
 
 def test_litellm_prices_a_model_it_knows() -> None:
