@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import sys
+import traceback
 from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any
@@ -133,6 +134,9 @@ def main() -> None:
     except RecursorError as exc:
         err_console.print(Text.assemble(("error:", "bold red"), " ", rich_text(exc)))
         raise SystemExit(2) from None
+    except Exception:  # a bug's traceback can quote candidate text: print it inert too
+        sys.stderr.write(for_terminal(traceback.format_exc()))
+        raise SystemExit(1) from None
 
 
 if __name__ == "__main__":
