@@ -11,6 +11,7 @@ evidence is the bytes the terminal would receive: no sequence but rich's own col
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import pty
@@ -19,6 +20,7 @@ import select
 import struct
 import subprocess
 import sys
+import termios
 import time
 from io import StringIO
 from pathlib import Path
@@ -54,9 +56,6 @@ def _cli(*args: str) -> list[str]:
 def on_a_terminal(command: list[str], env: dict[str, str], timeout_s: float = 240) -> str:
     """What ``command`` writes to a real pseudo-terminal (stdout and stderr), as received."""
     master, slave = pty.openpty()
-    import fcntl
-    import termios
-
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 50, 400, 0, 0))
     proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=slave, stderr=slave,
                             env=env, close_fds=True)
