@@ -81,7 +81,11 @@ def for_terminal(text: object, *, single_line: bool = False, limit: int | None =
 
 
 def for_html(text: object, *, single_line: bool = False, limit: int | None = None) -> str:
-    """:func:`for_terminal`, then HTML-escaped (``& < > " '``): safe in a body or attribute."""
+    """:func:`for_terminal`, then HTML-escaped (``& < > " '``).
+
+    Safe as an element's text or a quoted attribute's value; not as a URL (``href``, ``src``:
+    a ``javascript:`` URL needs no markup) nor inside ``<script>`` or ``<style>``.
+    """
     return html.escape(for_terminal(text, single_line=single_line, limit=limit), quote=True)
 
 
