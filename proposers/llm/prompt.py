@@ -16,6 +16,7 @@ instructions; a custom ``system.md`` should say the same (``$data_fence`` is the
 
 from __future__ import annotations
 
+import re
 import secrets
 import string
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -35,6 +36,7 @@ TRIED_CHARS = 160
 MAX_FAILURES = 3
 MAX_TRIED = 12
 NONCE_BYTES = 8
+_LOOKALIKE = re.compile(r"<(?=<<)")  # each "<" that starts a "<<<"
 
 
 def load_templates(templates_dir: Path | None) -> dict[str, string.Template]:
@@ -67,7 +69,11 @@ def check_templates(templates: Mapping[str, string.Template]) -> None:
 
 def build_messages(context: ProposalContext, templates: Mapping[str, string.Template],
                    nonce: str | None = None) -> list[dict[str, str]]:
-    """System and user messages for one proposal (``nonce``: the data fence id, for tests)."""
+    """System and user messages for one proposal.
+
+    ``nonce``: the data fence id, for tests only (it must occur in no candidate text); by
+    default a fresh one is drawn for every call.
+    """
     values = prompt_values(context, nonce)
     try:
         system = templates["system.md"].substitute(values)
@@ -131,10 +137,10 @@ def fence(text: str, label: str, nonce: str, *, limit: int, keep_tail: bool = Fa
     At most ``limit`` characters are kept (the tail when ``keep_tail``, e.g. a traceback's end)
     and the header says so when cut. ``exact`` keeps the text byte for byte (program files, which
     a SEARCH block must match); otherwise control characters are escaped
-    (:func:`recursor.untrusted.for_terminal`) and ``<<<`` is broken up, so even a look-alike
-    marker with a wrong id does not read as a fence line.
+    (:func:`recursor.untrusted.for_terminal`) and every run of three or more ``<`` is broken
+    up (``< < <<``), so even a look-alike marker with a wrong id does not read as a fence line.
     """
-    body = text if exact else for_terminal(text).replace("<<<", "<< <")
+    body = text if exact else _LOOKALIKE.sub("< ", for_terminal(text))
     note = ""
     if len(body) > limit:
         body = body[-limit:] if keep_tail else body[:limit]
