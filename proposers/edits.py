@@ -17,7 +17,8 @@ Three forms are understood, in any mix within one response (applied in the order
 
 * **Unified diffs** (``--- a/path`` / ``+++ b/path`` / ``@@`` hunks), usually in a
   ```` ```diff ```` fence. A hunk shorter than its ``@@`` header promises (a response cut off
-  mid-diff) is refused, not applied in part.
+  mid-diff) is refused, not applied in part. Hunks with no file headers are attributed like
+  unnamed SEARCH/REPLACE blocks.
 * **Whole files**: a fenced block whose info string or preceding line names an editable path
   (```` ```python cfr_hooks.py ```` or ``cfr_hooks.py:`` then a fence). One that elides code
   ("... rest unchanged") or is under half the original's length is refused.
@@ -89,7 +90,7 @@ def apply_response(response: str, files: Mapping[str, str],
                         ["no edits found"])
     result = EditResult(files=dict(files))
     for number, edit in enumerate(edits, 1):
-        if not edit.path and edit.problem is None and edit.search is not None:
+        if not edit.path and edit.problem is None and edit.search:
             edit, how = _attribute(edit, result.files, editable)
             if how is not None:
                 result.attributions.append(f"edit {number}: {how}")
@@ -310,11 +311,13 @@ def _diff_edits(lines: list[str]) -> list[tuple[int, Edit]]:
                 path = _diff_path(line[4:])
             continue
         match = HUNK.match(line)
-        if match and path is not None:
+        # a hunk with line numbers but no file headers is unnamed (path ""), as for an
+        # unnamed SEARCH/REPLACE block: apply_response attributes it
+        if match and (path is not None or match.group(0) != "@@"):
             if hunk is not None:
                 edits.append(hunk.finish())
             counts = (match.group(1), match.group(2))
-            hunk = _Hunk(index, path, *(int(c) if c else None for c in counts))
+            hunk = _Hunk(index, path or "", *(int(c) if c else None for c in counts))
         elif hunk is not None and not hunk.take(line):
             edits.append(hunk.finish())
             hunk = None

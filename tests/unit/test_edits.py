@@ -197,3 +197,11 @@ def test_a_named_block_then_an_unnamed_one_edits_the_same_file() -> None:
                 "    return cum + 2 * weight * inst\n>>>>>>> REPLACE\n")
     result = apply_response(response, {**FILES, "other.py": OTHER}, ["hooks.py", "other.py"])
     assert "2 * weight * inst" in result.files["hooks.py"] and not result.attributions
+
+
+def test_a_diff_hunk_without_file_headers_is_attributed() -> None:
+    response = ("```diff\n@@ -4,2 +4,2 @@\n-    weight = 1.0\n+    weight = t * t\n"
+                "     return cum + weight * inst\n```\n")
+    result = apply_response(response, {**FILES, "other.py": OTHER}, ["hooks.py", "other.py"])
+    assert "weight = t * t" in result.files["hooks.py"]
+    assert "the only editable file holding its SEARCH text" in result.attributions[0]
