@@ -54,6 +54,7 @@ class CampaignContext:
     reporter: Reporter
     cache_dir: Path
     extra: dict[str, Any] = field(default_factory=dict)
+    fingerprints: dict[str, str] = field(default_factory=dict)  # commit -> duplicates.fingerprint
 
     @property
     def editable_paths(self) -> list[str]:

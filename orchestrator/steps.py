@@ -24,10 +24,11 @@ from langgraph.runtime import Runtime
 
 from recursor.archive.models import EvaluationRow, NodeRow
 from recursor.archive.selection import choose_parents
-from recursor.errors import ProposerError, RecursorError
+from recursor.errors import ProposerError, ProposerUnavailable, RecursorError
 from recursor.orchestrator import coevolution
 from recursor.orchestrator.coevolution import initial_files
 from recursor.orchestrator.context import CampaignContext
+from recursor.orchestrator.duplicates import answer_duplicate
 from recursor.orchestrator.evaluation import EvaluationOutcome, run_evaluation
 from recursor.orchestrator.judging import judge_node
 from recursor.orchestrator.progress import Snapshot
@@ -49,15 +50,18 @@ class CampaignState(TypedDict, total=False):
 
 
 Ctx = Runtime[CampaignContext]
+PAUSE_POLL_S = 1.0
+MIN_UNEVALUATED_CAP = 10  # budget.max_unevaluated's default: max(max_evals, this)
 
 
 def snapshot(ctx: CampaignContext) -> Snapshot:
     nodes = ctx.archive.nodes(ctx.campaign_id)
-    finished = [n for n in nodes if n.round > 0 and n.status in ("done", "failed")]
+    finished = [n for n in nodes if n.round > 0 and n.status in ("done", "failed")
+                and spends_budget(n)]
     incumbent = ctx.archive.incumbent(ctx.campaign_id)
     best = next((n.score for n in nodes if n.id == incumbent), None)
     return Snapshot(evaluated=len(finished), budget=ctx.config.budget.max_evals, best=best,
-                    failures=sum(n.status == "failed" for n in finished),
+                    failures=sum(n.round > 0 and n.status == "failed" for n in nodes),
                     promotions=max(0, len({p.node_id for p in
                                            ctx.archive.promotions(ctx.campaign_id)}) - 1))
 
@@ -103,17 +107,29 @@ async def seed(state: CampaignState, runtime: Ctx) -> dict[str, Any]:
 
 
 # select ----------------------------------------------------------------------------------
+def spends_budget(node: NodeRow) -> bool:
+    """Whether a node counts against ``budget.max_evals``: it reached a proposal (its proposer
+    produced files, so it was materialized) and was not a duplicate answered from the cache."""
+    return node.commit is not None and not (node.proposal or {}).get("duplicate_of")
+
+
 def _budget_left(ctx: CampaignContext, state: CampaignState) -> tuple[int, str | None]:
     round_ = state.get("round", 1)
-    attempted = sum(1 for n in ctx.archive.nodes(ctx.campaign_id) if 0 < n.round < round_)
-    left = ctx.config.budget.max_evals - attempted
+    earlier = [n for n in ctx.archive.nodes(ctx.campaign_id) if 0 < n.round < round_]
+    attempted = sum(1 for n in earlier if spends_budget(n))
+    budget = ctx.config.budget
+    left = budget.max_evals - attempted
     if left <= 0:
-        return 0, f"evaluation budget reached ({ctx.config.budget.max_evals})"
-    wall = ctx.config.budget.wall_time_s
+        return 0, f"evaluation budget reached ({budget.max_evals})"
+    unevaluated = len(earlier) - attempted
+    cap = budget.max_unevaluated or max(budget.max_evals, MIN_UNEVALUATED_CAP)
+    if unevaluated >= cap:
+        return 0, (f"{unevaluated} proposals failed or duplicated an evaluated node "
+                   f"(budget.max_unevaluated {cap})")
+    wall = budget.wall_time_s
     if wall is not None and state.get("active_s", 0.0) >= wall:
         return 0, f"wall-time budget reached ({wall:.0f} s)"
     spent = _spent(ctx)
-    budget = ctx.config.budget
     if budget.max_tokens is not None and spent[0] >= budget.max_tokens:
         return 0, f"token budget reached ({spent[0]} of {budget.max_tokens})"
     if budget.max_cost is not None and spent[1] >= budget.max_cost:
@@ -192,7 +208,6 @@ async def train(state: CampaignState, runtime: Ctx) -> dict[str, Any]:
     return {"active_s": time.monotonic() - started}
 
 
-PAUSE_POLL_S = 1.0
 
 
 # propose ---------------------------------------------------------------------------------
@@ -201,13 +216,10 @@ async def propose(state: CampaignState, runtime: Ctx) -> dict[str, Any]:
     ctx, started, round_ = runtime.context, time.monotonic(), state["round"]
     ctx.chooser.replay(past_outcomes(ctx))
     before = sum(1 for n in ctx.archive.nodes(ctx.campaign_id) if 0 < n.round < round_)
-    paused = await _wait_for_a_proposer(ctx)
-    jobs = []
-    for slot, parent_id in enumerate(state["parents"]):
-        if ctx.archive.node_at(ctx.campaign_id, round_, slot) is None:
-            name, reason = ctx.chooser.choose(before + slot, paused)
-            jobs.append(_propose_slot(ctx, round_, slot, parent_id, name, reason))
-    await asyncio.gather(*jobs)
+    await asyncio.gather(*(
+        _propose_slot(ctx, round_, slot, parent_id, before + slot)
+        for slot, parent_id in enumerate(state["parents"])
+        if ctx.archive.node_at(ctx.campaign_id, round_, slot) is None))
     return {"active_s": time.monotonic() - started}
 
 
@@ -228,34 +240,56 @@ async def _wait_for_a_proposer(ctx: CampaignContext) -> set[str]:
 
 
 async def _propose_slot(ctx: CampaignContext, round_: int, slot: int, parent_id: str,
-                        proposer_name: str, reason: str) -> None:
-    seed_value = slot_seed(ctx.config.seed, round_, slot)
-    node = NodeRow(id=ctx.node_id(round_, slot), campaign_id=ctx.campaign_id,
-                   parent_id=parent_id, round=round_, slot=slot, proposer=proposer_name,
-                   proposer_reason=reason, status=NodeStatus.PENDING.value,
-                   kind=(ctx.allowed_kinds or [ChangeKind.ALGORITHM])[0].value)
-    try:
-        context = proposal_context(ctx, parent_id, seed_value)
-        proposal = await asyncio.to_thread(ctx.proposers[proposer_name].propose, context)
-        node.kind = ChangeKind(proposal.kind).value
-        node.rationale = proposal.rationale
-        node.proposal = {"files": dict(proposal.files), "metadata": dict(proposal.metadata)}
-        json.dumps(node.proposal)  # the archive stores it as JSON: fail here, not there
-        _charge(node, proposal.metadata)
-    except ProposerError as exc:
-        node.status, node.error = NodeStatus.FAILED.value, f"proposer: {exc}"
-        record = getattr(exc, "metadata", None)  # e.g. the raw response that did not apply
-        if isinstance(record, dict):
-            node.proposal = {"files": {}, "metadata": json.loads(json.dumps(record,
-                                                                            default=str))}
-            _charge(node, record)
-    except Exception as exc:  # a proposer bug must not end the campaign
-        node.status = NodeStatus.FAILED.value
-        node.error = f"proposer {proposer_name} raised {type(exc).__name__}: {exc}"
-        node.proposal = {"traceback": traceback.format_exc()[-8000:]}
+                        step: int) -> None:
+    """One slot's proposal as a pending node (or a failed one). A proposer that cannot
+    propose *now* (``ProposerUnavailable``: paused, or its one trial call after a pause is in
+    flight) records nothing: the slot waits and asks again, choosing anew."""
+    context = proposal_context(ctx, parent_id, slot_seed(ctx.config.seed, round_, slot))
+    while True:
+        paused = await _wait_for_a_proposer(ctx)
+        name, reason = ctx.chooser.choose(step, paused)
+        node = NodeRow(id=ctx.node_id(round_, slot), campaign_id=ctx.campaign_id,
+                       parent_id=parent_id, round=round_, slot=slot, proposer=name,
+                       proposer_reason=reason, status=NodeStatus.PENDING.value,
+                       kind=(ctx.allowed_kinds or [ChangeKind.ALGORITHM])[0].value)
+        try:
+            proposal = await asyncio.to_thread(ctx.proposers[name].propose, context)
+        except ProposerUnavailable:
+            await asyncio.sleep(PAUSE_POLL_S)
+            continue
+        except ProposerError as exc:
+            _failed_proposal(node, f"proposer: {exc}", getattr(exc, "metadata", None))
+        except Exception as exc:  # a proposer bug must not end the campaign
+            _failed_proposal(node, f"proposer {name} raised {type(exc).__name__}: {exc}",
+                             {"traceback": traceback.format_exc()[-8000:]})
+        else:
+            _accepted_proposal(node, proposal)
+        break
     stored = ctx.archive.add_node(node)
     if stored.status == NodeStatus.FAILED.value:
         ctx.reporter.node(describe(stored))
+
+
+def _accepted_proposal(node: NodeRow, proposal: Any) -> None:
+    node.kind = ChangeKind(proposal.kind).value
+    node.rationale = proposal.rationale
+    node.proposal = {"files": dict(proposal.files), "metadata": dict(proposal.metadata)}
+    try:
+        json.dumps(node.proposal)  # the archive stores it as JSON: fail here, not there
+    except (TypeError, ValueError) as exc:
+        _failed_proposal(node, f"proposer: its metadata is not JSON ({exc})", None)
+        return
+    _charge(node, proposal.metadata)
+
+
+def _failed_proposal(node: NodeRow, error: str, record: Any) -> None:
+    """Mark ``node`` failed at the proposal, keeping what the proposer left (e.g. the raw
+    response that did not apply) and charging its model usage."""
+    node.status, node.error = NodeStatus.FAILED.value, error
+    if isinstance(record, dict):
+        kept = json.loads(json.dumps(record, default=str))
+        node.proposal = {"files": {}, "metadata": kept}
+        _charge(node, kept)
 
 
 def propose_edits(ctx: CampaignContext, round_: int, slot: int, parent_id: str,
@@ -315,6 +349,9 @@ def _materialize_node(ctx: CampaignContext, node: NodeRow) -> None:
                               f"{node.id}: {node.rationale or node.proposer}"[:2000])
     ctx.store.set_ref(node.id, commit)
     patch = ctx.store.diff(parent.commit, commit)
+    if error is None and answer_duplicate(ctx, node, parent, files):
+        ctx.archive.update_node(node.id, commit=commit, patch=patch)
+        return
     if error is None:
         error = ctx.task.quick_check(files)
         error = None if error is None else f"quick check: {error}"
@@ -333,9 +370,7 @@ def _edit_error(ctx: CampaignContext, base: dict[str, str], edits: dict[str, str
     if outside:
         return (f"proposal edits {', '.join(outside)}, which the campaign does not evolve "
                 f"(editable: {', '.join(sorted(editable))})")
-    if all(base.get(p) == text for p, text in edits.items()):
-        return "proposal changes nothing"
-    return None
+    return None  # one that changes nothing is a duplicate of its parent (answer_duplicate)
 
 
 # evaluate --------------------------------------------------------------------------------
@@ -416,7 +451,8 @@ async def judge(state: CampaignState, runtime: Ctx) -> dict[str, Any]:
     ctx, started = runtime.context, time.monotonic()
     sign = 1.0 if ctx.task.objective.direction == "minimize" else -1.0
     done = [n for n in ctx.archive.nodes(ctx.campaign_id, state["round"])
-            if n.status == NodeStatus.DONE.value and n.score is not None]
+            if n.status == NodeStatus.DONE.value and n.score is not None
+            and not (n.proposal or {}).get("duplicate_of")]  # an equivalent was judged
     for node in sorted(done, key=lambda n: (sign * (n.score or 0.0), n.id)):
         if not any(log.stream == "judge" for log in ctx.archive.logs(node.id)):
             await asyncio.to_thread(judge_node, ctx, node, _evaluate_split)

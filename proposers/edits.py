@@ -3,7 +3,10 @@
 Three forms are understood, in any mix within one response (applied in the order they appear):
 
 * **SEARCH/REPLACE blocks**, after a line naming the file (a later block without its own
-  file name edits the same file as the block before)::
+  file name edits the same file as the block before). A block that no line names, as many
+  models write them, is attributed when only one file can be meant: the only editable file,
+  or the one editable file whose text holds the SEARCH text; otherwise it is refused with the
+  files it could be. ``EditResult.attributions`` records every such attribution::
 
       cfr_hooks.py
       <<<<<<< SEARCH
@@ -14,7 +17,8 @@ Three forms are understood, in any mix within one response (applied in the order
 
 * **Unified diffs** (``--- a/path`` / ``+++ b/path`` / ``@@`` hunks), usually in a
   ```` ```diff ```` fence. A hunk shorter than its ``@@`` header promises (a response cut off
-  mid-diff) is refused, not applied in part.
+  mid-diff) is refused, not applied in part. Hunks with no file headers are attributed like
+  unnamed SEARCH/REPLACE blocks.
 * **Whole files**: a fenced block whose info string or preceding line names an editable path
   (```` ```python cfr_hooks.py ```` or ``cfr_hooks.py:`` then a fence). One that elides code
   ("... rest unchanged") or is under half the original's length is refused.
@@ -28,6 +32,7 @@ replacement's indentation is rebased onto the file's). Line endings are normalis
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
@@ -63,6 +68,7 @@ class EditResult:
     files: dict[str, str]
     applied: list[str] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)
+    attributions: list[str] = field(default_factory=list)  # how unnamed blocks found a file
 
 
 def parse_edits(response: str, known_paths: Collection[str]) -> list[Edit]:
@@ -84,6 +90,10 @@ def apply_response(response: str, files: Mapping[str, str],
                         ["no edits found"])
     result = EditResult(files=dict(files))
     for number, edit in enumerate(edits, 1):
+        if not edit.path and edit.problem is None and edit.search:
+            edit, how = _attribute(edit, result.files, editable)
+            if how is not None:
+                result.attributions.append(f"edit {number}: {how}")
         label = f"edit {number} ({edit.form}) to {edit.path or '?'}"
         problem = edit.problem or _apply_one(edit, result.files, editable)
         if problem is None:
@@ -93,6 +103,30 @@ def apply_response(response: str, files: Mapping[str, str],
     if not result.applied:
         raise EditError("no edit applied: " + "; ".join(result.failures), result.failures)
     return result
+
+
+def _attribute(edit: Edit, files: Mapping[str, str],
+               editable: Collection[str]) -> tuple[Edit, str | None]:
+    """The unnamed SEARCH/REPLACE ``edit`` with the one file it can only mean, and how that
+    was decided; or the edit marked with a problem naming the files it could be."""
+    present = sorted(p for p in editable if p in files)
+    if len(present) == 1:
+        return dataclasses.replace(edit, path=present[0]), (
+            f"unnamed block applied to {present[0]}, the only editable file")
+    search = edit.search or ""
+    holding = [p for p in present if replace_tolerant(files[p], search, "") is not None]
+    if len(holding) == 1:
+        return dataclasses.replace(edit, path=holding[0]), (
+            f"unnamed block applied to {holding[0]}, the only editable file holding its "
+            "SEARCH text")
+    if holding:
+        problem = (f"no file is named before the block and its SEARCH text occurs in "
+                   f"{len(holding)} editable files ({', '.join(holding)}); name the file "
+                   "on the line before the block")
+    else:
+        problem = (f"no file is named before the block and its SEARCH text occurs in none "
+                   f"of the editable files ({', '.join(present) or 'none'})")
+    return dataclasses.replace(edit, problem=problem), None
 
 
 def _apply_one(edit: Edit, files: dict[str, str], editable: Collection[str]) -> str | None:
@@ -222,8 +256,8 @@ def _search_replace_blocks(lines: list[str], known: Collection[str]) -> list[tup
             problem = "the block is incomplete (a marker is missing, or the answer was cut off)"
             edits.append((start, Edit(path or "", None, "", "search_replace", problem)))
             continue
-        problem = None if path else "no file is named before the block"
-        edits.append((start, Edit(path or "", search, replace, "search_replace", problem)))
+        # an unnamed block keeps path "": apply_response attributes it (see _attribute)
+        edits.append((start, Edit(path or "", search, replace, "search_replace")))
         previous = path or previous
         index += 1
     return edits
@@ -277,11 +311,13 @@ def _diff_edits(lines: list[str]) -> list[tuple[int, Edit]]:
                 path = _diff_path(line[4:])
             continue
         match = HUNK.match(line)
-        if match and path is not None:
+        # a hunk with line numbers but no file headers is unnamed (path ""), as for an
+        # unnamed SEARCH/REPLACE block: apply_response attributes it
+        if match and (path is not None or match.group(0) != "@@"):
             if hunk is not None:
                 edits.append(hunk.finish())
             counts = (match.group(1), match.group(2))
-            hunk = _Hunk(index, path, *(int(c) if c else None for c in counts))
+            hunk = _Hunk(index, path or "", *(int(c) if c else None for c in counts))
         elif hunk is not None and not hunk.take(line):
             edits.append(hunk.finish())
             hunk = None

@@ -160,7 +160,12 @@ class PromotionConfig(_Model):
 
 
 class BudgetConfig(_Model):
-    max_evals: int = Field(100, ge=1, description="candidates attempted, failures included")
+    max_evals: int = Field(100, ge=1, description="proposals evaluated or refused (failures "
+                           "included); answers that never became a proposal and duplicates "
+                           "of evaluated nodes do not count")
+    max_unevaluated: int | None = Field(
+        None, ge=1, description="stop after this many proposal failures (a model's unusable "
+        "answers) and duplicates, which max_evals does not count; default: max_evals")
     wall_time_s: float | None = Field(None, gt=0, description="active seconds before stopping")
     max_tokens: int | None = Field(None, ge=1, description="model tokens, all proposers")
     max_cost: float | None = Field(None, gt=0, description="dollars spent on models")

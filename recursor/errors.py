@@ -17,6 +17,12 @@ class ProposerError(RecursorError):
     """A proposer could not produce a proposal (recorded as a failed node)."""
 
 
+class ProposerUnavailable(ProposerError):
+    """A proposer cannot propose *now* (a model paused by its circuit breaker, or one whose
+    single trial call after a pause is in flight). The campaign waits and asks again: this is
+    never recorded as a failed node and never spends the evaluation budget."""
+
+
 class SandboxError(RecursorError):
     """The sandbox itself could not run (missing bwrap, bad mount), not the candidate."""
 

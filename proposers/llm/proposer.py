@@ -73,7 +73,8 @@ class LLMProposer(Proposer):
         changed = {p: t for p, t in result.files.items() if context.parent.files.get(p) != t}
         kind = context.allowed_kinds[0] if context.allowed_kinds else ChangeKind.ALGORITHM
         return Proposal(kind, _rationale(reply.text), changed,
-                        {**record, "edits": result.applied, "edit_failures": result.failures})
+                        {**record, "edits": result.applied, "edit_failures": result.failures,
+                         "attributions": result.attributions})
 
     def paused(self) -> str | None:
         return self.breaker.open_reason(self.name)

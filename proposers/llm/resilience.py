@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
+from recursor.errors import ProposerUnavailable
 from recursor.proposers.llm.backends import LLMError, TransientLLMError
 
 T = TypeVar("T")
@@ -49,8 +50,9 @@ def call_with_retries(call: Callable[[], T], policy: RetryPolicy,
     raise AssertionError("unreachable")
 
 
-class CircuitOpenError(LLMError):
-    """The breaker is open: the model is paused after repeated failures."""
+class CircuitOpenError(LLMError, ProposerUnavailable):
+    """The breaker is open (the model is paused after repeated failures), or its one trial
+    call after a pause is in flight: the campaign waits rather than record a failure."""
 
 
 class CircuitBreaker:

@@ -56,7 +56,8 @@ def test_llm_campaign_records_edits_failures_and_cost(tmp_path: Path, provider: 
     script = [LINEAR, MALFORMED, {"status": 429}, PLUS, {"status": 500}, {"status": 500},
               {"status": 500}, CUT_OFF, HANG, HANG, HANG, POSITIVE]
     with scripted_llm_server(script) as llm:
-        config = _config(llm.url, provider, max_evals=7)
+        # answers that never became a proposal do not count: 3 evaluations, 7 nodes
+        config = _config(llm.url, provider, max_evals=3, max_unevaluated=10)
         summary = run_campaign(parse_config(config), tmp_path / "c")
     archive, nodes = _nodes(tmp_path / "c")
     assert len(nodes) == 7
@@ -101,7 +102,7 @@ def test_a_money_budget_stops_the_campaign(tmp_path: Path) -> None:
 
 
 def test_a_model_that_keeps_failing_is_paused_and_the_others_carry_on(tmp_path: Path) -> None:
-    config = _config("", max_evals=6)
+    config = _config("", max_evals=5)  # the model's failed answer is not one of the five
     config["proposers"][0].update(max_retries=0, circuit_failures=1, circuit_cooldown_s=3600)
     config["proposers"].append({"kind": "mutation"})
     config["proposer_choice"] = {"policy": "alternate"}
@@ -117,7 +118,7 @@ def test_a_model_that_keeps_failing_is_paused_and_the_others_carry_on(tmp_path: 
 
 
 def test_when_every_proposer_is_paused_the_campaign_waits(tmp_path: Path) -> None:
-    config = _config("", max_evals=2)
+    config = _config("", max_evals=1)
     config["proposers"][0].update(max_retries=0, circuit_failures=1, circuit_cooldown_s=1.5)
     with scripted_llm_server([{"status": 500}, LINEAR]) as llm:
         config["proposers"][0]["api_base"] = llm.url

@@ -153,3 +153,55 @@ def test_forms_mix_in_order() -> None:
                 ">>>>>>> REPLACE\n\n```python notes.py\nprint('hi')\n```\n")
     result = apply_response(response, {**FILES, "notes.py": ""}, [*EDITABLE, "notes.py"])
     assert result.files["notes.py"] == "print('hi')\n" and len(result.applied) == 2
+
+
+UNNAMED = ("Weight by t.\n\n<<<<<<< SEARCH\n    weight = 1.0\n=======\n    weight = t\n"
+           ">>>>>>> REPLACE\n")
+OTHER = "def other():\n    return 2\n"
+
+
+def test_an_unnamed_block_applies_to_the_only_editable_file() -> None:
+    result = apply_response(UNNAMED, {**FILES, "notes.txt": "weight = 1.0\n"}, EDITABLE)
+    assert "    weight = t\n" in result.files["hooks.py"]
+    assert result.applied == ["edit 1 (search_replace) to hooks.py"]
+    assert result.attributions == ["edit 1: unnamed block applied to hooks.py, the only "
+                                   "editable file"]
+
+
+def test_an_unnamed_block_applies_to_the_one_editable_file_holding_its_search_text() -> None:
+    files = {**FILES, "other.py": OTHER}
+    result = apply_response(UNNAMED, files, ["hooks.py", "other.py"])
+    assert "    weight = t\n" in result.files["hooks.py"] and result.files["other.py"] == OTHER
+    assert "the only editable file holding its SEARCH text" in result.attributions[0]
+
+
+def test_an_ambiguous_unnamed_block_is_refused_naming_the_files() -> None:
+    files = {"a.py": SOURCE, "b.py": SOURCE, "c.py": OTHER}
+    with pytest.raises(EditError) as caught:
+        apply_response(UNNAMED, files, ["a.py", "b.py", "c.py"])
+    message = str(caught.value)
+    assert "occurs in 2 editable files (a.py, b.py)" in message and "c.py" not in message
+
+
+def test_an_unnamed_block_whose_search_text_is_nowhere_is_refused() -> None:
+    files = {**FILES, "other.py": OTHER}
+    response = UNNAMED.replace("weight = 1.0", "weight = 9.0")
+    with pytest.raises(EditError, match=r"occurs in none of the editable files \(hooks.py, "
+                                        r"other.py\)"):
+        apply_response(response, files, ["hooks.py", "other.py"])
+
+
+def test_a_named_block_then_an_unnamed_one_edits_the_same_file() -> None:
+    response = ("hooks.py\n<<<<<<< SEARCH\n    weight = 1.0\n=======\n    weight = t\n"
+                ">>>>>>> REPLACE\n\n<<<<<<< SEARCH\n    return cum + weight * inst\n=======\n"
+                "    return cum + 2 * weight * inst\n>>>>>>> REPLACE\n")
+    result = apply_response(response, {**FILES, "other.py": OTHER}, ["hooks.py", "other.py"])
+    assert "2 * weight * inst" in result.files["hooks.py"] and not result.attributions
+
+
+def test_a_diff_hunk_without_file_headers_is_attributed() -> None:
+    response = ("```diff\n@@ -4,2 +4,2 @@\n-    weight = 1.0\n+    weight = t * t\n"
+                "     return cum + weight * inst\n```\n")
+    result = apply_response(response, {**FILES, "other.py": OTHER}, ["hooks.py", "other.py"])
+    assert "weight = t * t" in result.files["hooks.py"]
+    assert "the only editable file holding its SEARCH text" in result.attributions[0]
