@@ -363,16 +363,16 @@ def _unlink_files(fd: int) -> list[tuple[str, bool]]:
     """Unlink every non-directory of ours in the open directory ``fd``; the subdirectories to
     empty, each with whether it is ours (others only when we may write into them)."""
     me = os.getuid()
-    with os.scandir(fd) as entries:
-        found = [(entry.name, entry.stat(follow_symlinks=False)) for entry in entries]
     subdirs = []
-    for name, info in found:
-        ours = info.st_uid == me
-        if stat.S_ISDIR(info.st_mode):
-            if ours or os.access(name, os.W_OK | os.X_OK, dir_fd=fd):
-                subdirs.append((name, ours))
-        elif ours:
-            os.unlink(name, dir_fd=fd)
+    with os.scandir(fd) as entries:  # unlinking as we go: a full tmpfs may leave little memory
+        for entry in entries:
+            info = entry.stat(follow_symlinks=False)
+            ours = info.st_uid == me
+            if stat.S_ISDIR(info.st_mode):
+                if ours or os.access(entry.name, os.W_OK | os.X_OK, dir_fd=fd):
+                    subdirs.append((entry.name, ours))
+            elif ours:
+                os.unlink(entry.name, dir_fd=fd)
     return subdirs
 
 
