@@ -106,7 +106,8 @@ def _assert_held(host: HostMemory) -> None:
 # Four processes, each touching 150 MB (600 MB together, each one under the 256 MB of RLIMIT_AS).
 MANY_PROCESSES = r"""
 import subprocess, sys
-child = "import time\nhog = [b'\\x01' * (10 << 20) for _ in range(15)]\nprint('HELD', flush=True)\ntime.sleep(3)\n# MARKER"
+child = ("import time\nhog = [b'\\x01' * (10 << 20) for _ in range(15)]\n"
+         "print('HELD', flush=True)\ntime.sleep(3)\n# MARKER")
 procs = [subprocess.Popen([sys.executable, "-c", child]) for _ in range(4)]
 codes = [p.wait() for p in procs]
 print("CHILD EXITS", codes)
