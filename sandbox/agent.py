@@ -166,6 +166,7 @@ class JobFilter:
 
     def __init__(self, machine: str) -> None:
         self.machine = machine
+        self._prepared: tuple[ctypes.CDLL, ctypes.Structure] | None = None
 
     def program(self) -> list[tuple[int, int, int, int]]:
         """The BPF program as (code, jump if true, jump if false, k) instructions."""
@@ -188,7 +189,19 @@ class JobFilter:
 
     def install(self) -> None:
         """Install the filter on the calling process (inherited by its children): raises
-        OSError where the kernel refuses it, so that no job runs without it."""
+        OSError where the kernel refuses it, so that no job runs without it. Runs between
+        fork and exec, so everything it needs is built beforehand (``prepare``)."""
+        libc, fprog = self.ready()
+        if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 or libc.prctl(
+                PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0) != 0:
+            raise OSError(ctypes.get_errno(), "could not install the seccomp filter")
+
+    def ready(self) -> tuple[ctypes.CDLL, ctypes.Structure]:
+        """What ``install`` needs, built on the first call (in the agent, before any fork)."""
+        return self._prepared or self.prepare()
+
+    def prepare(self) -> tuple[ctypes.CDLL, ctypes.Structure]:
+        """The C library and the filter as the kernel takes it (a ``sock_fprog``), built once."""
         if self.machine not in self.ARCHES:
             raise OSError(f"no seccomp filter for {self.machine}")
         program = self.program()
@@ -202,16 +215,14 @@ class JobFilter:
 
         instructions = (Instruction * len(program))(*[Instruction(*i) for i in program])
         fprog = Program(len(program), instructions)
-        libc = ctypes.CDLL(None, use_errno=True)
-        if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 or libc.prctl(
-                PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0) != 0:
-            raise OSError(ctypes.get_errno(), "could not install the seccomp filter")
+        self._prepared = (ctypes.CDLL(None, use_errno=True), fprog)
+        return self._prepared
 
     def join_new_session_keyring(self) -> None:
         """Leave the agent's session keyring for a new, empty, anonymous one."""
-        column = 0 if self.machine == "x86_64" else 1
-        libc = ctypes.CDLL(None, use_errno=True)
-        if libc.syscall(self.NUMBERS["keyctl"][column], KEYCTL_JOIN_SESSION_KEYRING, None) < 0:
+        libc, _ = self.ready()
+        keyctl = self.NUMBERS["keyctl"][0 if self.machine == "x86_64" else 1]
+        if libc.syscall(keyctl, KEYCTL_JOIN_SESSION_KEYRING, None) < 0:
             raise OSError(ctypes.get_errno(), "could not join a new session keyring")
 
 
@@ -241,6 +252,10 @@ def _copy_in() -> None:
 
 
 def _execute(job: dict[str, Any]) -> dict[str, Any]:
+    try:
+        JOB_FILTER.ready()
+    except OSError as exc:
+        return {"error": f"no job runs without its seccomp filter: {exc}"}
     verdict_read, verdict_write = os.pipe()
     env = dict(job["env"])
     env["RECURSOR_RESULT"] = f"/proc/self/fd/{verdict_write}"
