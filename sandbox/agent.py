@@ -14,10 +14,11 @@ the whole budget for a warm evaluation. The agent also keeps the verdict channel
 * The host unlinks its socket right after the agent connects: nothing else can connect.
 
 Per job: copy ``/recursor-input`` into ``/workspace``, run the command in a new session with the
-verdict pipe as ``RECURSOR_RESULT=/proc/self/fd/N`` (as the process sandbox does), enforce wall
-time and the output cap, then reset: SIGKILL every other process, reap them, empty every
-writable directory and remove System V IPC objects, so nothing passes to the next candidate.
-A reset that fails is reported, and the host discards the container.
+verdict pipe as ``RECURSOR_RESULT=/proc/self/fd/N`` (as the process sandbox does), a session
+keyring of its own and a seccomp filter (``JobFilter``), enforce wall time and the output cap,
+then reset: SIGKILL every other process, reap them, empty every writable directory (without
+recursion: a tree of any depth) and remove System V IPC objects, so nothing passes to the next
+candidate. A reset that fails is reported, and the host discards the container.
 """
 
 from __future__ import annotations
