@@ -219,12 +219,15 @@ class JobFilter:
         self._prepared = (ctypes.CDLL(None, use_errno=True), fprog)
         return self._prepared
 
-    def join_new_session_keyring(self) -> None:
-        """Leave the agent's session keyring for a new, empty, anonymous one."""
+    def join_new_session_keyring(self) -> bool:
+        """Leave the agent's session keyring for a new, empty, anonymous one; whether it did.
+
+        Best effort, and safe so: where it fails (Docker's own profile refuses ``keyctl``; the
+        user's key quota is full) the filter installed next still keeps the job from every
+        keyring, and the filter is not optional."""
         libc, _ = self.ready()
         keyctl = self.NUMBERS["keyctl"][0 if self.machine == "x86_64" else 1]
-        if libc.syscall(keyctl, KEYCTL_JOIN_SESSION_KEYRING, None) < 0:
-            raise OSError(ctypes.get_errno(), "could not join a new session keyring")
+        return bool(libc.syscall(keyctl, KEYCTL_JOIN_SESSION_KEYRING, None) >= 0)
 
 
 JOB_FILTER = JobFilter(os.uname().machine)
