@@ -15,7 +15,7 @@ import pytest
 
 from recursor.errors import SandboxError
 from recursor.sandbox import Mount, SandboxLimits, SandboxRequest, SandboxResult
-from recursor.sandbox.docker import DockerSandbox
+from recursor.sandbox.docker import DockerSandbox, scratch_tmpfs
 from recursor.types import RunStatus
 
 pytestmark = pytest.mark.docker
@@ -183,3 +183,17 @@ def test_the_job_seccomp_filter_refuses_what_the_docs_say(box: DockerSandbox) ->
     seen = dict(line.rsplit(" ", 1) for line in result.stdout.splitlines())
     assert {name: seen.get(name) for name in EXPECTED} == EXPECTED
     assert seen["spawn"] == "0" and seen["Seccomp"] == "2"
+
+
+@pytest.mark.parametrize(("memory_mb", "disk_mb"), [(64, 16), (256, 1024), (2048, 1024),
+                                                    (8192, 1024), (8192, 65536)])
+def test_the_scratch_fits_inside_memory_mb(memory_mb: int, disk_mb: int) -> None:
+    """Every writable tmpfs is sized (and /dev/shm among them), and all of them together stay
+    within 5/8 of ``memory_mb``: full scratch is ENOSPC, never the OOM killer's business."""
+    mounts = scratch_tmpfs(SandboxLimits(memory_mb=memory_mb, disk_mb=disk_mb))
+    assert set(mounts) == {"/workspace", "/tmp", "/var/tmp", "/dev/shm", "/run"}
+    sizes = {target: int(options.split("size=")[1].split("m")[0])
+             for target, options in mounts.items()}
+    assert all("nr_inodes=" in options for options in mounts.values())
+    assert sum(sizes.values()) <= memory_mb * 5 // 8 + 1
+    assert sizes["/workspace"] == min(disk_mb, memory_mb // 4)
