@@ -14,10 +14,11 @@ the whole budget for a warm evaluation. The agent also keeps the verdict channel
 * The host unlinks its socket right after the agent connects: nothing else can connect.
 
 Per job: copy ``/recursor-input`` into ``/workspace``, run the command in a new session with the
-verdict pipe as ``RECURSOR_RESULT=/proc/self/fd/N`` (as the process sandbox does), enforce wall
-time and the output cap, then reset: SIGKILL every other process, reap them, empty every
-writable directory and remove System V IPC objects, so nothing passes to the next candidate.
-A reset that fails is reported, and the host discards the container.
+verdict pipe as ``RECURSOR_RESULT=/proc/self/fd/N`` (as the process sandbox does), a session
+keyring of its own and a seccomp filter (``JobFilter``), enforce wall time and the output cap,
+then reset: SIGKILL every other process, reap them, empty every writable directory (without
+recursion: a tree of any depth) and remove System V IPC objects, so nothing passes to the next
+candidate. A reset that fails is reported, and the host discards the container.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ import resource
 import shutil
 import signal
 import socket
+import stat
 import struct
 import subprocess
 import sys
@@ -46,6 +48,10 @@ WORKSPACE = "/workspace"
 RESET_DIRS = ("/workspace", "/tmp", "/var/tmp", "/run", "/dev/shm", "/dev/mqueue")
 FILE_SIZE_LIMIT = 1 << 30
 PR_SET_DUMPABLE = 4
+PR_SET_NO_NEW_PRIVS = 38
+PR_SET_SECCOMP = 22
+SECCOMP_MODE_FILTER = 2
+KEYCTL_JOIN_SESSION_KEYRING = 1
 IPC_RMID = 0
 HEADER = struct.Struct(">I")
 MAX_MESSAGE = 64 << 20
@@ -114,7 +120,8 @@ def _receive_exactly(conn: socket.socket, size: int) -> bytes | None:
 
 
 def _job_preexec(memory_bytes: int) -> Callable[[], None]:
-    """Limits for the job: address space, no core files, 1 GiB per file, first to OOM-kill."""
+    """Limits for the job: address space, no core files, 1 GiB per file, first to OOM-kill,
+    a session keyring of its own, and the seccomp filter (``JobFilter``) last."""
 
     def apply() -> None:
         resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
@@ -124,8 +131,106 @@ def _job_preexec(memory_bytes: int) -> Callable[[], None]:
             fd = os.open("/proc/self/oom_score_adj", os.O_WRONLY)
             os.write(fd, b"1000")
             os.close(fd)
+        JOB_FILTER.join_new_session_keyring()
+        JOB_FILTER.install()
 
     return apply
+
+
+class JobFilter:
+    """A seccomp filter for every process of a job, beneath the engine's own profile.
+
+    The engine's default profile differs between engines (podman's lets ``unshare`` make a user
+    namespace and ``keyctl`` reach the keyrings). This one, installed by the job itself (the
+    container runs with no-new-privileges, so no capability is needed), fails with EPERM:
+    ``unshare`` and ``clone`` asking for a new user namespace; ``keyctl``, ``add_key`` and
+    ``request_key`` (keyrings are not namespaced: the user keyring of uid 1000 is the host's,
+    and would carry data from one job to the next); ``io_uring_*``. ``clone3`` fails with
+    ENOSYS, whose flags a filter cannot read, so the C library falls back to ``clone``. System
+    calls of another ABI (i386, x32) are refused, so none of this can be sidestepped. Before
+    the filter, the job joins a new anonymous session keyring, leaving the agent's.
+    """
+
+    # name: (x86_64, aarch64) system call numbers
+    NUMBERS = {"clone": (56, 220), "unshare": (272, 97), "add_key": (248, 217),
+               "request_key": (249, 218), "keyctl": (250, 219), "io_uring_setup": (425, 425),
+               "io_uring_enter": (426, 426), "io_uring_register": (427, 427),
+               "clone3": (435, 435)}
+    ARCHES = {"x86_64": 0xC000003E, "aarch64": 0xC00000B7}
+    DENIED = ("add_key", "request_key", "keyctl", "io_uring_setup", "io_uring_enter",
+              "io_uring_register")
+    CLONE_NEWUSER = 0x10000000
+    X32_BIT = 0x40000000
+    RET_ALLOW, RET_ERRNO = 0x7FFF0000, 0x00050000
+    LD_ABS, JEQ, JGE, JSET, RET = 0x20, 0x15, 0x35, 0x45, 0x06
+    EPERM, ENOSYS = 1, 38
+
+    def __init__(self, machine: str) -> None:
+        self.machine = machine
+        self._prepared: tuple[ctypes.CDLL, ctypes.Structure] | None = None
+
+    def program(self) -> list[tuple[int, int, int, int]]:
+        """The BPF program as (code, jump if true, jump if false, k) instructions."""
+        column = 0 if self.machine == "x86_64" else 1
+        number = {name: pair[column] for name, pair in self.NUMBERS.items()}
+        deny, nosys = self.RET_ERRNO | self.EPERM, self.RET_ERRNO | self.ENOSYS
+        head = [(self.LD_ABS, 0, 0, 4), (self.JEQ, 1, 0, self.ARCHES[self.machine]),
+                (self.RET, 0, 0, deny), (self.LD_ABS, 0, 0, 0)]
+        if self.machine == "x86_64":
+            head += [(self.JGE, 0, 1, self.X32_BIT), (self.RET, 0, 0, deny)]
+        checks = [(self.JEQ, 0, 1, number[name]) for name in self.DENIED]
+        body: list[tuple[int, int, int, int]] = []
+        for check in checks:
+            body += [check, (self.RET, 0, 0, deny)]
+        body += [(self.JEQ, 0, 1, number["clone3"]), (self.RET, 0, 0, nosys),
+                 (self.JEQ, 1, 0, number["unshare"]), (self.JEQ, 0, 3, number["clone"]),
+                 (self.LD_ABS, 0, 0, 16), (self.JSET, 0, 1, self.CLONE_NEWUSER),
+                 (self.RET, 0, 0, deny), (self.RET, 0, 0, self.RET_ALLOW)]
+        return head + body
+
+    def install(self) -> None:
+        """Install the filter on the calling process (inherited by its children): raises
+        OSError where the kernel refuses it, so that no job runs without it. Runs between
+        fork and exec, so everything it needs is built beforehand (``prepare``)."""
+        libc, fprog = self.ready()
+        if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 or libc.prctl(
+                PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0) != 0:
+            raise OSError(ctypes.get_errno(), "could not install the seccomp filter")
+
+    def ready(self) -> tuple[ctypes.CDLL, ctypes.Structure]:
+        """What ``install`` needs, built on the first call (in the agent, before any fork)."""
+        return self._prepared or self.prepare()
+
+    def prepare(self) -> tuple[ctypes.CDLL, ctypes.Structure]:
+        """The C library and the filter as the kernel takes it (a ``sock_fprog``), built once."""
+        if self.machine not in self.ARCHES:
+            raise OSError(f"no seccomp filter for {self.machine}")
+        program = self.program()
+
+        class Instruction(ctypes.Structure):
+            _fields_ = [("code", ctypes.c_ushort), ("jt", ctypes.c_ubyte),
+                        ("jf", ctypes.c_ubyte), ("k", ctypes.c_uint)]
+
+        class Program(ctypes.Structure):
+            _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(Instruction))]
+
+        instructions = (Instruction * len(program))(*[Instruction(*i) for i in program])
+        fprog = Program(len(program), instructions)
+        self._prepared = (ctypes.CDLL(None, use_errno=True), fprog)
+        return self._prepared
+
+    def join_new_session_keyring(self) -> bool:
+        """Leave the agent's session keyring for a new, empty, anonymous one; whether it did.
+
+        Best effort, and safe so: where it fails (Docker's own profile refuses ``keyctl``; the
+        user's key quota is full) the filter installed next still keeps the job from every
+        keyring, and the filter is not optional."""
+        libc, _ = self.ready()
+        keyctl = self.NUMBERS["keyctl"][0 if self.machine == "x86_64" else 1]
+        return bool(libc.syscall(keyctl, KEYCTL_JOIN_SESSION_KEYRING, None) >= 0)
+
+
+JOB_FILTER = JobFilter(os.uname().machine)
 
 
 def run_job(job: dict[str, Any]) -> dict[str, Any]:
@@ -151,6 +256,10 @@ def _copy_in() -> None:
 
 
 def _execute(job: dict[str, Any]) -> dict[str, Any]:
+    try:
+        JOB_FILTER.ready()
+    except OSError as exc:
+        return {"error": f"no job runs without its seccomp filter: {exc}"}
     verdict_read, verdict_write = os.pipe()
     env = dict(job["env"])
     env["RECURSOR_RESULT"] = f"/proc/self/fd/{verdict_write}"
@@ -161,7 +270,7 @@ def _execute(job: dict[str, Any]) -> dict[str, Any]:
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
             pass_fds=(verdict_write,), preexec_fn=_job_preexec(job["memory_bytes"]),
         )
-    except OSError as exc:
+    except (OSError, subprocess.SubprocessError) as exc:
         os.close(verdict_read)
         return {"error": f"could not start {job['command'][0]!r}: {exc}"}
     finally:
@@ -220,33 +329,70 @@ def _others_alive() -> str | None:
 
 
 def _empty_dir(path: str) -> str | None:
-    """Remove everything under ``path`` that we can (a candidate may chmod things away)."""
-    root = Path(path)
-    if not root.is_dir():
+    """Remove everything under ``path`` (a candidate may chmod things away, or nest
+    directories deeper than any path or recursion limit); an error message if that failed."""
+    if not os.path.isdir(path):
         return None
-    for entry in list(root.iterdir()):
-        _remove(entry)
-    owned = [e.name for e in root.iterdir() if e.lstat().st_uid == os.getuid()]
-    return f"could not empty {path}: {owned[:5]}" if owned else None
+    try:
+        empty_tree(path)
+    except OSError as exc:
+        return f"could not empty {path}: {exc}"
+    left = [name for name in os.listdir(path)
+            if os.lstat(os.path.join(path, name)).st_uid == os.getuid()]
+    return f"could not empty {path}: {left[:5]}" if left else None
 
 
-def _remove(entry: Path) -> None:
-    def unlock(_func: object, failed: str, _exc: object) -> None:
-        with contextlib.suppress(OSError):
-            os.chmod(os.path.dirname(failed), 0o700)
-            if os.path.isdir(failed) and not os.path.islink(failed):
-                os.chmod(failed, 0o700)
-                shutil.rmtree(failed, ignore_errors=True)
-            else:
-                os.unlink(failed)
+_OPEN_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
 
-    with contextlib.suppress(OSError):
-        if entry.is_dir() and not entry.is_symlink():
-            with contextlib.suppress(OSError):
-                entry.chmod(0o700)
-            shutil.rmtree(entry, onerror=unlock)
-        else:
-            entry.unlink()
+
+def empty_tree(path: str) -> None:
+    """Remove what the job's user made under directory ``path``, however deep, without
+    recursion and without long paths: one directory descriptor at a time, opened relative to
+    its parent, with the pending subdirectories of each level on an explicit stack. What the
+    engine put there (owned by root) stays, but a directory of root's that we may write into
+    is emptied too. Safe only when nothing else changes the tree (every job process is dead)."""
+    fd = os.open(path, _OPEN_DIR)
+    stack: list[tuple[str, bool, list[tuple[str, bool]]]] = []  # (name, ours, parent's left)
+    try:
+        pending = _unlink_files(fd)
+        while True:
+            if pending:
+                child, ours = pending.pop()
+                if ours:  # a directory of ours (no link: the chmod follows none)
+                    os.chmod(child, 0o700, dir_fd=fd)
+                inner = os.open(child, _OPEN_DIR, dir_fd=fd)
+                os.close(fd)
+                fd = inner
+                stack.append((child, ours, pending))
+                pending = _unlink_files(fd)
+                continue
+            if not stack:
+                return
+            name, ours, pending = stack.pop()
+            parent = os.open("..", _OPEN_DIR, dir_fd=fd)
+            os.close(fd)
+            fd = parent
+            if ours:
+                os.rmdir(name, dir_fd=fd)
+    finally:
+        os.close(fd)
+
+
+def _unlink_files(fd: int) -> list[tuple[str, bool]]:
+    """Unlink every non-directory of ours in the open directory ``fd``; the subdirectories to
+    empty, each with whether it is ours (others only when we may write into them)."""
+    me = os.getuid()
+    subdirs = []
+    with os.scandir(fd) as entries:  # unlinking as we go: a full tmpfs may leave little memory
+        for entry in entries:
+            info = entry.stat(follow_symlinks=False)
+            ours = info.st_uid == me
+            if stat.S_ISDIR(info.st_mode):
+                if ours or os.access(entry.name, os.W_OK | os.X_OK, dir_fd=fd):
+                    subdirs.append((entry.name, ours))
+            elif ours:
+                os.unlink(entry.name, dir_fd=fd)
+    return subdirs
 
 
 def _remove_ipc() -> str | None:

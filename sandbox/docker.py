@@ -2,27 +2,36 @@
 API (podman). Each container runs the trusted agent (``agent.py``) as PID 1; the host talks to
 it over a private unix socket and sends it one job per evaluation.
 
-Containment, all on by default: no network; read-only root; ``/workspace`` and ``/tmp`` are
-tmpfs capped at ``disk_mb`` (``/var/tmp``, ``/run`` smaller); the workspace arrives as a copy;
-task mounts and the staged Recursor source are read-only; user 1000:1000 with every capability
-dropped and no-new-privileges; memory, pids and (optionally) CPU caps on the container plus
-the job's own address-space limit; wall time enforced by the agent with a host backstop that
-removes the container; output capped; an environment with no host variables.
+Containment, all on by default: no network; read-only root; the workspace arrives as a copy;
+task mounts and the staged Recursor source are read-only unless a mount says otherwise; user
+1000:1000 with every capability dropped and no-new-privileges; the engine's seccomp profile
+plus the agent's own filter per job (no user namespaces, io_uring or keyrings, see
+``agent.py``); pids and (optionally) CPU caps; wall time enforced by the agent with a host
+backstop that removes the container; output capped; an environment with no host variables.
 
-A tmpfs lives in memory, so the container's memory cap is ``memory_mb`` plus room for the
-scratch file systems: a candidate's processes are held to ``memory_mb`` each by RLIMIT_AS.
+Memory is capped per run, not per process: the container's memory cgroup holds everything the
+run can make the kernel keep (processes, tmpfs pages, inodes, System V shared memory) to
+``memory_mb`` plus ``AGENT_MEMORY_MB`` for the agent itself. The scratch file systems live in
+that memory, so each has a size and an inode cap (``scratch_tmpfs``) that together leave room
+for the processes: a disk fill or a flood of empty files ends in ENOSPC, not in the OOM killer.
+A run is judged ``oom`` only on the kernel's word, read from the host: the OOM-kill counter of
+the container's memory cgroup (or, for a container that died, the engine's ``OOMKilled``).
 
 Warm pool: after a job the agent kills every process and empties every writable place; the
-container then serves the next job with the same mounts and limits. A container whose reset
-fails, or that misbehaves in any way, is removed, never reused. Containers are created with
-auto-remove and their agent exits when the host hangs up, so a crashed controller leaves none.
+container then serves the next job with the same mounts and limits. A container with a
+writable task mount is never reused (its mount is the caller's directory, which the agent must
+not empty), nor is one whose reset fails, that saw an OOM kill, or that misbehaves in any way.
+Containers are created with auto-remove and their agent exits when the host hangs up, so a
+crashed controller leaves none.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 import shutil
 import socket
+import stat
 import sys
 import tempfile
 import threading
@@ -50,9 +59,11 @@ CTL_TARGET = "/recursor-ctl"
 AGENT = f"{SOURCE_TARGET}/recursor/sandbox/agent.py"
 USER = "1000:1000"
 # Beyond the job's limits: the agent's own memory and tasks (it has a thread per pipe).
-AGENT_MEMORY_MB = 128
+AGENT_MEMORY_MB = 64
 AGENT_TASKS = 8
 SMALL_TMPFS_MB = 64
+# Inodes per MB of a tmpfs (one per 16 KiB): caps the kernel memory empty files can pin.
+INODES_PER_MB = 64
 START_TIMEOUT_S = 60.0
 BACKSTOP_GRACE_S = 30.0
 LABEL = "recursor.sandbox"
@@ -76,6 +87,7 @@ class _Slot:
         self.directory = directory
         self.conn = conn
         self.jobs = 0
+        self.cgroup = MemoryCgroup.of(container)
 
     @property
     def input_dir(self) -> Path:
@@ -113,10 +125,14 @@ class DockerSandbox(Sandbox):
         self._idle: dict[_PoolKey, list[_Slot]] = {}
         self._lock = threading.Lock()
         self._closed = False
+        self._inode_caps = True  # until the engine refuses ``nr_inodes`` (podman before 5)
 
     def run(self, request: SandboxRequest) -> SandboxResult:
         """Run ``request`` to completion in a container (see the module and ``Sandbox``)."""
         check_request(request)
+        for mount in request.mounts:
+            if mount.writable:
+                _refuse_sockets(mount.source)
         key = _PoolKey(tuple((str(m.source.resolve()), m.target, m.writable)
                              for m in request.mounts),
                        request.limits.memory_mb, request.limits.max_processes,
@@ -128,7 +144,7 @@ class DockerSandbox(Sandbox):
             result, reusable = self._run_job(slot, request)
             return result
         finally:
-            if reusable:
+            if reusable and not any(mount.writable for mount in request.mounts):
                 self._release(key, slot)
             else:
                 slot.discard()
@@ -185,7 +201,7 @@ class DockerSandbox(Sandbox):
         return _Slot(container, directory, conn)
 
     def _create(self, limits: SandboxLimits, mounts: Sequence[Mount], directory: Path) -> Container:
-        memory = limits.memory_mb + 2 * limits.disk_mb + 2 * SMALL_TMPFS_MB + AGENT_MEMORY_MB
+        memory = limits.memory_mb + AGENT_MEMORY_MB
         volumes = {
             str(directory / "ctl"): {"bind": CTL_TARGET, "mode": "ro"},
             str(directory / "input"): {"bind": INPUT_DIR, "mode": "ro"},
@@ -194,40 +210,45 @@ class DockerSandbox(Sandbox):
         for mount in mounts:
             volumes[str(self._visible_source(mount))] = {
                 "bind": mount.target, "mode": "rw" if mount.writable else "ro"}
-        disk = f"size={limits.disk_mb}m,mode=1777"
-        options: dict[str, Any] = {}
+        options: dict[str, Any] = {
+            "detach": True, "auto_remove": True, "labels": {LABEL: "1"},
+            "network_mode": "none", "read_only": True, "user": USER, "cap_drop": ["ALL"],
+            "security_opt": ["no-new-privileges"], "environment": {"PATH": _PATH},
+            "mem_limit": f"{memory}m", "memswap_limit": f"{memory}m",
+            "pids_limit": limits.max_processes + AGENT_TASKS, "working_dir": "/workspace",
+            "volumes": volumes}
         if self._cpus is not None:
             options["nano_cpus"] = int(self._cpus * 1e9)
+        command = ["python3", "-I", AGENT, f"{CTL_TARGET}/agent.sock"]
         try:
-            container: Container = self._client.containers.run(
-                self._image, ["python3", "-I", AGENT, f"{CTL_TARGET}/agent.sock"],
-                detach=True, auto_remove=True, labels={LABEL: "1"},
-                name=f"recursor-{uuid.uuid4().hex[:12]}",
-                network_mode="none", read_only=True, user=USER, cap_drop=["ALL"],
-                security_opt=["no-new-privileges"], environment={"PATH": _PATH},
-                mem_limit=f"{memory}m", memswap_limit=f"{memory}m",
-                pids_limit=limits.max_processes + AGENT_TASKS, working_dir="/workspace",
-                tmpfs={"/workspace": disk, "/tmp": disk,
-                       "/var/tmp": f"size={SMALL_TMPFS_MB}m,mode=1777",
-                       "/run": "size=1m,mode=755"},
-                volumes=volumes, **options,
-            )
+            try:
+                return self._client.containers.run(
+                    self._image, command, name=f"recursor-{uuid.uuid4().hex[:12]}",
+                    tmpfs=scratch_tmpfs(limits, self._inode_caps), **options)
+            except docker.errors.APIError as exc:
+                if "nr_inodes" not in str(exc) or not self._inode_caps:
+                    raise
+            # This engine refuses an inode cap: inodes are then held by the memory cgroup alone.
+            self._inode_caps = False
+            return self._client.containers.run(
+                self._image, command, name=f"recursor-{uuid.uuid4().hex[:12]}",
+                tmpfs=scratch_tmpfs(limits, False), **options)
         except docker.errors.DockerException as exc:
             raise SandboxError(f"could not start a container from {self._image}: {exc}") from exc
-        return container
 
     def _visible_source(self, mount: Mount) -> Path:
-        """The mount's source, or a readable snapshot of a read-only one that the container's
-        user could not read (e.g. under a private temp dir); taken once per sandbox."""
+        """The mount's source, or a snapshot of a read-only one that the container's user could
+        not read (e.g. under a private temp dir) or that holds a socket or FIFO (a read-only
+        bind does not stop ``connect``); taken once per sandbox, without special files."""
         source = mount.source.resolve()
-        if mount.writable or _world_readable(source):
+        if mount.writable or _bindable(source):
             return source
         with self._lock:
             snapshot = self._snapshots.get(source)
             if snapshot is None:
                 snapshot = Path(tempfile.mkdtemp(prefix="mount-", dir=self._scratch)) / "data"
                 if source.is_dir():
-                    shutil.copytree(source, snapshot, symlinks=True)
+                    shutil.copytree(source, snapshot, symlinks=True, ignore=_special_files)
                 else:
                     shutil.copy2(source, snapshot)
                 make_readable(snapshot.parent)
@@ -247,6 +268,7 @@ class DockerSandbox(Sandbox):
             "output_bytes": limits.output_bytes, "max_result_bytes": MAX_RESULT_BYTES,
         }
         started = time.monotonic()
+        kills_before = slot.cgroup.oom_kills() if slot.cgroup else None
         slot.conn.settimeout(limits.wall_time_s + BACKSTOP_GRACE_S)
         try:
             send_message(slot.conn, job)
@@ -259,9 +281,12 @@ class DockerSandbox(Sandbox):
         else:
             error = "the sandbox container exited during the job"
         if reply is None or reply.get("nonce") != nonce:
-            return _failed(_death_status(slot), error, started), False
+            return _failed(_death_status(slot, kills_before), error, started), False
         slot.jobs += 1
-        return _result_from(reply, limits), reply.get("reset_error") is None
+        oom_killed = _oom_killed(slot, kills_before)
+        result = _memory_verdict(_result_from(reply, limits), oom_killed)
+        # After an OOM kill nothing vouches for the agent's state (nor for a sticky engine flag).
+        return result, reply.get("reset_error") is None and not oom_killed
 
     def __repr__(self) -> str:
         return f"DockerSandbox(image={self._image!r}, warm={self._warm})"
@@ -288,18 +313,55 @@ def _fill_input(input_dir: Path, workspace: Path | None) -> None:
             path.chmod(0o755 if path.is_dir() else 0o644)
 
 
-def _world_readable(path: Path) -> bool:
-    """Whether user 1000 can reach and read ``path`` and everything under it."""
+def _bindable(path: Path) -> bool:
+    """Whether user 1000 can reach and read ``path`` and everything under it, and nothing
+    under it is a socket or FIFO (a channel to a host process, whatever the mount's mode)."""
     for parent in path.parents:
         if not parent.stat().st_mode & 0o001:
             return False
     entries = [path, *path.rglob("*")] if path.is_dir() else [path]
     for entry in entries:
         mode = entry.lstat().st_mode
-        need = 0o005 if entry.is_dir() else 0o004
-        if not entry.is_symlink() and mode & need != need:
+        need = 0o005 if stat.S_ISDIR(mode) else 0o004
+        if _is_special(mode) or (not stat.S_ISLNK(mode) and mode & need != need):
             return False
     return True
+
+
+def _is_special(mode: int) -> bool:
+    return stat.S_ISSOCK(mode) or stat.S_ISFIFO(mode) or stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+
+
+def _special_files(folder: str, names: list[str]) -> set[str]:
+    """For ``copytree``: the entries of ``folder`` that are sockets, FIFOs or devices."""
+    return {name for name in names if _is_special(os.lstat(os.path.join(folder, name)).st_mode)}
+
+
+def _refuse_sockets(source: Path) -> None:
+    """A writable mount is bound live, so a socket or FIFO in it would reach a host process."""
+    entries = [source, *source.rglob("*")] if source.is_dir() else [source]
+    special = [str(entry) for entry in entries if _is_special(entry.lstat().st_mode)]
+    if special:
+        raise SandboxError(f"writable mount {source} holds sockets or FIFOs {special[:3]}, "
+                           "which would reach host processes; mount a directory made for the job")
+
+
+def scratch_tmpfs(limits: SandboxLimits, inode_caps: bool = True) -> dict[str, str]:
+    """Every writable tmpfs of the container with its size and inode caps.
+
+    Tmpfs pages and inodes are charged to the container's memory cgroup, so the scratch is
+    sized to fit inside ``memory_mb`` with room to spare: ``/workspace`` and ``/tmp`` get
+    ``min(disk_mb, memory_mb / 4)`` each, ``/var/tmp`` and ``/dev/shm`` ``min(64, memory_mb /
+    16)`` MB, ``/run`` 1 MB; at most 5/8 of ``memory_mb`` in all. Filling them all is ENOSPC
+    while the processes keep the rest. ``inode_caps``: also cap inodes (``nr_inodes``, one per
+    16 KiB), which some engines refuse; inodes are charged to the memory cgroup either way."""
+    big = max(1, min(limits.disk_mb, limits.memory_mb // 4))
+    small = max(1, min(SMALL_TMPFS_MB, limits.memory_mb // 16))
+    sizes = {"/workspace": (big, "1777"), "/tmp": (big, "1777"), "/var/tmp": (small, "1777"),
+             "/dev/shm": (small, "1777"), "/run": (1, "755")}
+    return {target: f"size={size}m,mode={mode}"
+            + (f",nr_inodes={max(256, size * INODES_PER_MB)}" if inode_caps else "")
+            for target, (size, mode) in sizes.items()}
 
 
 def _accept_agent(listener: socket.socket, container: Container) -> socket.socket:
@@ -331,13 +393,91 @@ def _container_command(command: Sequence[str]) -> list[str]:
     return argv
 
 
-def _death_status(slot: _Slot) -> RunStatus:
-    """Why a container died mid-job, as far as the engine still knows (it auto-removes)."""
+def _oom_killed(slot: _Slot, kills_before: int | None) -> bool:
+    """Whether the kernel OOM-killed a process during the job: the cgroup's counter moved, or
+    where the engine is remote, the engine's ``OOMKilled`` flag (an engine sets it from the
+    kernel's OOM event; a container that saw one is not reused, so it is this job's)."""
+    kills_after = slot.cgroup.oom_kills() if slot.cgroup else None
+    if kills_before is not None and kills_after is not None:
+        return kills_after > kills_before
     with contextlib.suppress(docker.errors.DockerException):
         slot.container.reload()
-        if slot.container.attrs.get("State", {}).get("OOMKilled"):
-            return RunStatus.OOM
-    return RunStatus.CRASHED
+        return bool(slot.container.attrs.get("State", {}).get("OOMKilled"))
+    return False
+
+
+def _death_status(slot: _Slot, kills_before: int | None) -> RunStatus:
+    """Why a container died mid-job: OOM only on host-side evidence (``_oom_killed``); the
+    container auto-removes, so when neither is left to read it is a crash."""
+    return RunStatus.OOM if _oom_killed(slot, kills_before) else RunStatus.CRASHED
+
+
+def _memory_verdict(result: SandboxResult, oom_killed: bool) -> SandboxResult:
+    """``oom`` only when the kernel OOM-killed a process of this job (``oom_killed``, host-side
+    evidence). What the candidate prints or how it exits
+    (MemoryError, status 137) is no evidence: a failed exit without an OOM kill is a crash."""
+    if result.status is RunStatus.OOM and not oom_killed:
+        result.status, result.error = RunStatus.CRASHED, f"exited with status {result.exit_code}"
+    elif oom_killed and result.status is RunStatus.CRASHED:
+        result.status = RunStatus.OOM
+        result.error = ("the kernel OOM-killed a process of the run at its memory limit "
+                        "(counted by the container's memory cgroup)")
+    return result
+
+
+class MemoryCgroup:
+    """A container's memory cgroup read from the host: the kernel's own counters, which
+    nothing inside the container can write. Found only when the engine runs on this host and
+    in its pid namespace (``of`` returns None otherwise)."""
+
+    def __init__(self, directory: Path, v2: bool) -> None:
+        self.directory = directory
+        self._events = directory / ("memory.events" if v2 else "memory.oom_control")
+        self._peak = directory / ("memory.peak" if v2 else "memory.max_usage_in_bytes")
+        self._limit = directory / ("memory.max" if v2 else "memory.limit_in_bytes")
+
+    @classmethod
+    def of(cls, container: Container) -> MemoryCgroup | None:
+        """The cgroup of the container's init process, checked to name the container."""
+        with contextlib.suppress(docker.errors.DockerException, OSError, ValueError):
+            container.reload()
+            pid = int(container.attrs["State"]["Pid"])
+            lines = Path(f"/proc/{pid}/cgroup").read_text().splitlines()
+            for line in lines:  # v1 (or hybrid): the memory controller's own hierarchy
+                _, controllers, path = line.split(":", 2)
+                if "memory" in controllers.split(",") and container.id in path:
+                    return cls(Path("/sys/fs/cgroup/memory" + path), v2=False)
+            unified = Path("/sys/fs/cgroup/cgroup.controllers")
+            for line in lines:
+                _, controllers, path = line.split(":", 2)
+                if not controllers and container.id in path and unified.exists():
+                    return cls(Path("/sys/fs/cgroup" + path), v2=True)
+        return None
+
+    def oom_kills(self) -> int | None:
+        """How many processes the OOM killer has killed in this cgroup; None if unreadable."""
+        return self._field(self._events, "oom_kill")
+
+    def peak_bytes(self) -> int | None:
+        return self._number(self._peak)
+
+    def limit_bytes(self) -> int | None:
+        return self._number(self._limit)
+
+    @staticmethod
+    def _field(path: Path, name: str) -> int | None:
+        with contextlib.suppress(OSError, ValueError):
+            for line in path.read_text().splitlines():
+                key, _, value = line.partition(" ")
+                if key == name:
+                    return int(value)
+        return None
+
+    @staticmethod
+    def _number(path: Path) -> int | None:
+        with contextlib.suppress(OSError, ValueError):
+            return int(path.read_text())
+        return None
 
 
 def _failed(status: RunStatus, error: str, started: float) -> SandboxResult:
@@ -355,4 +495,4 @@ def _result_from(reply: dict[str, Any], limits: SandboxLimits) -> SandboxResult:
                  bool(reply["verdict_truncated"]))
 
 
-__all__ = ["DockerSandbox"]
+__all__ = ["DockerSandbox", "MemoryCgroup", "scratch_tmpfs"]

@@ -10,6 +10,7 @@ import threading
 import time
 from pathlib import Path
 
+import docker.errors
 import pytest
 from typer.testing import CliRunner
 
@@ -154,7 +155,22 @@ def test_an_image_without_python_is_a_clear_error(tmp_path: Path, docker_image: 
         finally:
             box.close()
     finally:
-        client.images.remove(image_id, force=True)
+        _remove_image(client, image_id)
+
+
+def _remove_image(client, image_id: str) -> None:  # type: ignore[no-untyped-def]
+    """Podman refuses to remove an image while its auto-removed container is mid-removal
+    ("does not exist in database"): retry for a few seconds."""
+    for attempt in range(20):
+        try:
+            client.images.remove(image_id, force=True)
+            return
+        except docker.errors.ImageNotFound:
+            return
+        except docker.errors.APIError:
+            if attempt == 19:
+                raise
+            time.sleep(0.5)
 
 
 def test_cpus_caps_the_cpu_share(docker_sandbox_factory) -> None:  # type: ignore[no-untyped-def]
