@@ -8,8 +8,9 @@ the PSRO iteration (0 for the initial populations). It returns ``[mixture_0, mix
 non-negative vector per player, of length ``n0`` and ``n1``, summing to 1.
 
 The knobs of the block start neutral (uniform): ``rm_effort`` > 0 runs regret matching on the
-empirical game for ``int(rm_effort * 100)`` steps and keeps its average strategy; ``blend`` > 0
-mixes in a softmax (``temperature``) over each policy's value against the other mixture.
+empirical game for ``int(100 * rm_effort)`` steps and keeps its average strategy; ``blend`` > 0
+mixes in a softmax (``temperature``) over each policy's value against the other mixture. The
+result is clipped at 0 and normalized on the way out.
 """
 
 import numpy as np
@@ -25,20 +26,25 @@ def softmax(x):
     return z / z.sum()
 
 
-def regret_matching(payoffs, start, steps):
-    """Average strategies of ``steps`` simultaneous regret-matching steps from ``start``."""
+def normalize(x):
+    """``x`` clipped at 0 and scaled to sum to 1 (uniform when nothing is left)."""
+    x = np.maximum(np.nan_to_num(np.asarray(x, dtype=np.float64)), 0.0)
+    total = x.sum()
+    return x / total if total > 0 else np.ones(len(x)) / len(x)
+
+
+def regret_matching(payoffs, start, effort):
+    """Average strategies of ``int(100 * effort)`` simultaneous regret-matching steps."""
     current = [m.copy() for m in start]
     total = [m.copy() for m in start]
     regret = [np.zeros_like(m) for m in start]
-    for _ in range(steps):
+    for _ in range(max(0, int(100 * effort))):
         v = values(payoffs, current)
         for p in range(2):
             regret[p] += v[p] - v[p] @ current[p]
-            positive = np.maximum(regret[p], 0.0)
-            mass = positive.sum()
-            current[p] = positive / mass if mass > 0 else np.ones_like(positive) / len(positive)
+            current[p] = normalize(regret[p])
             total[p] += current[p]
-    return [t / t.sum() for t in total]
+    return [normalize(t) for t in total]
 
 
 def meta_solver(payoffs, iteration):
@@ -47,9 +53,8 @@ def meta_solver(payoffs, iteration):
     rm_effort = 0.0
     blend = 0.0
     temperature = 1.0
-    mixtures = regret_matching(payoffs, mixtures, int(rm_effort * 100))
+    mixtures = regret_matching(payoffs, mixtures, rm_effort)
     v = values(payoffs, mixtures)
-    mixtures = [(1.0 - blend) * mixtures[p] + blend * softmax(v[p] / temperature)
-                for p in range(2)]
+    mixtures = [(1.0 - blend) * m + blend * softmax(u / temperature) for m, u in zip(mixtures, v)]
     # EVOLVE-BLOCK-END
-    return mixtures
+    return [normalize(m) for m in mixtures]
