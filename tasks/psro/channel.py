@@ -16,6 +16,7 @@ solver's rounding); anything else is rejected, never repaired.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import select
@@ -110,10 +111,8 @@ class SolverProcess:
 
     def close(self) -> None:
         """Kill the child and everything in its session; remove the copy."""
-        try:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self._proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
         self._proc.wait()
         for stream in (self._proc.stdin, self._proc.stdout):
             if stream is not None:

@@ -117,7 +117,7 @@ class TreeGame:
 
     def uniform_policy(self, p: int) -> np.ndarray:
         legal = self.legal[p]
-        return legal / legal.sum(axis=1, keepdims=True)
+        return np.asarray(legal / legal.sum(axis=1, keepdims=True))
 
     def reach(self, p: int, policy: np.ndarray) -> np.ndarray:
         """Player ``p``'s realization of ``policy`` (``[infosets_p, A]``) at the terminals."""

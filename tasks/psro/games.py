@@ -12,11 +12,11 @@ an evaluation loads only its own split's trees (the task mounts only those files
 | split | game | why |
 |---|---|---|
 | dev | ``kuhn_poker``, ``leduc_poker`` | the standard small poker benchmarks |
-| dev | ``biased_rps`` | rock-paper-scissors with unequal stakes: a 3-cycle whose equilibrium is not uniform |
-| dev | ``spinning_top_40`` | 40 strategies: a transitive skill plus a random cyclic part ("games of skill") |
-| heldout | ``liars_dice_4`` | Liar's Dice, one 4-sided die each: a long bidding sequence, unlike poker |
+| dev | ``biased_rps`` | RPS with unequal stakes: a 3-cycle, non-uniform equilibrium |
+| dev | ``spinning_top_40`` | 40 strategies: transitive skill plus a random cyclic part |
+| heldout | ``liars_dice_4`` | Liar's Dice, one 4-sided die each: long bidding, unlike poker |
 | heldout | ``goofspiel_3`` | 3-card Goofspiel made turn-based: simultaneous bids |
-| heldout | ``disc_60`` | 60 points of a disc game: purely cyclic, every strategy beats some and loses to others |
+| heldout | ``disc_60`` | 60 points of a disc game: purely cyclic, nothing dominates |
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ def spinning_top(n: int, seed: int) -> np.ndarray:
     skill = np.sort(rng.normal(size=n))
     cyclic = rng.normal(size=(n, n))
     payoff = (skill[:, None] - skill[None, :]) + 1.5 * (cyclic - cyclic.T)
-    return payoff / np.abs(payoff).max()
+    return np.asarray(payoff / np.abs(payoff).max())
 
 
 def disc_game(n: int, seed: int) -> np.ndarray:

@@ -55,6 +55,7 @@ def meta_solver(payoffs, iteration):
     temperature = 1.0
     mixtures = regret_matching(payoffs, mixtures, rm_effort)
     v = values(payoffs, mixtures)
-    mixtures = [(1.0 - blend) * m + blend * softmax(u / temperature) for m, u in zip(mixtures, v)]
+    mixtures = [(1.0 - blend) * m + blend * softmax(u / temperature)
+                for m, u in zip(mixtures, v, strict=True)]
     # EVOLVE-BLOCK-END
     return [normalize(m) for m in mixtures]
