@@ -16,6 +16,11 @@ the final exploitability of each:
   ``exploitability s``).
 
     .venv/bin/python benchmarks/psro.py --game leduc_poker --iterations 10 --solver nash
+
+With ``--dev-split`` it instead times one whole evaluation of each baseline on the dev games
+(the evaluator as the sandbox runs it, trees from the cache, a solver child per game):
+
+    .venv/bin/python benchmarks/psro.py --dev-split --iterations 30
 """
 
 from __future__ import annotations
@@ -101,6 +106,33 @@ def bench_openspiel(name: str, solver: str, iterations: int, backend: str) -> tu
     return total - measuring, measuring, float(value)
 
 
+def bench_dev_split(iterations: int) -> None:
+    """Seconds for one evaluation of each baseline on the dev split (cache prepared first), and
+    the evaluator's own share: the PSRO engine with the solver called in process."""
+    from recursor.tasks.psro import BASELINES
+
+    with tempfile.TemporaryDirectory() as tmp:
+        cache = Path(tmp) / "cache"
+        games.prepare(cache, games.SPLITS["dev"])
+        print(f"one evaluation on the dev games ({', '.join(games.SPLITS['dev'])}), "
+              f"{iterations} PSRO iterations")
+        print("| meta-solver | evaluation s | engine s (solver in process) |")
+        print("|---|---|---|")
+        for name in BASELINES:
+            (Path(tmp) / SOLVER_FILE).write_text(solver_source(name))
+            start = time.perf_counter()
+            verdict = evaluate(Path(tmp), "dev", cache, iterations)
+            total = time.perf_counter() - start
+            assert verdict["error"] is None, verdict["error"]
+            solve, engine = load_solver(name), 0.0
+            for game in games.SPLITS["dev"]:
+                tree_game = TreeGame(games.load_tree(game, cache))
+                tick = time.perf_counter()
+                run_psro(tree_game, solve, iterations)
+                engine += time.perf_counter() - tick
+            print(f"| {name} | {total:.2f} | {engine:.2f} |")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--game", default="leduc_poker")
@@ -108,7 +140,12 @@ def main() -> int:
     parser.add_argument("--solver", default="nash", choices=["uniform", "nash", "prd",
                                                              "regret_matching"])
     parser.add_argument("--backends", default="cpp", help="OpenSpiel BR backends: cpp,py")
+    parser.add_argument("--dev-split", action="store_true",
+                        help="time one evaluation of each baseline on the dev games")
     args = parser.parse_args()
+    if args.dev_split:
+        bench_dev_split(args.iterations)
+        return 0
     rows: list[tuple[str, float, float, float]] = []
 
     start = time.perf_counter()

@@ -40,8 +40,9 @@ class WorldsTaskConfig(_Model):
 class PsroTaskConfig(_Model):
     kind: Literal["psro"]
     iterations: int = Field(30, ge=1, le=500, description="PSRO iterations per game")
-    solver_timeout_s: float = Field(100.0, gt=0, le=3600, description="seconds the candidate's "
-                                    "meta-solver may use per evaluation (10 s per call at most)")
+    solver_timeout_s: float = Field(100.0, gt=0, le=3600, description="deadline, from the "
+                                    "evaluation's start, for the meta-solver's last answer "
+                                    "(and 10 s per call)")
 
 
 class PluginTaskConfig(_Model):

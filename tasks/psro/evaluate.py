@@ -95,7 +95,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--cache", type=Path, default=None)
     parser.add_argument("--iterations", type=int, default=30)
     parser.add_argument("--timeout", type=float, default=100.0,
-                        help="seconds the candidate's solver may use in all")
+                        help="seconds from the start by which every solver call is answered")
     return parser
 
 
