@@ -134,8 +134,11 @@ class SolverProcess:
         return check_mixtures(reply, (payoffs.shape[1], payoffs.shape[2]))
 
     def _late(self, limit: float) -> SolverFailed:
-        return SolverFailed(f"meta_solver took over {limit:.1f} s (the limit per call is "
-                            f"{self._call_timeout:.0f} s, {self._budget.seconds:.0f} s in all)")
+        if limit < self._call_timeout:  # cut short by the evaluation's deadline
+            return SolverFailed(f"meta_solver took over {max(limit, 0.0):.1f} s: every call "
+                                f"must be answered within {self._budget.seconds:.0f} s of the "
+                                f"evaluation's start")
+        return SolverFailed(f"meta_solver took over {limit:.1f} s (the limit per call)")
 
     def _send(self, data: bytes, deadline: float, limit: float) -> None:
         assert self._proc.stdin is not None

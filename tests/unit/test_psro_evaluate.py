@@ -15,6 +15,7 @@ import pytest
 from recursor.sandbox import trusted_module_command
 from recursor.tasks.psro import PSROTask, games, solver_source
 from recursor.tasks.psro._protocol import SOLVER_FILE
+from recursor.tasks.psro.channel import SolverFailed, check_mixtures
 from recursor.tasks.psro.evaluate import evaluate
 
 pytestmark = pytest.mark.timeout(300)
@@ -180,3 +181,24 @@ def test_quick_check_is_static(tmp_path: Path) -> None:
         assert reason is not None and message in reason, (source, reason)
     assert task.quick_check({SOLVER_FILE: "def meta_solver(*args):\n    pass\n"}) is None
     assert task.quick_check({SOLVER_FILE: "def meta_solver(a, b, c=1):\n    pass\n"}) is None
+
+
+def test_mixture_check_absorbs_rounding_and_rejects_the_rest() -> None:
+    x, y = check_mixtures({"mixtures": [[0.5, 0.5 + 1e-8, -1e-9], [1.0]]}, (3, 1))
+    assert x.min() == 0.0 and x.sum() == pytest.approx(1.0, abs=1e-15)
+    assert y.tolist() == [1.0]
+    for reply, message in [
+        ({"mixtures": [[1.001, -0.001], [1.0]]}, "not a distribution"),
+        ({"mixtures": [[0.5, 0.49], [1.0]]}, "not a distribution"),
+        ({"mixtures": [[0.5, 0.5], [1.0], [1.0]]}, "one mixture per player"),
+        ({"mixtures": [[0.5, 0.5], [True]]}, None),  # a bool is a number to numpy: 1.0
+        ({"mixtures": [[0.5, 0.5], [[1.0]]]}, "shape"),
+        ({"mixtures": [[0.5, 0.5], [float("inf")]]}, "non-finite"),
+        ({"error": "Traceback: boom"}, "boom"),
+        (["not", "an", "object"], "JSON object"),
+    ]:
+        if message is None:
+            check_mixtures(reply, (2, 1))
+            continue
+        with pytest.raises(SolverFailed, match=message):
+            check_mixtures(reply, (2, 1))

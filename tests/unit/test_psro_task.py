@@ -149,3 +149,39 @@ def test_nash_baseline_solves_the_matrix_game() -> None:
     np.testing.assert_allclose(x, [0.2, 0.6, 0.2], atol=1e-9)
     np.testing.assert_allclose(y, [0.2, 0.6, 0.2], atol=1e-9)
     assert "linprog" in solver_source("nash")
+
+
+def _sandbox_verdict(sandbox: Any, config: Any, cache: Path, source: str) -> Any:
+    from recursor.orchestrator.evaluation import run_evaluation
+
+    task = PSROTask(iterations=5, solver_timeout_s=60)
+    task.prepare(cache)
+    return run_evaluation(task, sandbox, config, {SOLVER_FILE: source}, Split.DEV, cache)
+
+
+@pytest.mark.timeout(600)
+@pytest.mark.parametrize("kind", ["process", pytest.param("docker", marks=pytest.mark.docker)])
+def test_sandboxed_evaluation_matches_the_in_process_one(tmp_path: Path, kind: str,
+                                                          request: pytest.FixtureRequest) -> None:
+    """The evaluator, its solver child and the cache mounts work inside both sandboxes (the
+    uniform seed needs numpy only, which the docker base image has)."""
+    from recursor.config import DockerSandboxConfig, ProcessSandboxConfig
+    from recursor.sandbox import ProcessSandbox
+    from recursor.tasks.psro.evaluate import evaluate
+
+    if kind == "docker":
+        sandbox = request.getfixturevalue("docker_sandbox_factory")()
+        config: Any = DockerSandboxConfig(image=request.getfixturevalue("docker_image"))
+    else:
+        sandbox, config = ProcessSandbox(), ProcessSandboxConfig()
+    cache = tmp_path / "cache"
+    outcome = _sandbox_verdict(sandbox, config, cache, solver_source("uniform"))
+    assert outcome.error is None, (outcome.error, outcome.stderr)
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / SOLVER_FILE).write_text(solver_source("uniform"))
+    direct = evaluate(workspace, "dev", cache, 5)
+    assert outcome.instances == pytest.approx(direct["instances"], rel=1e-12)
+    hostile = _sandbox_verdict(sandbox, config, cache, solver_source("uniform").replace(
+        "    return [normalize(m) for m in mixtures]", "    return [m * np.nan for m in mixtures]"))
+    assert hostile.error is not None and "non-finite" in hostile.error
