@@ -2,9 +2,10 @@
 send payoff tensors, read back mixtures as data and check them.
 
 Isolation. The child runs in a fresh temporary directory holding a *copy* of the workspace (its
-working directory), with ``$RECURSOR_RESULT`` gone from its environment (the evaluator removed
-it with ``protect_verdict``), in its own session so that it and anything it spawns can be
-killed. Every call has a deadline (``call_timeout_s``, cut to what is left of the evaluation's
+working directory; directories and regular files only, see :func:`copy_regular`), with
+``$RECURSOR_RESULT`` gone from its environment (the evaluator removed it with
+``protect_verdict``), in its own session so that it and anything it spawns can be killed.
+Every call has a deadline (``call_timeout_s``, cut to what is left of the evaluation's
 ``budget``); a child that is late, dies, floods or answers nonsense raises :class:`SolverFailed`
 with the reason, and the evaluator records the candidate as invalid.
 
@@ -81,6 +82,17 @@ def check_mixtures(reply: Any, shape: tuple[int, int]) -> list[np.ndarray]:
     return out
 
 
+def copy_regular(source: Path, target: Path) -> None:
+    """Copy the directories and regular files under ``source`` to ``target``; skip anything
+    else (a symlink, or a FIFO a candidate left behind, which would block a plain copy)."""
+    target.mkdir(parents=True, exist_ok=True)
+    for entry in os.scandir(source):
+        if entry.is_dir(follow_symlinks=False):
+            copy_regular(Path(entry.path), target / entry.name)
+        elif entry.is_file(follow_symlinks=False):
+            shutil.copyfile(entry.path, target / entry.name)
+
+
 class SolverProcess:
     """One solver child for one game (a context manager; :meth:`solve` is the meta-solver)."""
 
@@ -89,7 +101,7 @@ class SolverProcess:
         self._tmp = tempfile.TemporaryDirectory(prefix="psro-solver-")
         root = Path(self._tmp.name)
         copy = root / "workspace"
-        shutil.copytree(workspace, copy, symlinks=True)
+        copy_regular(workspace, copy)
         self._stderr_path = root / "stderr.txt"
         with open(self._stderr_path, "wb") as stderr:
             self._proc = subprocess.Popen(

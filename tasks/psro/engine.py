@@ -12,9 +12,10 @@ of player ``p``'s action probabilities on the path to terminal ``z``. That is al
 A best response is computed bottom-up over the depth levels of the tree (every history of an
 information set has the same depth): the counterfactual action values of an information set are
 summed over its histories, the best legal action is taken, and the lowest action id wins among
-actions within ``TIE_TOLERANCE`` of the best (OpenSpiel's ``BestResponsePolicy`` takes the first
-maximum in legal-action order; the tolerance makes exact ties that rounding split land the same
-way). Unreached information sets get action values 0, hence the first legal action, as there.
+actions within ``TIE_TOLERANCE`` of the best, so that an exact tie is never split by this
+engine's rounding. (OpenSpiel's ``BestResponsePolicy`` takes the first maximum in legal-action
+order, exactly: its own rounding can split such a tie the other way; see the tests.)
+Unreached information sets get action values 0, hence the first legal action, as there.
 
 PSRO loop (the semantics of OpenSpiel's ``psro_v2.PSROSolver`` with an exact best-response
 oracle): both populations start with the uniform random policy; at each iteration each player

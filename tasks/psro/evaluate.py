@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import math
 import sys
+import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -37,7 +38,7 @@ from typing import Any
 import numpy as np
 
 from recursor.sandbox.guest import protect_verdict, write_verdict
-from recursor.tasks.psro.channel import Budget, SolverFailed, SolverProcess
+from recursor.tasks.psro.channel import Budget, SolverFailed, SolverProcess, copy_regular
 from recursor.tasks.psro.engine import TreeGame, run_psro
 from recursor.tasks.psro.games import SPLITS, load_tree
 
@@ -74,11 +75,14 @@ def evaluate(workspace: Path, split: str, cache: Path | None, iterations: int,
     started = time.perf_counter()
     budget = Budget(timeout_s)
     curves: dict[str, list[float]] = {}
-    try:
-        for game in games if games is not None else SPLITS[split]:
-            curves[game] = run_game(workspace, game, cache, iterations, budget)
-    except SolverFailed as exc:
-        return {"metrics": {}, "instances": {}, "error": str(exc)}
+    # every game's child starts from the workspace as it was before any candidate code ran
+    with tempfile.TemporaryDirectory(prefix="psro-snapshot-") as snapshot:
+        copy_regular(workspace, Path(snapshot))
+        try:
+            for game in games if games is not None else SPLITS[split]:
+                curves[game] = run_game(Path(snapshot), game, cache, iterations, budget)
+        except SolverFailed as exc:
+            return {"metrics": {}, "instances": {}, "error": str(exc)}
     final = {game: curve[-1] for game, curve in curves.items()}
     metrics: dict[str, float] = {"score": sum(map(_log, final.values())) / len(final)}
     metrics.update({f"expl_{g}": v for g, v in final.items()})

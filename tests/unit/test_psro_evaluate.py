@@ -202,3 +202,24 @@ def test_mixture_check_absorbs_rounding_and_rejects_the_rest() -> None:
             continue
         with pytest.raises(SolverFailed, match=message):
             check_mixtures(reply, (2, 1))
+
+
+CARRIER = '''
+import pathlib
+if (pathlib.Path.cwd() / "carried.txt").exists():
+    raise RuntimeError("state carried over from an earlier game")
+for folder in (pathlib.Path.cwd(), pathlib.Path({workspace!r})):
+    (folder / "carried.txt").write_text("written by the first game's child")
+'''
+
+
+def test_each_game_starts_from_the_workspace_as_submitted(tmp_path: Path, cache: Path) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    os.mkfifo(workspace / "pipe")  # a plain copy would block opening it
+    (workspace / "link").symlink_to("/etc/passwd")
+    source = CARRIER.format(workspace=str(workspace)) + solver(UNIFORM_BODY)
+    verdict = _evaluate(workspace, source, cache)
+    assert verdict["error"] is None, verdict["error"]
+    assert set(verdict["instances"]) == set(GAMES)
+    assert (workspace / "carried.txt").exists()  # it did write; the second game never saw it
