@@ -37,13 +37,21 @@ class WorldsTaskConfig(_Model):
         default_factory=dict, description="model_options and sft trainer options")
 
 
+class PsroTaskConfig(_Model):
+    kind: Literal["psro"]
+    iterations: int = Field(30, ge=1, le=500, description="PSRO iterations per game")
+    solver_timeout_s: float = Field(100.0, gt=0, le=3600, description="deadline, from the "
+                                    "evaluation's start, for the meta-solver's last answer "
+                                    "(and 10 s per call)")
+
+
 class PluginTaskConfig(_Model):
     kind: Literal["plugin"]
     class_path: str = Field(pattern=r"^[\w.]+:[\w.]+$", description="package.module:Class")
     options: dict[str, Any] = Field(default_factory=dict)
 
 
-TaskConfig = Annotated[CfrTaskConfig | WorldsTaskConfig | PluginTaskConfig,
+TaskConfig = Annotated[CfrTaskConfig | WorldsTaskConfig | PsroTaskConfig | PluginTaskConfig,
                        Field(discriminator="kind")]
 
 

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from recursor.config import CfrTaskConfig, PluginTaskConfig, TaskConfig, WorldsTaskConfig
+from recursor.config import (
+    CfrTaskConfig,
+    PluginTaskConfig,
+    PsroTaskConfig,
+    TaskConfig,
+    WorldsTaskConfig,
+)
 from recursor.errors import ConfigError
 from recursor.plugins import instantiate
 from recursor.tasks._base import Task
@@ -19,6 +25,10 @@ def build_task(config: TaskConfig) -> Task:
 
         return WorldsTask(universes=config.universes, questions=config.questions,
                           world_seed=config.world_seed, policy=config.policy)
+    if isinstance(config, PsroTaskConfig):
+        from recursor.tasks.psro import PSROTask
+
+        return PSROTask(iterations=config.iterations, solver_timeout_s=config.solver_timeout_s)
     if isinstance(config, PluginTaskConfig):
         task: Task = instantiate(config.class_path, config.options, Task, "task")
         return task
