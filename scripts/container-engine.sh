@@ -50,8 +50,12 @@ CONF
 
 echo "starting podman system service at $RECURSOR_SOCKET"
 log=/var/tmp/recursor-podman.log
-$sudo env CONTAINERS_CONF="$conf_dir/containers.conf" \
-  setsid podman system service --time=0 "$RECURSOR_SOCKET" >"$log" 2>&1 < /dev/null &
+# conmon writes files (an "oom" marker, say) into its working directory, which it inherits
+# from the service: give it one of its own, never the project checkout
+workdir=/var/tmp/recursor-podman
+$sudo mkdir -p "$workdir"
+(cd "$workdir" && $sudo env CONTAINERS_CONF="$conf_dir/containers.conf" \
+  setsid podman system service --time=0 "$RECURSOR_SOCKET" >"$log" 2>&1 < /dev/null &)
 for _ in $(seq 1 100); do
   answers && exit 0
   sleep 0.1
