@@ -171,6 +171,11 @@ def can_limit_processes() -> bool:
     return any("pids" in h.controllers for h in _hierarchies())
 
 
+def can_limit_memory() -> bool:
+    """Whether a memory cgroup can be made here (``ProcessSandbox.caps_memory_per_run``)."""
+    return any("memory" in h.controllers for h in _hierarchies())
+
+
 def _read(path: Path) -> str:
     try:
         return path.read_text()
@@ -178,4 +183,4 @@ def _read(path: Path) -> str:
         return ""
 
 
-__all__ = ["RunCgroups", "can_limit_processes"]
+__all__ = ["RunCgroups", "can_limit_memory", "can_limit_processes"]

@@ -75,7 +75,7 @@ from ._binds import (
     visible_sources,
     writable_args,
 )
-from ._cgroups import RunCgroups, can_limit_processes
+from ._cgroups import RunCgroups, can_limit_memory, can_limit_processes
 from ._judge import MAX_RESULT_BYTES, judge
 from ._seccomp import filter_program, syscall_number
 from .agent import OutputReader
@@ -84,8 +84,6 @@ BWRAP = "/usr/bin/bwrap"
 FILE_SIZE_LIMIT = 1 << 30
 # bwrap runs as two processes of its own (outer monitor and pid-1 init) in the cgroup.
 BWRAP_OWN_PROCESSES = 2
-# The setup step (sh, mount, setpriv) runs before the command, one process at a time.
-SETUP_PROCESSES = 2
 KEYCTL_JOIN_SESSION_KEYRING = 1
 _KEYCTL = syscall_number("keyctl")
 _LIBC = ctypes.CDLL(None, use_errno=True)
@@ -163,6 +161,11 @@ class ProcessSandbox(Sandbox):
         """Whether ``max_processes`` is enforced here (RLIMIT_NPROC or a pids cgroup)."""
         return os.getuid() != 0 or can_limit_processes()
 
+    @property
+    def caps_memory_per_run(self) -> bool:
+        """Whether a memory cgroup caps each whole run (else only RLIMIT_AS per process)."""
+        return can_limit_memory()
+
     def run(self, request: SandboxRequest) -> SandboxResult:
         """Run ``request`` to completion (see the module and ``Sandbox`` contracts)."""
         scratch = Path(tempfile.mkdtemp(prefix="recursor-sandbox-"))
@@ -211,7 +214,7 @@ class ProcessSandbox(Sandbox):
         request's limits, in the run's own cgroups."""
         limits = request.limits
         cgroups = RunCgroups.create(
-            limits.max_processes + BWRAP_OWN_PROCESSES + SETUP_PROCESSES,
+            limits.max_processes + BWRAP_OWN_PROCESSES,
             (limits.memory_mb + limits.disk_mb) << 20)
         try:
             result, timed_out, verdict = self._supervise(build_argv, limits, cgroups)
@@ -279,7 +282,7 @@ def _program_fd(program: bytes | None) -> int | None:
 def _spawn(argv: list[str], memory_bytes: int | None, max_processes: int, cgroups: RunCgroups,
            pass_fds: tuple[int, ...]) -> subprocess.Popen[bytes]:
     """Start bwrap in its own process group, inside ``cgroups`` and under the rlimits."""
-    nproc = _user_process_count() + max_processes + BWRAP_OWN_PROCESSES + SETUP_PROCESSES
+    nproc = _user_process_count() + max_processes + BWRAP_OWN_PROCESSES
     cgroup_fds = cgroups.open_procs()
     try:
         return subprocess.Popen(
