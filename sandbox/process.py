@@ -24,7 +24,8 @@ What it covers (each item has a test in ``tests/security`` or ``tests/unit``):
   ``PYTHONHASHSEED``, ``RECURSOR_RESULT`` and ``request.env`` are set. Host variables (API
   keys) never enter.
 * **Kernel keyrings.** Each run starts in a fresh anonymous session keyring (joined between
-  fork and exec), and the seccomp filter denies ``keyctl``/``add_key``/``request_key``.
+  fork and exec), the seccomp filter denies ``keyctl``/``add_key``/``request_key``, and
+  ``/proc/keys`` and ``/proc/key-users`` (which list the names of the uid's keys) are masked.
 * **Seccomp** (``_seccomp``, x86_64 and aarch64): no nested user namespaces, no io_uring, no
   keyrings, no other syscall ABI.
 * **Limits.** Wall time (the whole process group is SIGKILLed; the pid namespace takes every
@@ -85,6 +86,7 @@ FILE_SIZE_LIMIT = 1 << 30
 # bwrap runs as two processes of its own (outer monitor and pid-1 init) in the cgroup.
 BWRAP_OWN_PROCESSES = 2
 KEYCTL_JOIN_SESSION_KEYRING = 1
+PROC_MASKED = ("keys", "key-users")
 _KEYCTL = syscall_number("keyctl")
 _LIBC = ctypes.CDLL(None, use_errno=True)
 
@@ -198,6 +200,8 @@ class ProcessSandbox(Sandbox):
         args += system_binds() + etc + interpreter_binds(self._sources)
         args += hide_args(self._hidden, self._sources)
         args += ["--proc", "/proc", "--dev", "/dev", "--remount-ro", "/dev"]
+        for name in PROC_MASKED:  # key names of the controller's uid are listed there
+            args += ["--ro-bind", "/dev/null", f"/proc/{name}"]
         args += ["--ro-bind", str(workspace), INPUT_TARGET]
         for mount in request.mounts:
             flag = "--bind" if mount.writable else "--ro-bind"
