@@ -162,7 +162,8 @@ for target in targets:
 def test_host_unix_sockets_accept_nothing(sandbox: Sandbox, unix_listeners) -> None:  # type: ignore[no-untyped-def]
     places, hits = unix_listeners
     engine = os.environ.get("DOCKER_HOST", "unix:///run/recursor-podman/podman.sock")
-    targets = [p.replace("\0", "@") for p in places] + [engine.removeprefix("unix://"), "/var/run/docker.sock"]
+    targets = [p.replace("\0", "@") for p in places]
+    targets += [engine.removeprefix("unix://"), "/var/run/docker.sock"]
     result = run_python(sandbox, CONNECT_ALL, *targets)
     assert result.status is RunStatus.OK, result
     assert hits == []
