@@ -69,6 +69,7 @@ from recursor.types import RunStatus
 from ._base import Sandbox, SandboxLimits, SandboxRequest, SandboxResult, check_request
 from ._binds import (
     INPUT_TARGET,
+    SETPRIV,
     etc_binds,
     hide_args,
     interpreter_binds,
@@ -146,6 +147,10 @@ class ProcessSandbox(Sandbox):
                 f"bubblewrap not found at {bwrap}; install it (`apt-get install bubblewrap`) "
                 "or use another sandbox kind"
             )
+        for tool in (SETPRIV, "/bin/sh", "/usr/bin/mount"):
+            if not os.access(tool, os.X_OK):
+                raise SandboxError(f"{tool} is missing; the process sandbox needs util-linux "
+                                   "(`apt-get install util-linux`) and a POSIX shell")
         self._bwrap = bwrap
         self._hidden = tuple(Path(p).resolve() for p in hidden_paths)
         self._sources = visible_sources()

@@ -17,6 +17,8 @@ import time
 import uuid
 from pathlib import Path
 
+import pytest
+
 from recursor.orchestrator.evaluation import interpret
 from recursor.sandbox import Sandbox, SandboxLimits, SandboxRequest, SandboxResult
 from recursor.types import RunStatus
@@ -101,6 +103,9 @@ sys.exit(0 if all(code == 0 for code in codes) else 1)
 
 
 def test_memory_is_capped_for_the_whole_run(sandbox: Sandbox) -> None:
+    if not getattr(sandbox, "caps_memory_per_run", True):
+        pytest.skip("no writable memory cgroup here: the process sandbox caps memory only per "
+                    "process (RLIMIT_AS); run as root or delegate the memory controller")
     marker = f"hog-{uuid.uuid4().hex}"
     with HostSampler(marker) as sampler:
         result = run_python(sandbox, HOG, marker)
