@@ -45,22 +45,27 @@ INODES_PER_MB = 64
 MIN_INODES = 1024
 SETPRIV = "/usr/bin/setpriv"
 
-# Runs as the namespace's root with CAP_SYS_ADMIN and CAP_SETPCAP: mount the run's one capped
-# tmpfs, bind its folders, then give up every capability for good and exec the command.
+# Runs as the namespace's root with the capabilities below: mount the run's one capped tmpfs,
+# bind its folders, then give up every capability for good (and become ``$3`` unless it is
+# "keep") and exec the command.
 _SETUP = f"""set -e
 mount -n -t tmpfs -o "size=$1,nr_inodes=$2,mode=0755,nosuid,nodev" recursor {SCRATCH}
-mkdir -m 1777 {SCRATCH}/tmp {SCRATCH}/shm
-mkdir -m 0755 {SCRATCH}/workspace
+mkdir -m 1777 {SCRATCH}/workspace {SCRATCH}/tmp {SCRATCH}/shm
 mount -n --bind {SCRATCH}/workspace /workspace
 mount -n --bind {SCRATCH}/tmp /tmp
 mount -n --bind {SCRATCH}/shm /dev/shm
+ids=""
+if [ "$3" != keep ]; then
+  ids="--reuid=$3 --regid=$3 --clear-groups"
+  chown "$3:$3" {SCRATCH}/workspace
+fi
 umount -n {SCRATCH}
-shift 2
-exec {SETPRIV} --bounding-set=-all --inh-caps=-all --ambient-caps=-all \\
+shift 3
+exec {SETPRIV} $ids --bounding-set=-all --inh-caps=-all --ambient-caps=-all \\
   --securebits=+noroot,+noroot_locked,+no_setuid_fixup,+no_setuid_fixup_locked,+keep_caps_locked \\
   -- /bin/sh -c 'cp -a {INPUT_TARGET}/. /workspace/ && cd "$0" && exec "$@"' "$@"
 """
-SETUP_CAPS = ("CAP_SYS_ADMIN", "CAP_SETPCAP")
+SETUP_CAPS = ("CAP_SYS_ADMIN", "CAP_SETPCAP", "CAP_SETUID", "CAP_SETGID", "CAP_CHOWN")
 
 
 def system_binds() -> list[str]:
@@ -104,13 +109,25 @@ def visible_sources() -> list[Path]:
 
 def interpreter_binds(sources: Iterable[Path]) -> list[str]:
     """Read-only binds of ``sources`` (a venv's ``lib64`` symlink is recreated as one)."""
-    args: list[str] = []
+    sources = list(sources)
+    args = walkable_parents(sources)
     prefix = Path(sys.prefix).resolve()
     lib64 = prefix / "lib64"
     if lib64.is_symlink():
         args += ["--symlink", os.readlink(lib64), str(lib64)]
     for source in sources:
         args += ["--ro-bind", str(source), str(source)]
+    return args
+
+
+def walkable_parents(targets: Iterable[Path | str]) -> list[str]:
+    """Create the parents of bind targets as 0755: bubblewrap would give a parent it creates
+    the mode of the host's (``/root`` is 0700), and the candidate, an unprivileged uid, must
+    be able to walk down to what is bound."""
+    parents = sorted({str(a) for t in targets for a in Path(t).parents if str(a) != "/"})
+    args: list[str] = []
+    for parent in parents:
+        args += ["--perms", "0755", "--dir", parent]
     return args
 
 
@@ -128,16 +145,18 @@ def hide_args(paths: Iterable[Path], sources: Iterable[Path]) -> list[str]:
     return args
 
 
-def writable_args(disk_mb: int, workdir: str) -> tuple[list[str], list[str]]:
-    """The bwrap options and the command prefix that build the run's writable space."""
+def writable_args(disk_mb: int, workdir: str, uid: int | None) -> tuple[list[str], list[str]]:
+    """The bwrap options and the command prefix that build the run's writable space; the
+    command then runs as ``uid`` of the namespace (None: stays the namespace's root)."""
     options = ["--dir", "/workspace", "--dir", "/tmp", "--dir", SCRATCH, "--dir", "/var",
                "--symlink", "../tmp", "/var/tmp"]
     for cap in SETUP_CAPS:
         options += ["--cap-add", cap]
     inodes = max(MIN_INODES, disk_mb * INODES_PER_MB)
-    prefix = ["/bin/sh", "-c", _SETUP, "setup", str(disk_mb << 20), str(inodes), workdir]
+    prefix = ["/bin/sh", "-c", _SETUP, "setup", str(disk_mb << 20), str(inodes),
+              "keep" if uid is None else str(uid), workdir]
     return options, prefix
 
 
 __all__ = ["INPUT_TARGET", "etc_binds", "hide_args", "interpreter_binds", "system_binds",
-           "visible_sources", "writable_args"]
+           "visible_sources", "walkable_parents", "writable_args"]

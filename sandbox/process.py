@@ -75,11 +75,19 @@ from ._binds import (
     interpreter_binds,
     system_binds,
     visible_sources,
+    walkable_parents,
     writable_args,
 )
 from ._cgroups import RunCgroups, can_limit_memory, can_limit_processes
 from ._judge import MAX_RESULT_BYTES, judge
 from ._seccomp import filter_program, syscall_number
+from ._userns import (
+    SANDBOX_UID,
+    drops_to_sandbox_uid,
+    give_to_sandbox_uid,
+    make_userns,
+    writable_by_sandbox_uid,
+)
 from .agent import OutputReader
 
 BWRAP = "/usr/bin/bwrap"
@@ -92,9 +100,9 @@ _KEYCTL = syscall_number("keyctl")
 _LIBC = ctypes.CDLL(None, use_errno=True)
 
 
-def _user_process_count() -> int:
-    """How many processes (threads count too, as for RLIMIT_NPROC) the real user runs now."""
-    uid, count = os.getuid(), 0
+def _user_process_count(uid: int) -> int:
+    """How many processes (threads count too, as for RLIMIT_NPROC) ``uid`` runs now."""
+    count = 0
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit():
             continue
@@ -155,6 +163,7 @@ class ProcessSandbox(Sandbox):
         self._hidden = tuple(Path(p).resolve() for p in hidden_paths)
         self._sources = visible_sources()
         self._seccomp = filter_program()
+        self._drops_uid = drops_to_sandbox_uid()
         self._check_works()
 
     def _check_works(self) -> None:
@@ -194,12 +203,25 @@ class ProcessSandbox(Sandbox):
             workspace.mkdir()
         else:
             shutil.copytree(request.workspace, workspace, symlinks=True)
+        if not self._drops_uid:
+            return
+        give_to_sandbox_uid(workspace)
+        for mount in request.mounts:
+            if mount.writable and not writable_by_sandbox_uid(mount.source):
+                raise SandboxError(
+                    f"writable mount {mount.source} is not writable by uid {SANDBOX_UID}, the "
+                    f"uid sandboxed commands run as under a root controller; `chown "
+                    f"{SANDBOX_UID} {mount.source}` (or make it world-writable)")
 
     def _bwrap_args(self, request: SandboxRequest, workspace: Path, etc: list[str],
-                    fds: tuple[int, int | None]) -> list[str]:
-        verdict_fd, seccomp_fd = fds
-        args = ["--unshare-all", "--unshare-user", "--uid", "0", "--gid", "0",
-                "--die-with-parent", "--new-session", "--clearenv"]
+                    fds: _Fds) -> list[str]:
+        verdict_fd, seccomp_fd, userns_fd = fds
+        if userns_fd is None:
+            args = ["--unshare-all", "--unshare-user", "--uid", "0", "--gid", "0"]
+        else:
+            args = ["--userns", str(userns_fd), "--unshare-pid", "--unshare-net",
+                    "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
+        args += ["--die-with-parent", "--new-session", "--clearenv"]
         if seccomp_fd is not None:
             args += ["--seccomp", str(seccomp_fd)]
         args += system_binds() + etc + interpreter_binds(self._sources)
@@ -208,18 +230,20 @@ class ProcessSandbox(Sandbox):
         for name in PROC_MASKED:  # key names of the controller's uid are listed there
             args += ["--ro-bind", "/dev/null", f"/proc/{name}"]
         args += ["--ro-bind", str(workspace), INPUT_TARGET]
+        args += walkable_parents(mount.target for mount in request.mounts)
         for mount in request.mounts:
             flag = "--bind" if mount.writable else "--ro-bind"
             args += [flag, str(mount.source.resolve()), mount.target]
-        writable, setup = writable_args(request.limits.disk_mb, request.workdir)
+        uid = SANDBOX_UID if userns_fd is not None else None
+        writable, setup = writable_args(request.limits.disk_mb, request.workdir, uid)
         args += writable + ["--remount-ro", "/"]
         for name, value in _environment(request, verdict_fd).items():
             args += ["--setenv", name, value]
         return [*args, "--chdir", "/", "--", *setup, *request.command]
 
-    def _execute(self, build_argv: Callable[[tuple[int, int | None]], list[str]],
+    def _execute(self, build_argv: Callable[[_Fds], list[str]],
                  request: SandboxRequest) -> SandboxResult:
-        """Run the bwrap command line ``build_argv((verdict_fd, seccomp_fd))`` under the
+        """Run the bwrap command line ``build_argv((verdict, seccomp, userns fds))`` under the
         request's limits, in the run's own cgroups."""
         limits = request.limits
         cgroups = RunCgroups.create(
@@ -234,13 +258,23 @@ class ProcessSandbox(Sandbox):
         return judge(result, timed_out, limits.wall_time_s, text, verdict.truncated,
                      oom_killed=oom_killed)
 
-    def _supervise(self, build_argv: Callable[[tuple[int, int | None]], list[str]],
+    def _userns(self) -> int | None:
+        """A fresh user namespace for the run where the command drops to ``SANDBOX_UID``."""
+        if not self._drops_uid:
+            return None
+        try:
+            return make_userns()
+        except OSError as exc:
+            raise SandboxError(f"could not make the run's user namespace: {exc}") from exc
+
+    def _supervise(self, build_argv: Callable[[_Fds], list[str]],
                    limits: SandboxLimits, cgroups: RunCgroups
                    ) -> tuple[SandboxResult, bool, OutputReader]:
         """Start bwrap, collect its output and verdict, and kill it at the wall-time limit."""
         verdict_read, verdict_write = os.pipe()
-        seccomp_fd = _program_fd(self._seccomp)
-        passed = (verdict_write, seccomp_fd)
+        if self._drops_uid:  # the command reopens it through /proc/self/fd: make it its own
+            os.fchown(verdict_write, SANDBOX_UID, SANDBOX_UID)
+        passed: _Fds = (verdict_write, _program_fd(self._seccomp), self._userns())
         try:
             started = time.monotonic()
             try:
@@ -276,6 +310,9 @@ class ProcessSandbox(Sandbox):
         return result, timed_out, verdict
 
 
+_Fds = tuple[int, int | None, int | None]
+
+
 def _program_fd(program: bytes | None) -> int | None:
     """A pipe's read end holding the seccomp program (None without a program)."""
     if program is None:
@@ -291,7 +328,8 @@ def _program_fd(program: bytes | None) -> int | None:
 def _spawn(argv: list[str], memory_bytes: int | None, max_processes: int, cgroups: RunCgroups,
            pass_fds: tuple[int, ...]) -> subprocess.Popen[bytes]:
     """Start bwrap in its own process group, inside ``cgroups`` and under the rlimits."""
-    nproc = _user_process_count() + max_processes + BWRAP_OWN_PROCESSES
+    uid = SANDBOX_UID if drops_to_sandbox_uid() else os.getuid()
+    nproc = _user_process_count(uid) + max_processes + BWRAP_OWN_PROCESSES
     cgroup_fds = cgroups.open_procs()
     try:
         return subprocess.Popen(

@@ -140,6 +140,7 @@ def test_mounts_are_read_only_unless_writable(sandbox: ProcessSandbox, tmp_path:
     ro, rw = tmp_path / "ro", tmp_path / "rw"
     ro.mkdir()
     rw.mkdir()
+    rw.chmod(0o777)  # under a root controller commands run as an unprivileged uid
     (ro / "data.txt").write_text("data")
     mounts = [Mount(ro, "/data"), Mount(rw, "/out", writable=True)]
     script = "cat /data/data.txt; touch /data/x 2>/dev/null && echo ro-writable; echo y > /out/y"
@@ -192,6 +193,7 @@ def test_stdout_flood_is_truncated(sandbox: ProcessSandbox) -> None:
 def test_background_process_is_killed_after_run(sandbox: ProcessSandbox, tmp_path: Path) -> None:
     marker = tmp_path / "out"
     marker.mkdir()
+    marker.chmod(0o777)
     script = "(sleep 1; echo alive > /out/late) > /dev/null 2>&1 & echo started"
     mounts = [Mount(marker, "/out", writable=True)]
     res = sandbox.run(SandboxRequest(command=["sh", "-c", script], mounts=mounts))
@@ -231,3 +233,29 @@ def test_missing_bwrap_is_a_sandbox_error() -> None:
 
     with pytest.raises(SandboxError, match="apt-get install bubblewrap"):
         ProcessSandbox(bwrap="/nonexistent/bwrap")
+
+
+def test_root_only_files_stay_unreadable_even_when_bound(sandbox: ProcessSandbox,
+                                                         tmp_path: Path) -> None:
+    if os.getuid() != 0:
+        pytest.skip("the controller is not root: commands run as its own uid")
+    secret = tmp_path / "secret"
+    secret.write_text("controller-only")
+    secret.chmod(0o600)
+    request = SandboxRequest(command=["sh", "-c", "id -u; cat /data/secret"],
+                             mounts=[Mount(secret, "/data/secret")])
+    res = sandbox.run(request)
+    assert "controller-only" not in res.stdout
+    assert res.stdout.split()[0] == "65534"
+
+
+def test_a_writable_mount_the_sandbox_uid_cannot_write_is_a_clear_error(
+        sandbox: ProcessSandbox, tmp_path: Path) -> None:
+    if os.getuid() != 0:
+        pytest.skip("the controller is not root: commands run as its own uid")
+    from recursor.errors import SandboxError
+
+    (tmp_path / "out").mkdir(mode=0o755)
+    with pytest.raises(SandboxError, match="chown 65534"):
+        sandbox.run(SandboxRequest(command=["true"],
+                                   mounts=[Mount(tmp_path / "out", "/out", writable=True)]))
