@@ -38,10 +38,14 @@ What it covers (each item has a test in ``tests/security`` or ``tests/unit``):
   ``enforces_process_limit``). ``RLIMIT_CORE=0``, ``RLIMIT_FSIZE`` 1 GiB per file;
   stdout/stderr are truncated to ``output_bytes``.
 
-What it does not cover: CPU share between parallel runs, kernel exploits; the candidate runs
-as the controller's own uid outside the namespace (a root controller's files readable only by
-root stay readable *if* they are bound, which the allow-list avoids); SysV shared memory is
-bounded only by the memory cgroup.
+* **Identity.** Under a root controller the command runs as host uid ``SANDBOX_UID``
+  (``nobody``) in a user namespace made for the run (``_userns``): root-only files stay
+  unreadable even where bound. A writable mount must then be writable by that uid.
+
+What it does not cover: CPU share between parallel runs, kernel exploits. Under a non-root
+controller the command runs as the controller's own uid (bubblewrap maps only that one), so
+its private files are protected by the allow-list alone. SysV shared memory is bounded only by
+the memory cgroup.
 
 Statuses are judged as for every backend (``_judge``); ``oom`` only from the memory cgroup's
 own OOM-kill counter, never from what the candidate prints.
