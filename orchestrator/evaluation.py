@@ -3,10 +3,13 @@
 :func:`run_evaluation` is synchronous and never raises for anything the candidate does; the
 controller calls it from worker threads. The verdict rules:
 
-- the evaluator's JSON (``$RECURSOR_RESULT``) with ``error`` set -> ``invalid`` with that error;
+- the evaluator's JSON (``$RECURSOR_RESULT``) with ``error`` set -> ``invalid`` with that error
+  (after a timeout or OOM the status stays, and the error is appended to its text);
 - a verdict whose ``metrics`` lack the objective, or hold a non-number -> ``invalid``;
-- no verdict: the sandbox's status (``crashed``, ``timeout``, ``oom``), or ``invalid`` when the
-  command exited 0 without one;
+- a run that did not exit 0 never scores, whatever verdict it wrote: the sandbox's status
+  (``crashed``, ``timeout``, ``oom``, ...), except that a crashed run whose verdict holds an
+  ``error`` is ``invalid`` with that error (an evaluator rejecting a candidate exits 1);
+- no verdict from a run that exited 0: ``invalid``;
 - otherwise ``ok`` with the metrics and per-instance values.
 """
 
@@ -70,12 +73,21 @@ def interpret(result: SandboxResult, metric: str) -> EvaluationOutcome:
     base = EvaluationOutcome(result.status, stdout=result.stdout, stderr=result.stderr,
                              wall_s=result.wall_time_s)
     verdict = result.result
+    if result.status is not RunStatus.OK:
+        # Only a run that exited 0 may yield a score: a verdict written before the evaluator
+        # crashed or was killed never counts. An evaluator that judged the candidate invalid
+        # and exited non-zero (as the cfr evaluator does) keeps its explanation.
+        reported = str(verdict["error"])[:4000] if verdict and verdict.get("error") else None
+        if reported is not None and result.status is RunStatus.CRASHED:
+            base.run_status, base.error = RunStatus.INVALID, reported
+            return base
+        base.error = result.error or f"{result.status.value} (exit code {result.exit_code})"
+        if reported is not None:
+            base.error += f"; the evaluator reported: {reported}"
+        return base
     if verdict is None:
-        if result.status is RunStatus.OK:
-            base.run_status = RunStatus.INVALID
-            base.error = "the evaluator exited without writing a verdict to $RECURSOR_RESULT"
-        else:
-            base.error = result.error or f"{result.status.value} (exit code {result.exit_code})"
+        base.run_status = RunStatus.INVALID
+        base.error = "the evaluator exited without writing a verdict to $RECURSOR_RESULT"
         return base
     if verdict.get("error"):
         base.run_status, base.error = RunStatus.INVALID, str(verdict["error"])[:4000]

@@ -1,20 +1,21 @@
 """A sandbox built on bubblewrap (``bwrap``): Linux namespaces plus resource limits.
 
-What it covers:
+What it covers (each item has a test in ``tests/security`` or ``tests/unit``):
 
-* **Isolation.** New user, pid, net, ipc, uts and cgroup namespaces (``--unshare-all``): no
-  network, no view of host processes; every capability is dropped (so a candidate cannot
-  ptrace or read the ``/proc`` entries of a non-dumpable evaluator, see ``guest``). The host's
-  top-level directories are bound read-only over a read-only root; ``/root``, ``/home``,
-  ``/tmp``, ``/var/tmp``, ``/run`` and every ``hidden_paths`` entry are covered by empty tmpfs
-  (a hidden *file* by ``/dev/null``). The interpreter running Recursor (``sys.prefix``,
-  ``sys.base_prefix``) and the project source directory are bound back read-only so that
-  candidates can run ``python`` and import it; ``hidden_paths`` are applied after them and
-  always win.
+* **Isolation.** New user, pid, net, ipc, uts and cgroup namespaces: no network, no view of
+  host processes, no host unix-domain socket (nothing of ``/run``, ``/var`` or the project is
+  bound). Every capability is dropped before the command starts (see ``_binds``).
+* **What is visible: an allow-list** (``_binds``): the system's program and library
+  directories, a few ``/etc`` entries with stand-in ``passwd``/``group``/``hosts``, the
+  interpreter, and the ``recursor`` package directories, all read-only. Not the project root
+  (no ``.git``, no ``campaigns/``), not ``/root``, ``/home``, ``/var``, ``/run``, the rest of
+  ``/etc`` (``shadow``, ``pip.conf``) or ``/sys``. ``hidden_paths`` that lie inside a bound
+  directory are covered as well.
 * **Files.** The workspace is copied to a fresh temp dir, bound read-only at
-  ``/recursor-input`` and copied from there into ``/workspace``, a tmpfs capped at
-  ``limits.disk_mb`` (as is ``/tmp``); the original is never touched and a disk-filling
-  candidate gets ENOSPC, not the host's disk.
+  ``/recursor-input`` and copied from there into ``/workspace``. ``/workspace``, ``/tmp``
+  (``/var/tmp``) and ``/dev/shm`` are folders of one tmpfs per run capped at
+  ``limits.disk_mb`` bytes and ``disk_mb * 64`` inodes; the rest of the file system is
+  read-only. A disk-filling or inode-filling candidate gets ENOSPC.
 * **Verdict channel.** ``RECURSOR_RESULT`` is ``/proc/self/fd/N``, the write end of a pipe that
   only the command inherits (nothing in the file system): a child started with ``close_fds``
   (Python's default) cannot write it, and cannot reach it through ``/proc`` when the evaluator
@@ -22,25 +23,38 @@ What it covers:
 * **Environment.** Cleared; only ``PATH``, ``HOME=/tmp``, ``LANG``, ``PYTHONDONTWRITEBYTECODE``,
   ``PYTHONHASHSEED``, ``RECURSOR_RESULT`` and ``request.env`` are set. Host variables (API
   keys) never enter.
+* **Kernel keyrings.** Each run starts in a fresh anonymous session keyring (joined between
+  fork and exec), the seccomp filter denies ``keyctl``/``add_key``/``request_key``, and
+  ``/proc/keys`` and ``/proc/key-users`` (which list the names of the uid's keys) are masked.
+* **Seccomp** (``_seccomp``, x86_64 and aarch64): no nested user namespaces, no io_uring, no
+  keyrings, no other syscall ABI.
 * **Limits.** Wall time (the whole process group is SIGKILLed; the pid namespace takes every
-  descendant with it), ``RLIMIT_AS`` (memory), ``RLIMIT_NPROC`` (processes), ``RLIMIT_CORE=0``
-  and ``RLIMIT_FSIZE`` (1 GiB per file); stdout/stderr are truncated to ``output_bytes``.
+  descendant with it). Memory: where a memory cgroup can be created (``_cgroups``: v1, or v2
+  with the controller delegated) the *whole run* is capped at ``memory_mb + disk_mb`` (its
+  processes together plus its RAM-backed files and kernel objects; swap included); elsewhere
+  only ``RLIMIT_AS`` at ``memory_mb`` *per process* holds, and the tmpfs caps. Processes: a
+  pids cgroup with ``pids.max`` where one can be created, else ``RLIMIT_NPROC`` set to the
+  user's current count plus ``max_processes`` (ignored for root, see
+  ``enforces_process_limit``). ``RLIMIT_CORE=0``, ``RLIMIT_FSIZE`` 1 GiB per file;
+  stdout/stderr are truncated to ``output_bytes``.
 
-What it does not cover: CPU share between parallel runs, kernel exploits. The project
-directory stays readable, so keep secrets out of it or list them in ``hidden_paths``.
+* **Identity.** Under a root controller the command runs as host uid ``SANDBOX_UID``
+  (``nobody``) in a user namespace made for the run (``_userns``): root-only files stay
+  unreadable even where bound. A writable mount must then be writable by that uid.
 
-Process limit: the kernel ignores ``RLIMIT_NPROC`` for root, and for other users it counts
-*all* of the user's processes; so it is set to the user's current count plus
-``max_processes``. Where a pids cgroup can be created (v1, or v2 with the pids controller
-delegated), each run also gets its own cgroup with ``pids.max``, which is exact and also
-works as root (see ``enforces_process_limit``).
+What it does not cover: CPU share between parallel runs, kernel exploits. Under a non-root
+controller the command runs as the controller's own uid (bubblewrap maps only that one), so
+its private files are protected by the allow-list alone. SysV shared memory is bounded only by
+the memory cgroup.
 
-Statuses (OOM is a heuristic) are judged as for every backend, see ``_judge``.
+Statuses are judged as for every backend (``_judge``); ``oom`` only from the memory cgroup's
+own OOM-kill counter, never from what the candidate prints.
 """
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
 import resource
 import shutil
@@ -49,117 +63,50 @@ import subprocess
 import sys
 import tempfile
 import time
-import uuid
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import IO
 
-import recursor
 from recursor.errors import SandboxError
 from recursor.types import RunStatus
 
-from ._base import Sandbox, SandboxRequest, SandboxResult, check_request
+from ._base import Sandbox, SandboxLimits, SandboxRequest, SandboxResult, check_request
+from ._binds import (
+    INPUT_TARGET,
+    SETPRIV,
+    etc_binds,
+    hide_args,
+    interpreter_binds,
+    system_binds,
+    visible_sources,
+    walkable_parents,
+    writable_args,
+)
+from ._cgroups import RunCgroups, can_limit_memory, can_limit_processes
 from ._judge import MAX_RESULT_BYTES, judge
+from ._seccomp import filter_program, syscall_number
+from ._userns import (
+    SANDBOX_UID,
+    drops_to_sandbox_uid,
+    give_to_sandbox_uid,
+    make_userns,
+    writable_by_sandbox_uid,
+)
 from .agent import OutputReader
 
 BWRAP = "/usr/bin/bwrap"
-DEFAULT_HIDDEN: tuple[str, ...] = ("/root", "/home", "/tmp", "/var/tmp", "/run")
 FILE_SIZE_LIMIT = 1 << 30
 # bwrap runs as two processes of its own (outer monitor and pid-1 init) in the cgroup.
 BWRAP_OWN_PROCESSES = 2
-INPUT_TARGET = "/recursor-input"
-# Fills the capped /workspace tmpfs from the read-only copy, then becomes the command.
-COPY_IN = ("/bin/sh", "-c", f'cp -a {INPUT_TARGET}/. /workspace/ && exec "$@"', "sh")
+KEYCTL_JOIN_SESSION_KEYRING = 1
+PROC_MASKED = ("keys", "key-users")
+_KEYCTL = syscall_number("keyctl")
+_LIBC = ctypes.CDLL(None, use_errno=True)
 
 
-class _PidsCgroup:
-    """A private pids cgroup with ``pids.max``; ``create`` returns None where none can be made."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-
-    @classmethod
-    def create(cls, max_pids: int) -> _PidsCgroup | None:
-        base = _pids_cgroup_base()
-        if base is None:
-            return None
-        path = base / f"recursor-{uuid.uuid4().hex[:12]}"
-        try:
-            path.mkdir()
-        except OSError:
-            return None
-        cgroup = cls(path)
-        try:
-            (path / "pids.max").write_text(str(max_pids))
-        except OSError:
-            cgroup.remove()
-            return None
-        return cgroup
-
-    def open_procs(self) -> int:
-        """An fd on ``cgroup.procs``; writing a pid to it moves that process in."""
-        return os.open(self.path / "cgroup.procs", os.O_WRONLY | os.O_CLOEXEC)
-
-    def remove(self) -> None:
-        """Kill whatever is left in the cgroup (only sandbox processes) and remove it."""
-        for _ in range(50):
-            with contextlib.suppress(OSError):
-                for pid in (self.path / "cgroup.procs").read_text().split():
-                    with contextlib.suppress(OSError):
-                        os.kill(int(pid), signal.SIGKILL)
-            try:
-                self.path.rmdir()
-                return
-            except FileNotFoundError:
-                return
-            except OSError:
-                time.sleep(0.02)
-
-
-def _pids_cgroup_base() -> Path | None:
-    """The directory of this process's own pids cgroup, if this process may create children."""
-    try:
-        lines = Path("/proc/self/cgroup").read_text().splitlines()
-        own = {
-            ctrl: rel
-            for _, ctrls, rel in (ln.split(":", 2) for ln in lines)
-            for ctrl in ctrls.split(",")
-        }
-        mountinfo = Path("/proc/self/mountinfo").read_text().splitlines()
-    except (OSError, ValueError):
-        return None
-    for line in mountinfo:
-        pre, _, post = line.partition(" - ")
-        fields, post_fields = pre.split(), post.split()
-        if len(fields) < 5 or len(post_fields) < 3:
-            continue
-        root, mount_point, fstype, options = fields[3], fields[4], post_fields[0], post_fields[2]
-        if fstype == "cgroup" and "pids" in options.split(","):
-            rel = own.get("pids")
-        elif fstype == "cgroup2":
-            rel = own.get("")
-        else:
-            continue
-        if rel is None or not rel.startswith(root):
-            continue
-        base = Path(mount_point) / rel[len(root) :].lstrip("/")
-        # A v2 cgroup offers pids to its children only when the controller is delegated.
-        delegated = fstype == "cgroup" or "pids" in _read(base / "cgroup.subtree_control")
-        if delegated and os.access(base, os.W_OK):
-            return base
-    return None
-
-
-def _read(path: Path) -> str:
-    try:
-        return path.read_text()
-    except OSError:
-        return ""
-
-
-def _user_process_count() -> int:
-    """How many processes (threads count too, as for RLIMIT_NPROC) the real user runs now."""
-    uid, count = os.getuid(), 0
+def _user_process_count(uid: int) -> int:
+    """How many processes (threads count too, as for RLIMIT_NPROC) ``uid`` runs now."""
+    count = 0
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit():
             continue
@@ -169,16 +116,29 @@ def _user_process_count() -> int:
     return count
 
 
-def _limits_preexec(memory_bytes: int, nproc: int, cgroup_fd: int | None) -> Callable[[], None]:
-    """A ``preexec_fn`` that only makes syscalls (no imports, no locks) between fork and exec."""
+def _limits_preexec(memory_bytes: int | None, nproc: int, cgroup_fds: Sequence[int]
+                    ) -> Callable[[], None]:
+    """A ``preexec_fn`` that only makes syscalls (no imports, no locks) between fork and exec.
+
+    It moves the process into the run's cgroups, sets the rlimits (``RLIMIT_AS`` only where
+    no memory cgroup caps the run) and joins a fresh anonymous session keyring, so that the
+    host's session keyring is neither inherited nor possessed by the sandbox.
+    """
+    keyctl_args = None
+    if _KEYCTL is not None:
+        keyctl_args = (ctypes.c_long(_KEYCTL), ctypes.c_long(KEYCTL_JOIN_SESSION_KEYRING),
+                       ctypes.c_void_p(None))
 
     def apply() -> None:
-        if cgroup_fd is not None:
-            os.write(cgroup_fd, str(os.getpid()).encode())
-        resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
+        for fd in cgroup_fds:
+            os.write(fd, str(os.getpid()).encode())
+        if memory_bytes is not None:
+            resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
         resource.setrlimit(resource.RLIMIT_NPROC, (nproc, nproc))
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
         resource.setrlimit(resource.RLIMIT_FSIZE, (FILE_SIZE_LIMIT, FILE_SIZE_LIMIT))
+        if keyctl_args is not None:
+            _LIBC.syscall(*keyctl_args)
 
     return apply
 
@@ -187,8 +147,8 @@ class ProcessSandbox(Sandbox):
     """Runs commands under bubblewrap; safe to share between threads (runs share no state).
 
     ``hidden_paths``: extra host paths (e.g. the campaign directory holding the archive
-    database) that the candidate must not see; they are covered even when they lie inside
-    a directory that is otherwise bound back.
+    database) that the candidate must not see. Only the allow-listed directories are bound
+    at all (see ``_binds``); a hidden path inside one of them is covered as well.
     """
 
     kind = "process"
@@ -199,8 +159,15 @@ class ProcessSandbox(Sandbox):
                 f"bubblewrap not found at {bwrap}; install it (`apt-get install bubblewrap`) "
                 "or use another sandbox kind"
             )
+        for tool in (SETPRIV, "/bin/sh", "/usr/bin/mount"):
+            if not os.access(tool, os.X_OK):
+                raise SandboxError(f"{tool} is missing; the process sandbox needs util-linux "
+                                   "(`apt-get install util-linux`) and a POSIX shell")
         self._bwrap = bwrap
         self._hidden = tuple(Path(p).resolve() for p in hidden_paths)
+        self._sources = visible_sources()
+        self._seccomp = filter_program()
+        self._drops_uid = drops_to_sandbox_uid()
         self._check_works()
 
     def _check_works(self) -> None:
@@ -212,7 +179,12 @@ class ProcessSandbox(Sandbox):
     @property
     def enforces_process_limit(self) -> bool:
         """Whether ``max_processes`` is enforced here (RLIMIT_NPROC or a pids cgroup)."""
-        return os.getuid() != 0 or _pids_cgroup_base() is not None
+        return os.getuid() != 0 or can_limit_processes()
+
+    @property
+    def caps_memory_per_run(self) -> bool:
+        """Whether a memory cgroup caps each whole run (else only RLIMIT_AS per process)."""
+        return can_limit_memory()
 
     def run(self, request: SandboxRequest) -> SandboxResult:
         """Run ``request`` to completion (see the module and ``Sandbox`` contracts)."""
@@ -220,8 +192,9 @@ class ProcessSandbox(Sandbox):
         try:
             workspace = scratch / "workspace"
             self._prepare(request, workspace)
+            etc = etc_binds(scratch / "etc")
             return self._execute(
-                lambda verdict_fd: [self._bwrap, *self._bwrap_args(request, workspace, verdict_fd)],
+                lambda fds: [self._bwrap, *self._bwrap_args(request, workspace, etc, fds)],
                 request,
             )
         finally:
@@ -234,47 +207,92 @@ class ProcessSandbox(Sandbox):
             workspace.mkdir()
         else:
             shutil.copytree(request.workspace, workspace, symlinks=True)
+        if not self._drops_uid:
+            return
+        give_to_sandbox_uid(workspace)
+        for mount in request.mounts:
+            if mount.writable and not writable_by_sandbox_uid(mount.source):
+                raise SandboxError(
+                    f"writable mount {mount.source} is not writable by uid {SANDBOX_UID}, the "
+                    f"uid sandboxed commands run as under a root controller; `chown "
+                    f"{SANDBOX_UID} {mount.source}` (or make it world-writable)")
 
-    def _bwrap_args(self, request: SandboxRequest, workspace: Path, verdict_fd: int) -> list[str]:
-        args = ["--unshare-all", "--die-with-parent", "--new-session", "--clearenv"]
-        args += ["--cap-drop", "ALL"]
-        args += _root_binds()
-        for default in DEFAULT_HIDDEN:
-            args += _hide(Path(default), request.limits.disk_mb)
-        for keep in _visible_dirs():
-            args += ["--ro-bind", str(keep), str(keep)]
-        for path in self._hidden:
-            args += _hide(path, request.limits.disk_mb)
-        args += ["--proc", "/proc", "--dev", "/dev"]
+    def _bwrap_args(self, request: SandboxRequest, workspace: Path, etc: list[str],
+                    fds: _Fds) -> list[str]:
+        verdict_fd, seccomp_fd, userns_fd = fds
+        if userns_fd is None:
+            args = ["--unshare-all", "--unshare-user", "--uid", "0", "--gid", "0"]
+        else:
+            args = ["--userns", str(userns_fd), "--unshare-pid", "--unshare-net",
+                    "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
+        args += ["--die-with-parent", "--new-session", "--clearenv"]
+        if seccomp_fd is not None:
+            args += ["--seccomp", str(seccomp_fd)]
+        args += system_binds() + etc + interpreter_binds(self._sources)
+        args += hide_args(self._hidden, self._sources)
+        args += ["--proc", "/proc", "--dev", "/dev", "--remount-ro", "/dev"]
+        for name in PROC_MASKED:  # key names of the controller's uid are listed there
+            args += ["--ro-bind", "/dev/null", f"/proc/{name}"]
         args += ["--ro-bind", str(workspace), INPUT_TARGET]
-        args += ["--size", str(request.limits.disk_mb << 20), "--tmpfs", "/workspace"]
+        args += walkable_parents(mount.target for mount in request.mounts)
         for mount in request.mounts:
             flag = "--bind" if mount.writable else "--ro-bind"
             args += [flag, str(mount.source.resolve()), mount.target]
-        args += ["--remount-ro", "/"]
+        uid = SANDBOX_UID if userns_fd is not None else None
+        writable, setup = writable_args(request.limits.disk_mb, request.workdir, uid)
+        args += writable + ["--remount-ro", "/"]
         for name, value in _environment(request, verdict_fd).items():
             args += ["--setenv", name, value]
-        args += ["--chdir", request.workdir, "--", *COPY_IN, *request.command]
-        return args
+        return [*args, "--chdir", "/", "--", *setup, *request.command]
 
-    def _execute(
-        self, build_argv: Callable[[int], list[str]], request: SandboxRequest
-    ) -> SandboxResult:
-        """Run the bwrap command line ``build_argv(verdict_fd)`` under ``request.limits``."""
+    def _execute(self, build_argv: Callable[[_Fds], list[str]],
+                 request: SandboxRequest) -> SandboxResult:
+        """Run the bwrap command line ``build_argv((verdict, seccomp, userns fds))`` under the
+        request's limits, in the run's own cgroups."""
         limits = request.limits
+        cgroups = RunCgroups.create(
+            limits.max_processes + BWRAP_OWN_PROCESSES,
+            (limits.memory_mb + limits.disk_mb) << 20)
+        try:
+            result, timed_out, verdict = self._supervise(build_argv, limits, cgroups)
+            oom_killed = cgroups.oom_kills() > 0
+        finally:
+            cgroups.remove()
+        text = verdict.text() if verdict.kept else None
+        return judge(result, timed_out, limits.wall_time_s, text, verdict.truncated,
+                     oom_killed=oom_killed)
+
+    def _userns(self) -> int | None:
+        """A fresh user namespace for the run where the command drops to ``SANDBOX_UID``."""
+        if not self._drops_uid:
+            return None
+        try:
+            return make_userns()
+        except OSError as exc:
+            raise SandboxError(f"could not make the run's user namespace: {exc}") from exc
+
+    def _supervise(self, build_argv: Callable[[_Fds], list[str]],
+                   limits: SandboxLimits, cgroups: RunCgroups
+                   ) -> tuple[SandboxResult, bool, OutputReader]:
+        """Start bwrap, collect its output and verdict, and kill it at the wall-time limit."""
         verdict_read, verdict_write = os.pipe()
-        cgroup = _PidsCgroup.create(limits.max_processes + BWRAP_OWN_PROCESSES)
+        if self._drops_uid:  # the command reopens it through /proc/self/fd: make it its own
+            os.fchown(verdict_write, SANDBOX_UID, SANDBOX_UID)
+        passed: _Fds = (verdict_write, _program_fd(self._seccomp), self._userns())
         try:
             started = time.monotonic()
             try:
-                proc = _spawn(build_argv(verdict_write), limits.memory_mb << 20,
-                              limits.max_processes, cgroup, verdict_write)
+                memory = None if cgroups.limits_memory else limits.memory_mb << 20
+                proc = _spawn(build_argv(passed), memory, limits.max_processes, cgroups,
+                              tuple(fd for fd in passed if fd is not None))
             finally:
-                os.close(verdict_write)  # only the sandbox holds the write end now
+                for fd in passed:  # only the sandbox holds these now
+                    if fd is not None:
+                        os.close(fd)
             try:
                 readers = [OutputReader(p, limits.output_bytes) for p in _pipes(proc)]
                 verdict = OutputReader(os.fdopen(verdict_read, "rb", closefd=False),
-                                        MAX_RESULT_BYTES)
+                                       MAX_RESULT_BYTES)
                 readers.append(verdict)
                 for reader in readers:
                     reader.start()
@@ -290,22 +308,33 @@ class ProcessSandbox(Sandbox):
                 reader.join(timeout=5)
         finally:
             os.close(verdict_read)
-            if cgroup:
-                cgroup.remove()
         out, err = readers[0].text(), readers[1].text()
         truncated = readers[0].truncated or readers[1].truncated
         result = SandboxResult(RunStatus.OK, proc.returncode, out, err, wall, None, None, truncated)
-        text = verdict.text() if verdict.kept else None
-        return judge(result, timed_out, limits.wall_time_s, text, verdict.truncated)
+        return result, timed_out, verdict
 
 
-def _spawn(
-    argv: list[str], memory_bytes: int, max_processes: int, cgroup: _PidsCgroup | None,
-    verdict_fd: int,
-) -> subprocess.Popen[bytes]:
-    """Start bwrap in its own process group, inside ``cgroup`` and under the rlimits."""
-    nproc = _user_process_count() + max_processes + BWRAP_OWN_PROCESSES
-    cgroup_fd = cgroup.open_procs() if cgroup else None
+_Fds = tuple[int, int | None, int | None]
+
+
+def _program_fd(program: bytes | None) -> int | None:
+    """A pipe's read end holding the seccomp program (None without a program)."""
+    if program is None:
+        return None
+    read, write = os.pipe()
+    try:
+        os.write(write, program)  # a few hundred bytes: far below the pipe's buffer
+    finally:
+        os.close(write)
+    return read
+
+
+def _spawn(argv: list[str], memory_bytes: int | None, max_processes: int, cgroups: RunCgroups,
+           pass_fds: tuple[int, ...]) -> subprocess.Popen[bytes]:
+    """Start bwrap in its own process group, inside ``cgroups`` and under the rlimits."""
+    uid = SANDBOX_UID if drops_to_sandbox_uid() else os.getuid()
+    nproc = _user_process_count(uid) + max_processes + BWRAP_OWN_PROCESSES
+    cgroup_fds = cgroups.open_procs()
     try:
         return subprocess.Popen(
             argv,
@@ -313,15 +342,15 @@ def _spawn(
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             start_new_session=True,
-            pass_fds=(verdict_fd,),
+            pass_fds=pass_fds,
             env={},  # bwrap's own environ is readable inside (its pid 1): keep host secrets out
-            preexec_fn=_limits_preexec(memory_bytes, nproc, cgroup_fd),
+            preexec_fn=_limits_preexec(memory_bytes, nproc, cgroup_fds),
         )
     except OSError as exc:
         raise SandboxError(f"could not start bubblewrap: {exc}") from exc
     finally:
-        if cgroup_fd is not None:
-            os.close(cgroup_fd)
+        for fd in cgroup_fds:
+            os.close(fd)
 
 
 def _pipes(proc: subprocess.Popen[bytes]) -> tuple[IO[bytes], IO[bytes]]:
@@ -338,37 +367,6 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
-
-
-def _root_binds() -> list[str]:
-    """Bind every top-level host entry read-only (a symlink is recreated as one)."""
-    args: list[str] = []
-    for entry in sorted(os.scandir("/"), key=lambda e: e.name):
-        if entry.name in ("proc", "dev", "workspace", INPUT_TARGET.lstrip("/")):
-            continue
-        path = f"/{entry.name}"
-        if entry.is_symlink():
-            args += ["--symlink", os.readlink(path), path]
-        else:
-            args += ["--ro-bind", path, path]
-    return args
-
-
-def _hide(path: Path, disk_mb: int) -> list[str]:
-    """Cover a host path: an empty tmpfs for a directory, /dev/null for a file."""
-    if path.is_dir():
-        size = disk_mb << 20 if str(path) in ("/tmp", "/var/tmp") else 1 << 20
-        return ["--perms", "1777", "--size", str(size), "--tmpfs", str(path)]
-    if path.exists():
-        return ["--ro-bind", "/dev/null", str(path)]
-    return []
-
-
-def _visible_dirs() -> list[Path]:
-    """Directories the candidate needs to run this interpreter and import ``recursor``."""
-    project = Path(recursor.__file__).resolve().parent.parent
-    found = {Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve(), project}
-    return sorted(p for p in found if p.is_dir())
 
 
 def _environment(request: SandboxRequest, verdict_fd: int) -> dict[str, str]:

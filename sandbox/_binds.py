@@ -1,0 +1,162 @@
+"""What the process sandbox's file system shows: an allow-list, never the host's whole tree.
+
+The root is bubblewrap's empty tmpfs, made read-only. Bound into it read-only, at their host
+paths, are only:
+
+* the system's program and library directories (``/usr``, ``/bin``, ``/sbin``, ``/lib*``;
+  a merged-usr symlink is recreated as a symlink) and ``/sys/devices/system/cpu`` (CPU count);
+* a few ``/etc`` entries the dynamic loader and the C library read (``ETC_ENTRIES``), plus
+  stand-in ``passwd``, ``group`` and ``hosts`` written for the run (no host accounts);
+* the interpreter running Recursor: its base prefix, and of a virtual environment only
+  ``bin``, ``lib*`` and ``pyvenv.cfg``;
+* the ``recursor`` package directories (``PACKAGES``; an editable install maps each one to a
+  component folder of the project). Never the project root: not ``.git``, not ``campaigns/``,
+  not ``tests``, not any other file that lives beside the packages.
+
+Writable space is one tmpfs per run, capped in bytes (``disk_mb``) and in inodes, mounted by a
+setup step that runs inside the namespaces with ``CAP_SYS_ADMIN`` and ``CAP_SETPCAP`` (both
+meaningful only inside the run's own user namespace): its ``workspace``, ``tmp`` and ``shm``
+folders are bound at ``/workspace``, ``/tmp`` (``/var/tmp`` links there) and ``/dev/shm``, so
+all RAM-backed files of a run share the one cap. The setup step then drops every capability
+(bounding set, inheritable, ambient; ``noroot`` securebits locked) and execs the command.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+
+SYSTEM_DIRS = ("usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32")
+ETC_ENTRIES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "alternatives",
+               "nsswitch.conf")
+PACKAGES = ("recursor", "recursor.archive", "recursor.executors", "recursor.orchestrator",
+            "recursor.proposers", "recursor.sandbox", "recursor.tasks")
+STANDINS = {
+    "passwd": "root:x:0:0:sandbox:/tmp:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/sh\n",
+    "group": "root:x:0:\nnogroup:x:65534:\n",
+    "hosts": "127.0.0.1 localhost\n::1 localhost\n",
+}
+INPUT_TARGET = "/recursor-input"
+SCRATCH = "/.recursor-scratch"
+INODES_PER_MB = 64
+MIN_INODES = 1024
+SETPRIV = "/usr/bin/setpriv"
+
+# Runs as the namespace's root with the capabilities below: mount the run's one capped tmpfs,
+# bind its folders, then give up every capability for good (and become ``$3`` unless it is
+# "keep") and exec the command.
+_SETUP = f"""set -e
+mount -n -t tmpfs -o "size=$1,nr_inodes=$2,mode=0755,nosuid,nodev" recursor {SCRATCH}
+mkdir -m 1777 {SCRATCH}/workspace {SCRATCH}/tmp {SCRATCH}/shm
+mount -n --bind {SCRATCH}/workspace /workspace
+mount -n --bind {SCRATCH}/tmp /tmp
+mount -n --bind {SCRATCH}/shm /dev/shm
+ids=""
+if [ "$3" != keep ]; then
+  ids="--reuid=$3 --regid=$3 --clear-groups"
+  chown "$3:$3" {SCRATCH}/workspace
+fi
+umount -n {SCRATCH}
+shift 3
+exec {SETPRIV} $ids --bounding-set=-all --inh-caps=-all --ambient-caps=-all \\
+  --securebits=+noroot,+noroot_locked,+no_setuid_fixup,+no_setuid_fixup_locked,+keep_caps_locked \\
+  -- /bin/sh -c 'cp -a {INPUT_TARGET}/. /workspace/ && cd "$0" && exec "$@"' "$@"
+"""
+SETUP_CAPS = ("CAP_SYS_ADMIN", "CAP_SETPCAP", "CAP_SETUID", "CAP_SETGID", "CAP_CHOWN")
+
+
+def system_binds() -> list[str]:
+    """Read-only binds of the system's program and library directories."""
+    args: list[str] = []
+    for name in SYSTEM_DIRS:
+        path = f"/{name}"
+        if os.path.islink(path):
+            args += ["--symlink", os.readlink(path), path]
+        elif os.path.isdir(path):
+            args += ["--ro-bind", path, path]
+    return args + ["--ro-bind-try", "/sys/devices/system/cpu", "/sys/devices/system/cpu"]
+
+
+def etc_binds(standins: Path) -> list[str]:
+    """The ``/etc`` entries programs need, and the stand-ins written into ``standins``."""
+    args: list[str] = []
+    for name in ETC_ENTRIES:
+        if os.path.exists(f"/etc/{name}"):
+            args += ["--ro-bind", f"/etc/{name}", f"/etc/{name}"]
+    standins.mkdir()
+    for name, text in STANDINS.items():
+        (standins / name).write_text(text)
+        args += ["--ro-bind", str(standins / name), f"/etc/{name}"]
+    return args
+
+
+def visible_sources() -> list[Path]:
+    """The host directories and files bound for the interpreter and the ``recursor`` package."""
+    found: list[Path] = [Path(sys.base_prefix).resolve()]
+    prefix = Path(sys.prefix).resolve()
+    if prefix != found[0]:
+        found += [prefix / name for name in ("bin", "lib", "lib64", "pyvenv.cfg")]
+    for name in PACKAGES:
+        spec = importlib.util.find_spec(name)
+        for location in (spec.submodule_search_locations or []) if spec else []:
+            found.append(Path(location).resolve())
+    unique = dict.fromkeys(p for p in found if p.exists() and not p.is_symlink())
+    return [p for p in unique if not any(other in p.parents for other in unique)]
+
+
+def interpreter_binds(sources: Iterable[Path]) -> list[str]:
+    """Read-only binds of ``sources`` (a venv's ``lib64`` symlink is recreated as one)."""
+    sources = list(sources)
+    args = walkable_parents(sources)
+    prefix = Path(sys.prefix).resolve()
+    lib64 = prefix / "lib64"
+    if lib64.is_symlink():
+        args += ["--symlink", os.readlink(lib64), str(lib64)]
+    for source in sources:
+        args += ["--ro-bind", str(source), str(source)]
+    return args
+
+
+def walkable_parents(targets: Iterable[Path | str]) -> list[str]:
+    """Create the parents of bind targets as 0755: bubblewrap would give a parent it creates
+    the mode of the host's (``/root`` is 0700), and the candidate, an unprivileged uid, must
+    be able to walk down to what is bound."""
+    parents = sorted({str(a) for t in targets for a in Path(t).parents if str(a) != "/"})
+    args: list[str] = []
+    for parent in parents:
+        args += ["--perms", "0755", "--dir", parent]
+    return args
+
+
+def hide_args(paths: Iterable[Path], sources: Iterable[Path]) -> list[str]:
+    """Cover each of ``paths`` that lies inside a bound source (others are not visible)."""
+    bound = list(sources)
+    args: list[str] = []
+    for path in paths:
+        if not any(path == src or src in path.parents for src in bound):
+            continue
+        if path.is_dir():
+            args += ["--size", str(1 << 16), "--tmpfs", str(path), "--remount-ro", str(path)]
+        elif path.exists():
+            args += ["--ro-bind", "/dev/null", str(path)]
+    return args
+
+
+def writable_args(disk_mb: int, workdir: str, uid: int | None) -> tuple[list[str], list[str]]:
+    """The bwrap options and the command prefix that build the run's writable space; the
+    command then runs as ``uid`` of the namespace (None: stays the namespace's root)."""
+    options = ["--dir", "/workspace", "--dir", "/tmp", "--dir", SCRATCH, "--dir", "/var",
+               "--symlink", "../tmp", "/var/tmp"]
+    for cap in SETUP_CAPS:
+        options += ["--cap-add", cap]
+    inodes = max(MIN_INODES, disk_mb * INODES_PER_MB)
+    prefix = ["/bin/sh", "-c", _SETUP, "setup", str(disk_mb << 20), str(inodes),
+              "keep" if uid is None else str(uid), workdir]
+    return options, prefix
+
+
+__all__ = ["INPUT_TARGET", "etc_binds", "hide_args", "interpreter_binds", "system_binds",
+           "visible_sources", "walkable_parents", "writable_args"]

@@ -1,0 +1,78 @@
+"""A user namespace per run in which the candidate is an unprivileged *host* uid.
+
+An unprivileged bubblewrap maps one uid: inside, the candidate is the controller's own uid,
+so a root controller's candidate would be host root (without capabilities, but the owner of
+every root-owned file it can see). Where the controller is root, each run instead gets a user
+namespace made here with two mappings: inner 0 is host 0, used only by the setup step (it
+binds and mounts, then drops every capability), and inner ``SANDBOX_UID`` is host
+``SANDBOX_UID`` (``nobody``), the identity the command runs as. Files readable only by root
+stay unreadable even where they are bound, and a kernel escape lands as ``nobody``.
+
+The namespace is made by ``unshare --user`` (util-linux) whose maps this process writes, and
+handed to bubblewrap as a file descriptor (``--userns``); a fresh one per run, so that nothing
+tied to a user namespace (its user keyrings, its counters) passes from one run to the next.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+import subprocess
+import time
+from pathlib import Path
+
+SANDBOX_UID = 65534
+UNSHARE = "/usr/bin/unshare"
+_MAP = f"0 0 1\n{SANDBOX_UID} {SANDBOX_UID} 1\n"
+_WAIT_S = 5.0
+
+
+def drops_to_sandbox_uid() -> bool:
+    """Whether runs here execute as ``SANDBOX_UID`` (the controller is root)."""
+    return os.getuid() == 0 and os.access(UNSHARE, os.X_OK)
+
+
+def make_userns() -> int:
+    """An fd on a new user namespace with the two mappings; the caller closes it.
+
+    Raises OSError when none can be made (the caller then falls back to bubblewrap's own).
+    """
+    own = os.readlink("/proc/self/ns/user")
+    helper = subprocess.Popen([UNSHARE, "--user", "--", "/bin/sleep", "30"], env={},
+                              stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + _WAIT_S
+        while os.readlink(f"/proc/{helper.pid}/ns/user") == own:
+            if helper.poll() is not None or time.monotonic() > deadline:
+                raise OSError("unshare --user did not create a user namespace")
+            time.sleep(0.0005)
+        Path(f"/proc/{helper.pid}/uid_map").write_text(_MAP)
+        Path(f"/proc/{helper.pid}/gid_map").write_text(_MAP)
+        return os.open(f"/proc/{helper.pid}/ns/user", os.O_RDONLY | os.O_CLOEXEC)
+    finally:
+        helper.kill()
+        helper.wait()
+
+
+def give_to_sandbox_uid(root: Path) -> None:
+    """Make the run's copy of the workspace the candidate's own (it copies it in)."""
+    for folder, dirs, files in os.walk(root):
+        for name in [folder, *(os.path.join(folder, n) for n in dirs + files)]:
+            with contextlib.suppress(FileNotFoundError):
+                os.lchown(name, SANDBOX_UID, SANDBOX_UID)
+
+
+def writable_by_sandbox_uid(path: Path) -> bool:
+    """Whether ``SANDBOX_UID`` may write ``path`` (for a writable mount)."""
+    info = path.stat()
+    if info.st_uid == SANDBOX_UID:
+        return bool(info.st_mode & stat.S_IWUSR)
+    if info.st_gid == SANDBOX_UID:
+        return bool(info.st_mode & stat.S_IWGRP)
+    return bool(info.st_mode & stat.S_IWOTH)
+
+
+__all__ = ["SANDBOX_UID", "drops_to_sandbox_uid", "give_to_sandbox_uid", "make_userns",
+           "writable_by_sandbox_uid"]
