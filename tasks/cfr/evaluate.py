@@ -34,6 +34,7 @@ The evaluator imports numpy only (pyspiel is needed only when a tree is missing 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import io
 import math
 import os
@@ -138,10 +139,8 @@ def _run_child(command: list[str], cwd: Path, timeout_s: float) -> int | None:
     except subprocess.TimeoutExpired:
         return None
     finally:
-        try:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
         proc.wait()
 
 
