@@ -68,6 +68,16 @@ class Task(abc.ABC):
     description: str
     objective: Objective
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "quick_check" in vars(cls) and "static_check" not in vars(cls):
+            raise TypeError(
+                f"{cls.__qualname__} defines quick_check(), which the Task interface no longer "
+                "has: candidate code must not run on the controller's host. Rename it to "
+                "static_check() and keep only checks that execute nothing (parse, names, "
+                "arities); move anything that runs the candidate into trial_plan(), which "
+                "the controller runs in the campaign's sandbox.")
+
     @abc.abstractmethod
     def components(self) -> Sequence[Component]:
         """The evolvable components and their files."""

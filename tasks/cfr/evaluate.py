@@ -38,7 +38,6 @@ import contextlib
 import io
 import math
 import os
-import shutil
 import signal
 import stat
 import subprocess
@@ -67,6 +66,7 @@ from recursor.tasks.cfr.games import SPLITS, GameTree, load_tree
 EXPLOITABILITY_FLOOR = 1e-15  # log10 of an exact 0 is -inf; anything this small is solved
 MAX_OUTPUT_BYTES = 256 << 20  # the largest policies file the evaluator reads into memory
 MAX_ERROR_BYTES = 4000
+MAX_HOOK_BYTES = 1 << 20
 
 
 def solve(workspace: Path, games: Sequence[str], cache: Path | None, iterations: int,
@@ -86,8 +86,9 @@ def solve(workspace: Path, games: Sequence[str], cache: Path | None, iterations:
 def read_child_file(path: Path, limit: int) -> bytes | None:
     """The bytes of ``path`` if it is a regular file of at most ``limit`` bytes, else None.
 
-    The child wrote it, so it is data from a hostile source: a symlink, a FIFO (which would
-    block a plain open), a device or a huge file is refused rather than followed or read.
+    Meant for files a candidate could have written, i.e. data from a hostile source: a
+    symlink, a FIFO (which would block a plain open), a device or a huge file is refused
+    rather than followed or read.
     """
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
@@ -121,10 +122,17 @@ def parse_policies(data: bytes, trees: dict[str, GameTree]) -> dict[str, np.ndar
 
 
 def _private_copy(workspace: Path, root: Path) -> Path:
-    """A copy of the workspace's hook file in a fresh directory: the child's own workspace."""
+    """A copy of the workspace's hook file in a fresh directory: the child's own workspace.
+
+    Read as bounded bytes from a regular file (never through a symlink) before any candidate
+    code has run; OSError when there is no such file.
+    """
+    data = read_child_file(workspace / HOOK_FILE, MAX_HOOK_BYTES)
+    if data is None:
+        raise OSError(f"{HOOK_FILE} is missing, not a regular file, or over {MAX_HOOK_BYTES} bytes")
     copy = root / "workspace"
     copy.mkdir()
-    shutil.copyfile(workspace / HOOK_FILE, copy / HOOK_FILE, follow_symlinks=False)
+    (copy / HOOK_FILE).write_bytes(data)
     return copy
 
 

@@ -123,3 +123,40 @@ def test_an_evaluator_started_the_old_way_refuses_to_run(sandbox: Sandbox,  # ty
                              {HOOK_FILE: VANILLA}, Split.DEV, cfr_cache)
     assert not outcome.ok and outcome.metrics == {}
     assert "UntrustedPathError" in outcome.stderr and "/workspace" in outcome.stderr
+
+
+# After the solver has written its honest output, the child (at exit) swaps it for something a
+# careless reader would block on, follow, or unpickle.
+SWAP_OUTPUT = '''
+import atexit, os, sys
+import numpy as _np
+def _swap():
+    if "--policies-out" not in sys.argv:
+        return
+    out = sys.argv[sys.argv.index("--policies-out") + 1]
+    os.remove(out)
+    {action}
+atexit.register(_swap)
+'''
+SWAPS = {
+    "fifo": "os.mkfifo(out)",
+    "symlink-to-dev-zero": "os.symlink('/dev/zero', out)",
+    "pickle": ("class _Run:\n"
+               "        def __reduce__(self):\n"
+               "            return (print, ('PICKLE RAN IN THE EVALUATOR',))\n"
+               "    _np.savez(out, kuhn_poker=_np.array([_Run()], dtype=object),\n"
+               "              leduc_poker=_np.array([_Run()], dtype=object))"),
+    "wrong-shape": "_np.savez(out, kuhn_poker=_np.ones((1, 1)), leduc_poker=_np.ones((1, 1)))",
+    "extra-entry": ("_np.savez(out, kuhn_poker=_np.ones((1, 1)), leduc_poker=_np.ones((1, 1)),\n"
+                    "              score=_np.array([-15.0]))"),
+}
+
+
+@pytest.mark.parametrize("swap", sorted(SWAPS))
+def test_a_swapped_output_file_is_rejected_not_trusted(evaluate_candidate,  # type: ignore[no-untyped-def]
+                                                        swap: str) -> None:
+    outcome = evaluate_candidate(SWAP_OUTPUT.replace("{action}", SWAPS[swap]), timeout_s=60)
+    assert outcome.run_status is RunStatus.INVALID, (outcome.run_status, outcome.error)
+    assert outcome.metrics == {}
+    assert "solver" in (outcome.error or "")
+    assert "PICKLE RAN" not in outcome.stdout + outcome.stderr
