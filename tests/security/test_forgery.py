@@ -23,9 +23,19 @@ HOOKS_DIR = Path(__file__).resolve().parents[2] / "tasks" / "cfr" / "hooks"
 VANILLA = (HOOKS_DIR / "vanilla.py").read_text()
 PYTHON = f"python{sys.version_info.major}.{sys.version_info.minor}"
 
-# The code every shadow runs when imported: patch the evaluator in memory and forge the file.
+# The code every shadow runs when imported: stand in for the real module (so that nothing
+# breaks), then patch the evaluator in memory and forge the result file.
 PAYLOAD = '''
-import os as _os, sys as _sys
+import importlib as _importlib, os as _os, sys as _sys
+_here = _os.path.dirname(_os.path.abspath(__file__))
+if __name__ in ("zipfile", "json"):
+    _saved = list(_sys.path)
+    _sys.path[:] = [p for p in _sys.path if _os.path.abspath(p or ".") != _here]
+    _sys.modules.pop(__name__, None)
+    try:
+        _sys.modules[__name__] = _importlib.import_module(__name__)
+    finally:
+        _sys.path[:] = _saved
 _FORGED = '{"metrics": {"score": -15.0}, "instances": {}, "error": null}'
 for _name in ("recursor.tasks.cfr.evaluate", "__main__"):
     _module = _sys.modules.get(_name)
@@ -61,17 +71,21 @@ SHADOWS = {
 
 
 def _forger(files_expr: str) -> str:
-    """Hook-module prelude: drop the shadow files in every directory, then vanilla CFR."""
+    """Hook-module prelude: when the solver child exits (its own imports done, its honest
+    output written), drop the shadow files in every directory; then vanilla CFR."""
     return (f"PAYLOAD = {PAYLOAD!r}\n" + DIRECTORIES + f"""
-for _dir in _dirs:
-    for _rel, _text in {files_expr}.items():
-        try:
-            _target = os.path.join(_dir, _rel)
-            os.makedirs(os.path.dirname(_target), exist_ok=True)
-            with open(_target, "w") as _handle:
-                _handle.write(_text)
-        except OSError:
-            pass
+import atexit
+def _drop():
+    for _dir in _dirs:
+        for _rel, _text in {files_expr}.items():
+            try:
+                _target = os.path.join(_dir, _rel)
+                os.makedirs(os.path.dirname(_target), exist_ok=True)
+                with open(_target, "w") as _handle:
+                    _handle.write(_text)
+            except OSError:
+                pass
+atexit.register(_drop)
 """)
 
 
