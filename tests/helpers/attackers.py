@@ -2,7 +2,7 @@
 
 It proposes, in turn:
 
-- ``forger``: a hook module whose top-level code (run in the evaluator's solver child) drops
+- ``forger``: a hook module whose code (run in the evaluator's solver child) drops, at exit,
   shadow modules (``zipfile``, ``json``, ``sitecustomize``, a ``.pth`` file) wherever a Python
   process might import them, each patching the evaluator to report exploitability 0, prints a
   forged verdict, and whose proposal claims a perfect score;
@@ -26,7 +26,16 @@ VANILLA = (Path(__file__).resolve().parents[2] / "tasks" / "cfr" / "hooks" / "va
            ).read_text()
 
 SHADOW = '''
-import sys as _sys
+import importlib as _importlib, os as _os, sys as _sys
+_here = _os.path.dirname(_os.path.abspath(__file__))
+if __name__ in ("zipfile", "json"):  # stand in for the real module, so nothing breaks
+    _saved = list(_sys.path)
+    _sys.path[:] = [p for p in _sys.path if _os.path.abspath(p or ".") != _here]
+    _sys.modules.pop(__name__, None)
+    try:
+        _sys.modules[__name__] = _importlib.import_module(__name__)
+    finally:
+        _sys.path[:] = _saved
 for _name in ("recursor.tasks.cfr.evaluate", "__main__"):
     _module = _sys.modules.get(_name)
     if _module is not None and hasattr(_module, "score_policies"):
@@ -34,18 +43,20 @@ for _name in ("recursor.tasks.cfr.evaluate", "__main__"):
 '''
 
 FORGER = '''
-import os, sys
+import atexit, os, sys
 _shadow = {shadow!r}
 _files = {{"zipfile.py": _shadow, "json.py": _shadow, "sitecustomize.py": _shadow,
           "usercustomize.py": _shadow, "zz.pth": "import forge_mod\\n", "forge_mod.py": _shadow}}
 _user_site = os.path.expanduser("~/.local/lib/python3.11/site-packages")
-for _dir in ("/workspace", os.getcwd(), "/tmp", _user_site):
-    for _name, _text in _files.items():
-        try:
-            os.makedirs(_dir, exist_ok=True)
-            open(os.path.join(_dir, _name), "w").write(_text)
-        except OSError:
-            pass
+def _drop():  # once the solver child is done with its own imports
+    for _dir in ("/workspace", os.getcwd(), "/tmp", _user_site):
+        for _name, _text in _files.items():
+            try:
+                os.makedirs(_dir, exist_ok=True)
+                open(os.path.join(_dir, _name), "w").write(_text)
+            except OSError:
+                pass
+atexit.register(_drop)
 print('{{"metrics": {{"score": -15.0}}, "instances": {{}}, "error": null}}')
 '''
 
