@@ -24,6 +24,7 @@ HOOKS_DIR = Path(__file__).parent / "hooks"
 CACHE_TARGET = "/cache"
 # name -> number of positional parameters the engine passes
 REQUIRED_HOOKS: dict[str, int] = {"update_regrets": 4, "regrets_to_policy": 4, "update_average": 5}
+MAX_SOURCE_CHARS = 500_000  # the evaluator refuses hook files over 1 MiB anyway
 # The sandboxed trial run (trial_plan): Vanilla CFR needs ~10 ms for these iterations; the
 # time limit covers interpreter and numpy start-up on a loaded machine.
 TRIAL_GAME = "kuhn_poker"
@@ -55,11 +56,19 @@ def _hook_source(name: str) -> str:
 
 
 def static_check(source: str) -> str | None:
-    """None when ``source`` parses and defines the hooks with the right arity, else why not."""
+    """None when ``source`` parses and defines the hooks with the right arity, else why not.
+
+    Executes nothing; never raises for hostile text (oversized, or nested deeper than the
+    parser can handle, is a reason like any other).
+    """
+    if len(source) > MAX_SOURCE_CHARS:
+        return f"{HOOK_FILE} has {len(source)} characters; the limit is {MAX_SOURCE_CHARS}"
     try:
         module = ast.parse(source)
     except SyntaxError as exc:
         return f"{HOOK_FILE} does not parse: {exc.msg} (line {exc.lineno})"
+    except (MemoryError, RecursionError, ValueError) as exc:
+        return f"{HOOK_FILE} does not parse: {type(exc).__name__} (nested too deeply?)"
     defined = {n.name: n for n in module.body if isinstance(n, ast.FunctionDef)}
     for name, arity in REQUIRED_HOOKS.items():
         fn = defined.get(name)

@@ -58,3 +58,17 @@ def test_the_trial_sees_no_host_secrets(monkeypatch: pytest.MonkeyPatch, cfr_cac
     everything = result.error + result.stdout + result.stderr
     assert "sk-quick-check-secret" not in everything and "OPENAI_API_KEY" not in everything
     assert not canary.exists()
+
+
+@pytest.mark.parametrize("source", ["-" * 200_000 + "1", "x = 1\0", "x = 1\n" * 200_000],
+                         ids=["deep", "null-byte", "huge"])
+def test_the_static_check_gives_a_reason_for_hostile_text(source: str) -> None:
+    reason = CFRTask().static_check({HOOK_FILE: source})
+    assert reason is not None and HOOK_FILE in reason
+
+
+def test_a_task_with_the_old_quick_check_gets_a_clear_error() -> None:
+    with pytest.raises(TypeError, match="static_check"):
+        class OldTask(CFRTask):
+            def quick_check(self, files: dict[str, str]) -> str | None:
+                return None
