@@ -25,6 +25,7 @@ from recursor.archive.store import Archive, sqlite_url
 from recursor.config import CampaignConfig, config_to_dict, parse_config
 from recursor.errors import ConfigError
 from recursor.orchestrator.progress import Reporter
+from recursor.orchestrator.trial import ProposalCheck
 from recursor.proposers import Proposer
 from recursor.proposers.ensemble import ProposerChooser
 from recursor.proposers.registry import build_proposers
@@ -53,6 +54,7 @@ class CampaignContext:
     chooser: ProposerChooser
     reporter: Reporter
     cache_dir: Path
+    check: ProposalCheck  # static check, then the task's trial in ``sandbox``
     extra: dict[str, Any] = field(default_factory=dict)
     fingerprints: dict[str, str] = field(default_factory=dict)  # commit -> duplicates.fingerprint
 
@@ -136,16 +138,18 @@ def open_context(directory: Path, reporter: Reporter,
                                     config_to_dict(config), str(directory / "repo"))
         elif overrides:
             archive.update_campaign(campaign_id, config=config_to_dict(config))
-        proposers = {p.name: p for p in build_proposers(config.proposers, task, config.seed)}
+        sandbox = build_sandbox(config.sandbox, hidden_paths=[directory])
+        check = ProposalCheck(task, sandbox, config.sandbox, cache_dir)
+        proposers = {p.name: p for p in build_proposers(config.proposers, task, config.seed,
+                                                        check)}
         choice = config.proposer_choice
         chooser = ProposerChooser(list(proposers), choice.policy, cost_weight=choice.cost_weight,
                                   seed=config.seed)
-        sandbox = build_sandbox(config.sandbox, hidden_paths=[directory])
     except BaseException:
         archive.close()
         raise
     return CampaignContext(campaign_id, directory, config, archive, store, task, sandbox,
-                           proposers, chooser, reporter, cache_dir)
+                           proposers, chooser, reporter, cache_dir, check)
 
 
 def _merge(base: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:

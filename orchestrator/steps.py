@@ -331,7 +331,9 @@ def _amount(value: Any) -> float:
 
 # materialize -----------------------------------------------------------------------------
 async def materialize(state: CampaignState, runtime: Ctx) -> dict[str, Any]:
-    """Commit each pending proposal on top of its parent and run the task's quick check."""
+    """Commit each pending proposal on top of its parent and check it (``ctx.check``: the
+    task's static check, then its trial run in the campaign's sandbox); a proposal that fails
+    is recorded failed/invalid with the reason and the trial's logs."""
     ctx, started = runtime.context, time.monotonic()
     pending = [n for n in ctx.archive.nodes(ctx.campaign_id, state["round"])
                if n.status == NodeStatus.PENDING.value and n.commit is None]
@@ -353,8 +355,11 @@ def _materialize_node(ctx: CampaignContext, node: NodeRow) -> None:
         ctx.archive.update_node(node.id, commit=commit, patch=patch)
         return
     if error is None:
-        error = ctx.task.quick_check(files)
-        error = None if error is None else f"quick check: {error}"
+        checked = ctx.check.result(files)
+        error = checked.error
+        if error is not None:
+            ctx.archive.add_log(node.id, "trial.stdout", checked.stdout)
+            ctx.archive.add_log(node.id, "trial.stderr", checked.stderr)
     fields: dict[str, Any] = {"commit": commit, "patch": patch}
     if error is not None:
         fields.update(status=NodeStatus.FAILED.value, run_status=RunStatus.INVALID.value,

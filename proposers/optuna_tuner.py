@@ -29,7 +29,7 @@ from recursor.errors import ProposerError
 from recursor.proposers._base import NodeView, Proposal, ProposalContext, Proposer
 from recursor.proposers.mutation.primitives import is_number
 from recursor.proposers.mutation.proposer import (
-    QuickCheck,
+    ValidityCheck,
     context_rng,
     mutable_paths,
     proposal_kind,
@@ -167,7 +167,7 @@ class OptunaProposer(Proposer):
     """Proposes new values for the parent's block literals from a history-built TPE study.
 
     Contract: the proposal changes only literal values of one editable file (its structure is
-    the parent's), passes ``quick_check``, and is deterministic given the context. The study's
+    the parent's), passes ``check``, and is deterministic given the context. The study's
     trials are exactly the history nodes whose file has the parent's structure (the parent
     among them when it is in history). Raises ProposerError when the parent has no literal in
     an EVOLVE block or when ``max_attempts`` asks gave nothing valid and new.
@@ -175,11 +175,11 @@ class OptunaProposer(Proposer):
 
     name = "optuna"
 
-    def __init__(self, quick_check: QuickCheck, editable_paths: Sequence[str] = (),
+    def __init__(self, check: ValidityCheck, editable_paths: Sequence[str] = (),
                  max_attempts: int = 20, seed: int = 0) -> None:
         if max_attempts < 1:
             raise ValueError("max_attempts must be at least 1")
-        self.quick_check = quick_check
+        self.check = check
         self.editable_paths = tuple(editable_paths)
         self.max_attempts = max_attempts
         self.seed = seed
@@ -226,7 +226,7 @@ class OptunaProposer(Proposer):
                 continue
             seen.add(tuple(values))
             candidate = with_values(source, literals, values)
-            reason = self.quick_check({**context.parent.files, path: candidate})
+            reason = self.check({**context.parent.files, path: candidate})
             if reason is None:
                 return self._proposal(context, path, literals, values, candidate, len(trials))
             reasons.append(reason)

@@ -15,7 +15,7 @@ from recursor.errors import ConfigError
 from recursor.plugins import build_instance, instantiate, load_entry_point
 from recursor.proposers._base import Proposer
 from recursor.proposers.mutation.primitives import generic_primitives
-from recursor.proposers.mutation.proposer import MutationProposer
+from recursor.proposers.mutation.proposer import MutationProposer, ValidityCheck
 from recursor.proposers.optuna_tuner import OptunaProposer
 from recursor.tasks import Task
 
@@ -31,14 +31,21 @@ def _editable(task: Task) -> list[str]:
     return [p for c in task.components() for p in c.paths]
 
 
-def build_proposer(config: ProposerConfig, task: Task, seed: int) -> Proposer:
-    """One proposer; ConfigError when a plug-in cannot be loaded or built."""
+def build_proposer(config: ProposerConfig, task: Task, seed: int,
+                   check: ValidityCheck | None = None) -> Proposer:
+    """One proposer; ConfigError when a plug-in cannot be loaded or built.
+
+    ``check`` is the validity check the built-in proposers call on every attempt; the
+    controller passes its sandboxed one (``recursor.orchestrator.trial.ProposalCheck``). The
+    default, ``task.static_check``, executes nothing.
+    """
+    check = check or task.static_check
     if isinstance(config, MutationProposerConfig):
         primitives = [*generic_primitives(), *task.mutation_primitives()]
-        return MutationProposer(primitives, task.quick_check, config.max_mutations,
+        return MutationProposer(primitives, check, config.max_mutations,
                                 config.max_attempts, seed=seed)
     if isinstance(config, OptunaProposerConfig):
-        return OptunaProposer(task.quick_check, seed=seed)
+        return OptunaProposer(check, seed=seed)
     if isinstance(config, LLMProposerConfig):
         from recursor.proposers.llm.proposer import build_llm_proposer
 
@@ -62,12 +69,14 @@ def _plugin(config: PluginProposerConfig) -> Proposer:
     return proposer
 
 
-def build_proposers(configs: Sequence[ProposerConfig], task: Task, seed: int) -> list[Proposer]:
-    """All proposers, with unique names (a repeated kind gets a ``#2`` suffix)."""
+def build_proposers(configs: Sequence[ProposerConfig], task: Task, seed: int,
+                    check: ValidityCheck | None = None) -> list[Proposer]:
+    """All proposers, with unique names (a repeated kind gets a ``#2`` suffix); ``check`` as
+    in :func:`build_proposer`."""
     out: list[Proposer] = []
     seen: dict[str, int] = {}
     for config in configs:
-        proposer = build_proposer(config, task, seed)
+        proposer = build_proposer(config, task, seed, check)
         count = seen.get(proposer.name, 0) + 1
         seen[proposer.name] = count
         if count > 1:

@@ -1,8 +1,13 @@
 """The Task interface: the system under improvement (and PolicyTask, one with a trained policy).
 
-A task declares its evolvable files (the starting workspace), a quick validity check that a
-proposal must pass before it is evaluated, how a workspace is evaluated per split (a sandboxed
-command whose verdict arrives through ``$RECURSOR_RESULT``), and its objective.
+A task declares its evolvable files (the starting workspace), how a proposal is checked before
+it is evaluated, how a workspace is evaluated per split (a sandboxed command whose verdict
+arrives through ``$RECURSOR_RESULT``), and its objective.
+
+Checking a proposal has two parts, and candidate code runs in neither outside a sandbox:
+``static_check`` looks at the files without executing anything (proposers call it on every
+attempt), and ``trial_plan`` is an optional short evaluation that the controller runs in the
+campaign's sandbox before the real one (``recursor.orchestrator.trial``).
 
 Contract for the evaluation command: it writes one JSON object
 ``{"metrics": {name: float}, "instances": {name: float}, "error": str | null}`` to the file
@@ -63,6 +68,16 @@ class Task(abc.ABC):
     description: str
     objective: Objective
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "quick_check" in vars(cls) and "static_check" not in vars(cls):
+            raise TypeError(
+                f"{cls.__qualname__} defines quick_check(), which the Task interface no longer "
+                "has: candidate code must not run on the controller's host. Rename it to "
+                "static_check() and keep only checks that execute nothing (parse, names, "
+                "arities); move anything that runs the candidate into trial_plan(), which "
+                "the controller runs in the campaign's sandbox.")
+
     @abc.abstractmethod
     def components(self) -> Sequence[Component]:
         """The evolvable components and their files."""
@@ -75,8 +90,18 @@ class Task(abc.ABC):
         """Build anything the evaluator needs once (e.g. game trees); idempotent."""
 
     @abc.abstractmethod
-    def quick_check(self, files: Mapping[str, str]) -> str | None:
-        """None when the files are worth evaluating, else the reason they are not."""
+    def static_check(self, files: Mapping[str, str]) -> str | None:
+        """None when the files are worth evaluating, else the reason they are not.
+
+        Must not execute, import or write anything from ``files`` (parse them, at most): it
+        runs on the controller's host, for every attempt of every proposer.
+        """
+
+    def trial_plan(self, cache_dir: Path) -> EvaluationPlan | None:
+        """An optional short sandboxed run (a few seconds) that rejects proposals which fail
+        at run time before they take a full evaluation; None (the default) means no trial.
+        Its verdict follows the evaluation contract; an ``error`` makes the proposal invalid."""
+        return None
 
     @abc.abstractmethod
     def evaluation(self, split: Split, cache_dir: Path) -> EvaluationPlan:

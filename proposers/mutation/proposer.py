@@ -13,7 +13,9 @@ from recursor.proposers.mutation.engine import MutationEngine
 from recursor.proposers.mutation.source import find_blocks
 from recursor.types import ChangeKind
 
-QuickCheck = Callable[[Mapping[str, str]], str | None]
+# files -> None when worth evaluating, else why not. The controller passes its sandboxed check
+# (recursor.orchestrator.trial.ProposalCheck); a task's static_check executes nothing.
+ValidityCheck = Callable[[Mapping[str, str]], str | None]
 
 
 def context_rng(name: str, context: ProposalContext, base_seed: int = 0) -> random.Random:
@@ -47,7 +49,7 @@ class MutationProposer(Proposer):
     """Mutates one editable file of the parent with the given primitives.
 
     Contract: the proposal's single file parses, differs from the parent's and from every
-    file of the same path in ``context.history``, and passes ``quick_check`` (called with the
+    file of the same path in ``context.history``, and passes ``check`` (called with the
     parent's files, that one replaced). ``editable_paths`` limits which files may change; when
     empty, ``context.editable_paths`` decides. Raises ProposerError when no file is mutable or
     no valid mutant was found in ``max_attempts`` attempts.
@@ -55,11 +57,11 @@ class MutationProposer(Proposer):
 
     name = "mutation"
 
-    def __init__(self, primitives: Sequence[MutationPrimitive], quick_check: QuickCheck,
+    def __init__(self, primitives: Sequence[MutationPrimitive], check: ValidityCheck,
                  max_mutations: int = 2, max_attempts: int = 50,
                  editable_paths: Sequence[str] = (), seed: int = 0) -> None:
         self.engine = MutationEngine(primitives, max_mutations, max_attempts)
-        self.quick_check = quick_check
+        self.check = check
         self.editable_paths = tuple(editable_paths)
         self.seed = seed
 
@@ -73,7 +75,7 @@ class MutationProposer(Proposer):
         seen = [n.files[path] for n in context.history if path in n.files]
 
         def is_valid(source: str) -> str | None:
-            return self.quick_check({**files, path: source})
+            return self.check({**files, path: source})
 
         result = self.engine.mutate(files[path], rng, is_valid, avoid=seen)
         return Proposal(

@@ -9,10 +9,6 @@ and scores the mean ``log10`` exploitability of the average policy (lower is bet
 from __future__ import annotations
 
 import ast
-import os
-import subprocess
-import sys
-import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -20,7 +16,7 @@ from recursor.mutation import MutationPrimitive
 from recursor.sandbox import Mount, SandboxLimits, trusted_module_command
 from recursor.tasks._base import Component, EvaluationPlan, Objective, Task
 from recursor.tasks.cfr import games
-from recursor.tasks.cfr._protocol import ERROR_FILE, HOOK_FILE
+from recursor.tasks.cfr._protocol import HOOK_FILE
 from recursor.tasks.cfr.primitives import cfr_primitives
 from recursor.types import ChangeKind, Split
 
@@ -28,8 +24,12 @@ HOOKS_DIR = Path(__file__).parent / "hooks"
 CACHE_TARGET = "/cache"
 # name -> number of positional parameters the engine passes
 REQUIRED_HOOKS: dict[str, int] = {"update_regrets": 4, "regrets_to_policy": 4, "update_average": 5}
-QUICK_ITERATIONS = 10
-QUICK_TIMEOUT_S = 1.5
+MAX_SOURCE_CHARS = 500_000  # the evaluator refuses hook files over 1 MiB anyway
+# The sandboxed trial run (trial_plan): Vanilla CFR needs ~10 ms for these iterations; the
+# time limit covers interpreter and numpy start-up on a loaded machine.
+TRIAL_GAME = "kuhn_poker"
+TRIAL_ITERATIONS = 10
+TRIAL_TIMEOUT_S = 5
 
 DESCRIPTION = """\
 Improve a counterfactual-regret-minimization (CFR) algorithm for two-player zero-sum
@@ -56,11 +56,19 @@ def _hook_source(name: str) -> str:
 
 
 def static_check(source: str) -> str | None:
-    """None when ``source`` parses and defines the hooks with the right arity, else why not."""
+    """None when ``source`` parses and defines the hooks with the right arity, else why not.
+
+    Executes nothing; never raises for hostile text (oversized, or nested deeper than the
+    parser can handle, is a reason like any other).
+    """
+    if len(source) > MAX_SOURCE_CHARS:
+        return f"{HOOK_FILE} has {len(source)} characters; the limit is {MAX_SOURCE_CHARS}"
     try:
         module = ast.parse(source)
     except SyntaxError as exc:
         return f"{HOOK_FILE} does not parse: {exc.msg} (line {exc.lineno})"
+    except (MemoryError, RecursionError, ValueError) as exc:
+        return f"{HOOK_FILE} does not parse: {type(exc).__name__} (nested too deeply?)"
     defined = {n.name: n for n in module.body if isinstance(n, ast.FunctionDef)}
     for name, arity in REQUIRED_HOOKS.items():
         fn = defined.get(name)
@@ -83,7 +91,6 @@ class CFRTask(Task):
         if iterations < 1:
             raise ValueError("iterations must be at least 1")
         self.iterations = iterations
-        self._cache_dir: Path | None = None
 
     def components(self) -> Sequence[Component]:
         return [Component("algorithm", ChangeKind.ALGORITHM, [HOOK_FILE])]
@@ -94,43 +101,27 @@ class CFRTask(Task):
     def prepare(self, cache_dir: Path) -> None:
         """Build and cache every split's game trees (needs pyspiel once); idempotent."""
         games.prepare(Path(cache_dir))
-        self._cache_dir = Path(cache_dir)
 
-    def quick_check(self, files: Mapping[str, str]) -> str | None:
-        """Static checks, then a few iterations on Kuhn poker in a child process (< ~1 s).
+    def static_check(self, files: Mapping[str, str]) -> str | None:
+        """The hook file parses and defines the three hooks with the engine's arities.
 
-        The candidate runs in a child so that a hang or a crash cannot take the caller with it;
-        the child is *not* sandboxed (the sandboxed evaluation comes later).
+        Nothing is executed: candidate code runs only in the sandbox (see :meth:`trial_plan`).
         """
         source = files.get(HOOK_FILE)
         if source is None:
             return f"missing {HOOK_FILE}"
-        reason = static_check(source)
-        if reason is not None:
-            return reason
-        return self._trial_run(source)
+        return static_check(source)
 
-    def _trial_run(self, source: str) -> str | None:
-        with tempfile.TemporaryDirectory(prefix="cfr-quick-") as tmp:
-            workspace = Path(tmp)
-            (workspace / HOOK_FILE).write_text(source)
-            command = [sys.executable, "-m", "recursor.tasks.cfr.evaluate", "--solve",
-                       "kuhn_poker", "--workspace", tmp, "--iterations", str(QUICK_ITERATIONS),
-                       "--policies-out", str(workspace / "policies.npz")]
-            if self._cache_dir is not None:
-                command += ["--cache", str(self._cache_dir)]
-            try:
-                proc = subprocess.run(command, capture_output=True, text=True,
-                                      timeout=QUICK_TIMEOUT_S, check=False,
-                                      env=_quick_env(workspace))
-            except subprocess.TimeoutExpired:
-                return f"{QUICK_ITERATIONS} iterations on kuhn_poker took over {QUICK_TIMEOUT_S} s"
-            if proc.returncode == 0:
-                return None
-            error = workspace / ERROR_FILE
-            if error.exists():
-                return error.read_text()[:2000]
-            return f"trial run failed: {proc.stderr.strip()[-2000:]}"
+    def trial_plan(self, cache_dir: Path) -> EvaluationPlan:
+        """A few iterations on Kuhn poker (only its tree mounted), under a short time limit."""
+        command = trusted_module_command(
+            "recursor.tasks.cfr.evaluate", "--workspace", "/workspace", "--games", TRIAL_GAME,
+            "--cache", CACHE_TARGET, "--iterations", str(TRIAL_ITERATIONS),
+            "--timeout", str(TRIAL_TIMEOUT_S))
+        tree = games.cache_path(Path(cache_dir), TRIAL_GAME)
+        return EvaluationPlan(
+            command=command, mounts=[Mount(tree, f"{CACHE_TARGET}/{tree.name}")],
+            limits=SandboxLimits(wall_time_s=TRIAL_TIMEOUT_S + 10.0, memory_mb=1024))
 
     def evaluation(self, split: Split, cache_dir: Path) -> EvaluationPlan:
         command = trusted_module_command(
@@ -147,16 +138,6 @@ class CFRTask(Task):
 
     def mutation_primitives(self) -> Sequence[MutationPrimitive]:
         return cfr_primitives()
-
-
-def _quick_env(home: Path) -> dict[str, str]:
-    """The quick check runs candidate code outside the sandbox: give it nothing of the
-    host's environment beyond what finds the interpreter and the package (no API keys)."""
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home),
-           "LANG": "C.UTF-8", "PYTHONHASHSEED": "0"}
-    if "PYTHONPATH" in os.environ:
-        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
-    return env
 
 
 __all__ = ["CFRTask", "static_check"]

@@ -102,7 +102,7 @@ class WorldsTask(PolicyTask):
                 tmp.write_text(json.dumps([world.to_json(u) for u in universes]))
                 tmp.replace(path)
 
-    def quick_check(self, files: Mapping[str, str]) -> str | None:
+    def static_check(self, files: Mapping[str, str]) -> str | None:
         for path, functions in REQUIRED.items():
             source = files.get(path)
             if source is None:

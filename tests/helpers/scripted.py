@@ -32,7 +32,7 @@ def update_average(cum_policy, policy, reach, t, legal):
     return cum_policy + t * reach * policy
 '''
 
-# Each passes the quick check (10 iterations on Kuhn) and misbehaves from iteration 21 on.
+# Each passes the sandboxed trial (10 iterations on Kuhn) and misbehaves from iteration 21 on.
 BEHAVIOURS = {
     "crash": "os.kill(os.getppid(), 6)",
     "hang": "time.sleep(1000)",

@@ -1,13 +1,18 @@
-"""The cfr task's evaluator and quick check on good and adversarial hook files."""
+"""The cfr task's evaluator, static check and sandboxed trial on good and adversarial hooks."""
 
 from __future__ import annotations
 
 import math
+import shutil
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from recursor.config import ProcessSandboxConfig
+from recursor.orchestrator.trial import ProposalCheck
+from recursor.sandbox.process import BWRAP, ProcessSandbox
 from recursor.tasks.cfr import CFRTask
 from recursor.tasks.cfr._protocol import HOOK_FILE
 from recursor.tasks.cfr.evaluate import evaluate
@@ -103,15 +108,18 @@ def test_patching_the_evaluator_changes_nothing(tmp_path: Path, cache: Path) -> 
 
 
 @pytest.fixture(scope="module")
-def task(cache: Path) -> CFRTask:
-    task = CFRTask()
-    task.prepare(cache)  # the trial run then loads Kuhn from the cache
-    return task
+def check(cache: Path) -> Iterator[ProposalCheck]:
+    """The campaign's proposal check: static, then the trial run in the process sandbox."""
+    if shutil.which(BWRAP) is None:
+        pytest.skip("bubblewrap is not installed (apt-get install bubblewrap)")
+    box = ProcessSandbox()
+    yield ProposalCheck(CFRTask(), box, ProcessSandboxConfig(), cache)
+    box.close()
 
 
-def test_quick_check_accepts_the_seed(task: CFRTask) -> None:
-    assert task.quick_check(task.seed_files()) is None
-    assert task.quick_check({HOOK_FILE: (HOOKS_DIR / "cfr_plus.py").read_text()}) is None
+def test_the_trial_accepts_the_seed_and_cfr_plus(check: ProposalCheck) -> None:
+    assert check(CFRTask().seed_files()) is None
+    assert check({HOOK_FILE: (HOOKS_DIR / "cfr_plus.py").read_text()}) is None
 
 
 @pytest.mark.parametrize(
@@ -122,13 +130,21 @@ def test_quick_check_accepts_the_seed(task: CFRTask) -> None:
         ({HOOK_FILE: "import numpy as np\n"}, "does not define update_regrets"),
         ({HOOK_FILE: VANILLA.replace("cum_regret: np.ndarray, inst_regret: np.ndarray, t",
                                      "cum_regret: np.ndarray, t", 1)}, "positional arguments"),
-        ({HOOK_FILE: RETURNS_NAN}, "non-finite"),
-        ({HOOK_FILE: RAISES}, "hook bug"),
-        ({HOOK_FILE: SLEEPS}, "took over"),
     ],
-    ids=["missing", "syntax", "no-hooks", "arity", "nan", "raises", "hangs"],
+    ids=["missing", "syntax", "no-hooks", "arity"],
 )
-def test_quick_check_rejects_bad_sources(task: CFRTask, files: dict[str, str],
-                                         message: str) -> None:
-    reason = task.quick_check(files)
+def test_static_check_rejects_bad_sources(files: dict[str, str], message: str) -> None:
+    reason = CFRTask().static_check(files)
     assert reason is not None and message in reason
+
+
+@pytest.mark.parametrize(
+    ("source", "message"),
+    [(RETURNS_NAN, "non-finite"), (RAISES, "hook bug"), (SLEEPS, "timed out")],
+    ids=["nan", "raises", "hangs"],
+)
+def test_the_trial_rejects_hooks_that_fail_at_run_time(check: ProposalCheck, source: str,
+                                                       message: str) -> None:
+    assert CFRTask().static_check({HOOK_FILE: source}) is None  # only running them tells
+    reason = check({HOOK_FILE: source})
+    assert reason is not None and reason.startswith("trial run invalid") and message in reason

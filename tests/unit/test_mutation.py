@@ -5,14 +5,19 @@ from __future__ import annotations
 import ast
 import os
 import random
+import shutil
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import pytest
 
+from recursor.config import ProcessSandboxConfig
 from recursor.errors import ProposerError
+from recursor.orchestrator.trial import ProposalCheck
 from recursor.proposers import MutationProposer, NodeView, ProposalContext
 from recursor.proposers.mutation import MutationEngine, generic_primitives
 from recursor.proposers.mutation.source import find_blocks
+from recursor.sandbox.process import BWRAP, ProcessSandbox
 from recursor.tasks.cfr import CFRTask, static_check
 from recursor.types import ChangeKind, NodeStatus
 
@@ -44,9 +49,17 @@ def _mutants(count: int) -> list[str]:
             for seed in range(count)]
 
 
-def _verdicts(mutants: list[str]) -> list[str | None]:
-    with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
-        return list(pool.map(lambda m: TASK.quick_check({HOOK: m}), mutants))
+def _verdicts(mutants: list[str], cache: Path) -> list[str | None]:
+    """Each mutant through the campaign's check: static, then the trial in the process sandbox."""
+    if shutil.which(BWRAP) is None:
+        pytest.skip("bubblewrap is not installed (apt-get install bubblewrap)")
+    box = ProcessSandbox()
+    check = ProposalCheck(TASK, box, ProcessSandboxConfig(), cache)
+    try:
+        with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
+            return list(pool.map(lambda m: check({HOOK: m}), mutants))
+    finally:
+        box.close()
 
 
 def test_mutants_of_200_seeds_parse_and_only_touch_blocks() -> None:
@@ -56,14 +69,14 @@ def test_mutants_of_200_seeds_parse_and_only_touch_blocks() -> None:
         assert _outside_blocks(mutant) == _outside_blocks(VANILLA)
 
 
-def test_mutants_pass_quick_check_or_get_a_reason() -> None:
-    verdicts = _verdicts(sorted(set(_mutants(200)))[::8])  # a spread sample: ~1 s per 2 checks
+def test_mutants_pass_the_trial_or_get_a_reason(cfr_cache: Path) -> None:
+    verdicts = _verdicts(sorted(set(_mutants(200)))[::16], cfr_cache)  # a spread sample, ~1 s each
     assert all(v is None or (isinstance(v, str) and v.strip()) for v in verdicts)
 
 
 @pytest.mark.slow
-def test_every_mutant_of_200_seeds_passes_quick_check_or_gets_a_reason() -> None:
-    verdicts = _verdicts(sorted(set(_mutants(200))))
+def test_every_mutant_of_200_seeds_passes_the_trial_or_gets_a_reason(cfr_cache: Path) -> None:
+    verdicts = _verdicts(sorted(set(_mutants(200))), cfr_cache)
     assert all(v is None or (isinstance(v, str) and v.strip()) for v in verdicts)
     assert any(v is None for v in verdicts)
 

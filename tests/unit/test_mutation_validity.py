@@ -1,20 +1,23 @@
 """Program mutation on the cfr starting point: every mutant parses, edits only EVOLVE blocks,
-and reaches evaluation only after passing the task's quick check."""
+and reaches evaluation only after passing the task's checks (static, then the sandboxed trial)."""
 
 from __future__ import annotations
 
 import ast
 import random
+import shutil
 from pathlib import Path
 
 import pytest
 
-from recursor.config import default_campaign
+from recursor.config import ProcessSandboxConfig, default_campaign
 from recursor.errors import ProposerError
 from recursor.mutation import BLOCK_END, BLOCK_START
+from recursor.orchestrator.trial import ProposalCheck
 from recursor.proposers.mutation.engine import mutate_once
 from recursor.proposers.mutation.primitives import generic_primitives
 from recursor.proposers.registry import build_proposers
+from recursor.sandbox.process import BWRAP, ProcessSandbox
 from recursor.tasks.cfr import CFRTask
 from recursor.tasks.cfr.hooks import __file__ as hooks_init
 
@@ -49,17 +52,20 @@ def test_mutants_parse_and_leave_text_outside_blocks_alone() -> None:
     assert produced >= 190
 
 
-def test_proposals_pass_the_quick_check_and_are_reproducible(tmp_path: Path) -> None:
+@pytest.mark.skipif(shutil.which(BWRAP) is None, reason="bubblewrap is not installed")
+def test_proposals_pass_the_sandboxed_trial_and_are_reproducible(cfr_cache: Path) -> None:
     task = CFRTask()
-    task.prepare(tmp_path)
-    mutation = build_proposers(default_campaign().proposers, task, seed=0)[0]
+    box = ProcessSandbox()
+    check = ProposalCheck(task, box, ProcessSandboxConfig(), cfr_cache)
+    mutation = build_proposers(default_campaign().proposers, task, seed=0, check=check)[0]
     from tests.unit._contexts import vanilla_context
 
-    first = [mutation.propose(vanilla_context(VANILLA, seed)) for seed in range(4)]
-    again = [mutation.propose(vanilla_context(VANILLA, seed)) for seed in range(4)]
+    first = [mutation.propose(vanilla_context(VANILLA, seed)) for seed in range(3)]
+    again = [mutation.propose(vanilla_context(VANILLA, seed)) for seed in range(3)]
+    fresh = ProposalCheck(task, box, ProcessSandboxConfig(), cfr_cache)  # no cached verdicts
     for proposal, twin in zip(first, again, strict=True):
         assert proposal.files == twin.files
-        assert task.quick_check(proposal.files) is None
+        assert fresh(proposal.files) is None
         assert proposal.rationale
 
 

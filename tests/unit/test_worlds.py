@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from recursor.orchestrator.coevolution import RoutingError, check_single_harness, route
+from recursor.sandbox import trusted_module_command
+from recursor.sandbox.guest import HOST_RUN_ENV
 from recursor.tasks.worlds import WorldsTask, world
 from recursor.tasks.worlds.episodes import HarnessError, load_harness, run_episodes
 from recursor.tasks.worlds.evaluate import content_id, corpus
@@ -136,13 +137,13 @@ def test_routing_never_mixes_harnesses() -> None:
         check_single_harness(pool)
 
 
-def test_quick_check_names_the_problem() -> None:
+def test_static_check_names_the_problem() -> None:
     task = WorldsTask()
     files = dict(task.seed_files())
-    assert task.quick_check(files) is None
-    assert "does not parse" in (task.quick_check({**files, "harness.py": "def ("}) or "")
-    assert "recover" in (task.quick_check({**files, "harness.py": "def render(s): pass"}) or "")
-    assert "policy.json" in (task.quick_check({**files, "policy.json": "[]"}) or "")
+    assert task.static_check(files) is None
+    assert "does not parse" in (task.static_check({**files, "harness.py": "def ("}) or "")
+    assert "recover" in (task.static_check({**files, "harness.py": "def render(s): pass"}) or "")
+    assert "policy.json" in (task.static_check({**files, "policy.json": "[]"}) or "")
 
 
 def _run_corpus(tmp_path: Path, harness: str) -> tuple[subprocess.CompletedProcess[str], Path]:
@@ -150,10 +151,13 @@ def _run_corpus(tmp_path: Path, harness: str) -> tuple[subprocess.CompletedProce
     worlds = ws.parent / "train.json"
     worlds.write_text(json.dumps([world.to_json(world.generate(1, "train", 4))]))
     result = ws.parent / "verdict.json"
-    proc = subprocess.run([sys.executable, "-m", "recursor.tasks.worlds.evaluate", "corpus",
-                           "--workspace", str(ws), "--worlds", str(worlds),
-                           "--policies", str(ws.parent)], capture_output=True, text=True,
-                          env={"RECURSOR_RESULT": str(result), "PATH": "/usr/bin:/bin"},
+    # run on this host, outside a sandbox: the writable virtualenv is allowed explicitly
+    proc = subprocess.run(trusted_module_command(
+                              "recursor.tasks.worlds.evaluate", "corpus", "--workspace", str(ws),
+                              "--worlds", str(worlds), "--policies", str(ws.parent)),
+                          capture_output=True, text=True,
+                          env={"RECURSOR_RESULT": str(result), "PATH": "/usr/bin:/bin",
+                               HOST_RUN_ENV: "1"},
                           check=False)
     return proc, result
 

@@ -1,0 +1,118 @@
+"""Checking a proposal before its evaluation, without running candidate code on the host.
+
+:class:`ProposalCheck` applies the task's :meth:`~recursor.tasks.Task.static_check` (nothing is
+executed) and then, when the task plans one and a sandbox is given, its short trial run
+(:meth:`~recursor.tasks.Task.trial_plan`) in the campaign's own sandbox. The controller builds
+one per campaign and hands it both to the built-in proposers (as their validity check, so they
+keep retrying until a mutant survives the trial) and to the ``materialize`` step (which checks
+every proposal, whatever proposed it). Verdicts are cached by the files' content, so a proposal
+a proposer already checked is not run twice.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import tempfile
+import threading
+from collections import OrderedDict
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from recursor.config import SandboxConfig
+from recursor.orchestrator.evaluation import interpret, write_workspace
+from recursor.sandbox import Sandbox, SandboxLimits, SandboxRequest
+from recursor.sandbox.factory import limits_for
+from recursor.tasks import Task
+from recursor.types import RunStatus
+
+MAX_CACHED = 1024
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """Why a proposal is not worth evaluating (``error`` None: it is), with the trial's logs."""
+
+    error: str | None
+    stdout: str = ""
+    stderr: str = ""
+    wall_s: float = 0.0
+
+
+def trial_limits(config: SandboxConfig, trial: SandboxLimits) -> SandboxLimits:
+    """The trial's own limits, never looser than the campaign's: the smaller of each."""
+    campaign = limits_for(config, trial)
+    return SandboxLimits(
+        wall_time_s=min(campaign.wall_time_s, trial.wall_time_s),
+        memory_mb=min(campaign.memory_mb, trial.memory_mb),
+        max_processes=min(campaign.max_processes, trial.max_processes),
+        output_bytes=min(campaign.output_bytes, trial.output_bytes),
+        disk_mb=min(campaign.disk_mb, trial.disk_mb))
+
+
+def files_digest(files: Mapping[str, str]) -> str:
+    digest = hashlib.sha256()
+    for path in sorted(files):
+        digest.update(f"{len(path)}:{path}\0{len(files[path])}:{files[path]}\0".encode())
+    return digest.hexdigest()
+
+
+class ProposalCheck:
+    """``check(files) -> reason | None``: the static check, then the sandboxed trial.
+
+    Contract: never executes anything from ``files`` outside ``sandbox``; never raises for
+    anything the candidate does (a crash, hang or garbage in the trial is a reason). Without a
+    sandbox or a trial plan only the static check applies. Thread-safe.
+    """
+
+    def __init__(self, task: Task, sandbox: Sandbox | None = None,
+                 sandbox_config: SandboxConfig | None = None,
+                 cache_dir: Path | None = None) -> None:
+        if sandbox is not None and (sandbox_config is None or cache_dir is None):
+            raise ValueError("a sandboxed trial needs the campaign's sandbox config and cache")
+        self.task, self.sandbox = task, sandbox
+        self.sandbox_config, self.cache_dir = sandbox_config, cache_dir
+        self._cache: OrderedDict[str, CheckResult] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def __call__(self, files: Mapping[str, str]) -> str | None:
+        return self.result(files).error
+
+    def result(self, files: Mapping[str, str]) -> CheckResult:
+        """The verdict on ``files`` with the trial's logs (cached by content)."""
+        key = files_digest(files)
+        with self._lock:
+            if key in self._cache:
+                self._cache.move_to_end(key)
+                return self._cache[key]
+        reason = self.task.static_check(files)
+        outcome = (CheckResult(f"static check: {reason}") if reason is not None
+                   else self._trial(files))
+        with self._lock:
+            self._cache[key] = outcome
+            while len(self._cache) > MAX_CACHED:
+                self._cache.popitem(last=False)
+        return outcome
+
+    def _trial(self, files: Mapping[str, str]) -> CheckResult:
+        if self.sandbox is None or self.sandbox_config is None or self.cache_dir is None:
+            return CheckResult(None)
+        plan = self.task.trial_plan(self.cache_dir)
+        if plan is None:
+            return CheckResult(None)
+        with tempfile.TemporaryDirectory(prefix="recursor-trial-") as tmp:
+            try:
+                write_workspace(files, Path(tmp))
+            except (ValueError, OSError) as exc:
+                return CheckResult(f"cannot build workspace: {exc}")
+            request = SandboxRequest(command=list(plan.command), workspace=Path(tmp),
+                                     mounts=list(plan.mounts), env=dict(plan.env),
+                                     limits=trial_limits(self.sandbox_config, plan.limits))
+            result = self.sandbox.run(request)
+        outcome = interpret(result, self.task.objective.metric)
+        error = None if outcome.run_status is RunStatus.OK else (
+            f"trial run {outcome.run_status.value}: {outcome.error or 'no reason given'}")
+        return CheckResult(error, outcome.stdout, outcome.stderr, outcome.wall_s)
+
+
+__all__ = ["CheckResult", "ProposalCheck", "files_digest", "trial_limits"]
