@@ -11,7 +11,7 @@ node keeps the raw response.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -22,8 +22,6 @@ from recursor.proposers.llm.backends import BackendSettings, ChatBackend, ChatRe
 from recursor.proposers.llm.prompt import build_messages, check_templates, load_templates
 from recursor.proposers.llm.resilience import CircuitBreaker, RetryPolicy, call_with_retries
 from recursor.types import ChangeKind
-
-QuickCheck = Callable[[Mapping[str, str]], str | None]
 
 
 class ProposalFailed(ProposerError):

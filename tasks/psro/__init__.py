@@ -104,7 +104,7 @@ class PSROTask(Task):
         """Build and cache every split's game trees (needs pyspiel once); idempotent."""
         games.prepare(Path(cache_dir))
 
-    def quick_check(self, files: Mapping[str, str]) -> str | None:
+    def static_check(self, files: Mapping[str, str]) -> str | None:
         """Static checks only (see :func:`static_check`)."""
         source = files.get(SOLVER_FILE)
         if source is None:

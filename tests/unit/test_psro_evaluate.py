@@ -158,14 +158,14 @@ def test_the_solver_child_never_sees_the_verdict_path(tmp_path: Path, cache: Pat
     assert "RESULT=None" in json.loads(result.read_text())["error"]
 
 
-def test_quick_check_is_static(tmp_path: Path) -> None:
+def test_static_check_is_static(tmp_path: Path) -> None:
     task = PSROTask()
-    assert task.quick_check(task.seed_files()) is None
+    assert task.static_check(task.seed_files()) is None
     for name in ("nash", "prd", "regret_matching"):
-        assert task.quick_check({SOLVER_FILE: solver_source(name)}) is None
+        assert task.static_check({SOLVER_FILE: solver_source(name)}) is None
     marker = tmp_path / "ran"
     runs_at_import = f"open({str(marker)!r}, 'w').close()\n" + solver(UNIFORM_BODY)
-    assert task.quick_check({SOLVER_FILE: runs_at_import}) is None
+    assert task.static_check({SOLVER_FILE: runs_at_import}) is None
     assert not marker.exists()  # never imported, never run
     cases = {
         "": "missing",
@@ -177,10 +177,10 @@ def test_quick_check_is_static(tmp_path: Path) -> None:
     }
     for source, message in cases.items():
         files = {SOLVER_FILE: source} if source else {}
-        reason = task.quick_check(files)
+        reason = task.static_check(files)
         assert reason is not None and message in reason, (source, reason)
-    assert task.quick_check({SOLVER_FILE: "def meta_solver(*args):\n    pass\n"}) is None
-    assert task.quick_check({SOLVER_FILE: "def meta_solver(a, b, c=1):\n    pass\n"}) is None
+    assert task.static_check({SOLVER_FILE: "def meta_solver(*args):\n    pass\n"}) is None
+    assert task.static_check({SOLVER_FILE: "def meta_solver(a, b, c=1):\n    pass\n"}) is None
 
 
 def test_mixture_check_absorbs_rounding_and_rejects_the_rest() -> None:
