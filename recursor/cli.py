@@ -15,7 +15,7 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 
-from recursor import cli_archive, cli_job, cli_proposers, cli_sandbox
+from recursor import cli_archive, cli_job, cli_proposers, cli_sandbox, cli_ui
 from recursor.config import load_config
 from recursor.errors import RecursorError
 
@@ -25,6 +25,7 @@ app.add_typer(cli_archive.app, name="archive")
 app.add_typer(cli_sandbox.app, name="sandbox")
 app.add_typer(cli_proposers.app, name="proposers")
 app.add_typer(cli_job.app, name="job")
+cli_ui.register(app)
 console = Console()
 err_console = Console(stderr=True)
 
