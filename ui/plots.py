@@ -40,11 +40,11 @@ def evaluated(nodes: Sequence[NodeRow]) -> list[NodeRow]:
 
 def best_so_far(nodes: Sequence[NodeRow], objective: Objective) -> list[float | None]:
     """The best dev score among the first k finished nodes, for each k."""
-    better = (lambda a, b: a < b) if objective.direction == "minimize" else (lambda a, b: a > b)
+    sign = 1.0 if objective.direction == "minimize" else -1.0
     out: list[float | None] = []
     best: float | None = None
     for node in nodes:
-        if node.score is not None and (best is None or better(node.score, best)):
+        if node.score is not None and (best is None or sign * node.score < sign * best):
             best = node.score
         out.append(best)
     return out
@@ -56,7 +56,8 @@ def progress_figure(nodes: Sequence[NodeRow], promotions: Sequence[PromotionRow]
     each finished node's score and the promoted nodes marked."""
     done = evaluated(nodes)
     best = best_so_far(done, objective)
-    axes = {"evaluations": list(range(1, len(done) + 1)),
+    axes: dict[str, list[float]] = {
+            "evaluations": [float(i) for i in range(1, len(done) + 1)],
             "wall time (s)": list(accumulate(n.wall_s or 0.0 for n in done)),
             "model cost ($)": list(accumulate(n.cost or 0.0 for n in done))}
     promoted = {p.node_id for p in promotions}
