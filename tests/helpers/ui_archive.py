@@ -8,6 +8,7 @@ does too, a promotion with its evidence, and a training job.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 from recursor.archive.gitstore import GitStore
@@ -105,4 +106,18 @@ def add_node(directory: Path, round_: int, rationale: str = "a node added live")
         archive.close()
 
 
-__all__ = ["BAD", "CAMPAIGN_ID", "GOOD", "GRANDCHILD", "ROOT", "add_node", "build"]
+def campaign_id(directory: Path) -> str:
+    """The id of the campaign in a campaign directory."""
+    return str(json.loads((directory / "campaign.json").read_text())["campaign_id"])
+
+
+def recursor_env() -> dict[str, str]:
+    """The environment for a ``recursor`` child process, with ``tests.helpers`` importable."""
+    root = Path(__file__).resolve().parents[2]
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(root), env.get("PYTHONPATH")) if p)
+    return env
+
+
+__all__ = ["BAD", "CAMPAIGN_ID", "GOOD", "GRANDCHILD", "ROOT", "add_node", "build", "campaign_id",
+           "recursor_env"]
