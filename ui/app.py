@@ -158,22 +158,40 @@ def create_app(catalog: Catalog, token: str | None = None) -> FastAPI:
 
 
 def _api(app: FastAPI, catalog: Catalog) -> None:
+    # the whole tree's JSON by campaign, kept while the campaign's version is unchanged: every
+    # viewer and reload of a large finished campaign gets it without rebuilding it
+    whole: dict[str, tuple[str, bytes]] = {}
+
     @app.get("/api/c/{campaign_id}/version")
     def version(campaign_id: str) -> dict[str, str]:
         source = _source(catalog, campaign_id)
         return {"version": source.archive.version(campaign_id)}
 
     @app.get("/api/c/{campaign_id}/tree")
-    def tree(campaign_id: str, since: str | None = None) -> JSONResponse:
-        return JSONResponse(tree_payload(_source(catalog, campaign_id), _since(since)))
+    def tree(campaign_id: str, since: str | None = None) -> Response:
+        source = _source(catalog, campaign_id)
+        if since is not None:
+            return JSONResponse(tree_payload(source, _since(since)))
+        cached = whole.get(campaign_id)
+        if cached is None or cached[0] != source.archive.version(campaign_id):
+            payload = tree_payload(source)
+            body = json.dumps(payload, separators=(",", ":"), allow_nan=False).encode()
+            cached = whole[campaign_id] = (payload["version"], body)
+        return Response(cached[1], media_type="application/json")
+
+    drawn: dict[str, tuple[str, bytes]] = {}
 
     @app.get("/api/c/{campaign_id}/plots")
-    def plots(campaign_id: str) -> JSONResponse:
+    def plots(campaign_id: str) -> Response:
         source = _source(catalog, campaign_id)
-        nodes = source.archive.nodes(campaign_id)
-        figures = campaign_figures(nodes, source.archive.promotions(campaign_id),
-                                   objective_of(source.row()))
-        return JSONResponse(jsonable(figures))
+        version = source.archive.version(campaign_id)
+        cached = drawn.get(campaign_id)
+        if cached is None or cached[0] != version:
+            figures = campaign_figures(source.archive.nodes(campaign_id),
+                                       source.archive.promotions(campaign_id),
+                                       objective_of(source.row()))
+            cached = drawn[campaign_id] = (version, json.dumps(jsonable(figures)).encode())
+        return Response(cached[1], media_type="application/json")
 
     @app.get("/api/compare")
     def compare(request: Request) -> JSONResponse:

@@ -7,7 +7,10 @@ whoever renders it (templates: ``for_html``; scripts: ``textContent``).
 
 from __future__ import annotations
 
+import functools
 import json
+import math
+from collections import Counter
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -32,13 +35,19 @@ def objective_of(campaign: CampaignRow) -> Objective:
     """The campaign's objective, from its stored config (built-in tasks only: the UI runs no
     plug-in code); a plug-in task's is assumed to be ``score``, minimized, unless the config
     says otherwise under ``task.options.objective``."""
-    task = (campaign.config or {}).get("task", {}) or {}
+    return _objective(json.dumps(campaign.config or {}, sort_keys=True, default=str))
+
+
+@functools.lru_cache(maxsize=64)
+def _objective(config_json: str) -> Objective:
+    config = json.loads(config_json)
+    task = config.get("task", {}) or {}
     if task.get("kind", "cfr") in BUILTIN_TASKS:
         try:
             from recursor.config import parse_config
             from recursor.tasks.loading import build_task
 
-            built = build_task(parse_config(campaign.config).task).objective
+            built = build_task(parse_config(config).task).objective
             return Objective(built.metric, built.direction)
         except Exception:  # an old or foreign config: fall back, the UI still works
             pass
@@ -47,18 +56,24 @@ def objective_of(campaign: CampaignRow) -> Objective:
                      str(declared.get("direction", "minimize")))
 
 
-def _title(node: NodeRow) -> str:
+def _title(node: Any) -> str:
     text = node.rationale if node.status != "failed" else (node.error or node.rationale)
     first = strip_controls(text or "").strip().split("\n", 1)[0]
     return first[:TITLE_CHARS]
 
 
-def node_brief(node: NodeRow) -> dict[str, Any]:
-    """One tree row (short keys: 10,000 of them travel in one response)."""
-    return jsonable({"id": node.id, "p": node.parent_id, "r": node.round, "sl": node.slot,
-                     "st": node.status, "rs": node.run_status, "sc": node.score,
-                     "h": node.heldout_score, "pr": strip_controls(node.proposer),
-                     "k": node.kind, "t": _title(node), "w": node.wall_s, "c": node.cost})
+def node_brief(node: Any) -> dict[str, Any]:
+    """One tree row (short keys: 10,000 of them travel in one response) of a node or of a
+    :meth:`~recursor.ui.source.ReadOnlyArchive.tree_rows` row."""
+    return {"id": node.id, "p": node.parent_id, "r": node.round, "sl": node.slot,
+            "st": node.status, "rs": node.run_status, "sc": _finite(node.score),
+            "h": _finite(node.heldout_score), "pr": strip_controls(node.proposer),
+            "k": node.kind, "t": _title(node), "w": _finite(node.wall_s),
+            "c": _finite(node.cost)}
+
+
+def _finite(value: float | None) -> float | None:
+    return value if value is None or math.isfinite(value) else None
 
 
 def naive_utc(moment: datetime) -> datetime:
@@ -72,19 +87,19 @@ def _stamp(moment: datetime | None) -> str | None:
     return naive_utc(moment).isoformat() if moment else None
 
 
-def progress(source: CampaignSource, campaign: CampaignRow, nodes: list[NodeRow]) -> dict[str, Any]:
+def progress(campaign: CampaignRow, nodes: list[Any]) -> dict[str, Any]:
     """Counts for the live header: the current round's state and the budget."""
     attempted = [n for n in nodes if n.round > 0]
     current = max((n.round for n in attempted), default=0)
-    in_round = [n for n in attempted if n.round == current]
+    counts = Counter(n.status for n in attempted)
+    in_round = Counter(n.status for n in attempted if n.round == current)
     budget = ((campaign.config or {}).get("budget") or {}).get("max_evals")
     return {"status": campaign.status, "nodes": len(nodes),
-            "evaluated": sum(n.status in ("done", "failed") for n in attempted),
-            "failed": sum(n.status == "failed" for n in attempted), "budget": budget,
-            "round": current, "round_done": sum(n.status in ("done", "failed") for n in in_round),
-            "round_size": len(in_round),
-            "running": sum(n.status == "running" for n in attempted),
-            "pending": sum(n.status == "pending" for n in attempted)}
+            "evaluated": counts["done"] + counts["failed"], "failed": counts["failed"],
+            "budget": budget, "round": current,
+            "round_done": in_round["done"] + in_round["failed"],
+            "round_size": sum(in_round.values()), "running": counts["running"],
+            "pending": counts["pending"]}
 
 
 def _lineage(node_id: str | None, parents: dict[str, str | None]) -> list[str]:
@@ -105,7 +120,7 @@ def tree_payload(source: CampaignSource, since: datetime | None = None) -> dict[
     """
     version = source.archive.version(source.campaign_id)  # first: never newer than the data
     campaign = source.row()
-    all_nodes = source.archive.nodes(source.campaign_id)
+    all_nodes = source.archive.tree_rows(source.campaign_id)
     changed = all_nodes if since is None else [
         n for n in all_nodes if naive_utc(n.updated_at) >= naive_utc(since)]
     promotions = source.archive.promotions(source.campaign_id)
@@ -119,7 +134,7 @@ def tree_payload(source: CampaignSource, since: datetime | None = None) -> dict[
             "nodes": [node_brief(n) for n in changed], "incumbent": incumbent,
             "path": _lineage(incumbent, parents),
             "promoted": sorted({p.node_id for p in promotions}),
-            "progress": progress(source, campaign, all_nodes), "cursor": _stamp(newest),
+            "progress": progress(campaign, all_nodes), "cursor": _stamp(newest),
             "full": since is None, "version": version}
 
 

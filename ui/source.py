@@ -82,6 +82,18 @@ class ReadOnlyArchive:
             query = select(NodeRow).where(NodeRow.campaign_id == campaign_id)
             return list(s.scalars(query.order_by(NodeRow.round, NodeRow.slot)))
 
+    def tree_rows(self, campaign_id: str) -> list[Any]:
+        """The columns the tree shows of every node, in (round, slot) order (rows with
+        attribute access; lighter than ORM objects at 10,000 nodes)."""
+        columns = [NodeRow.id, NodeRow.parent_id, NodeRow.round, NodeRow.slot, NodeRow.status,
+                   NodeRow.run_status, NodeRow.score, NodeRow.heldout_score, NodeRow.proposer,
+                   NodeRow.kind, NodeRow.rationale, NodeRow.error, NodeRow.wall_s, NodeRow.cost,
+                   NodeRow.updated_at]
+        with self.engine.connect() as conn:
+            query = (select(*columns).where(NodeRow.campaign_id == campaign_id)
+                     .order_by(NodeRow.round, NodeRow.slot))
+            return list(conn.execute(query))
+
     def version(self, campaign_id: str) -> str:
         """A token that changes whenever the campaign's nodes or promotions change (cheap:
         the live page polls it)."""

@@ -14,6 +14,14 @@ from tests.helpers.ui_archive import campaign_id
 TIMEOUT = 30_000  # ms: the machine is shared
 
 
+def _show_siblings_of_the_path(page: Page) -> None:
+    """The page opens the incumbent's lineage alone; show the root's other children."""
+    more = page.locator(f'li.node[data-id="{ui_archive.ROOT}"] > ul.kids > button.more')
+    expect(more).to_contain_text("1 hidden", timeout=TIMEOUT)
+    more.click()
+    expect(more).to_have_count(0)
+
+
 def _no_script_ran(page: Page) -> None:
     assert page.evaluate("window.__pwned") is None
 
@@ -49,7 +57,7 @@ def test_a_live_campaign_adds_a_node_without_reload(page: Page, server: str,
     page.goto(f"{server}/c/{ui_archive.CAMPAIGN_ID}")
     good = page.locator(f'li.node[data-id="{ui_archive.GOOD}"]')
     expect(good).to_be_visible(timeout=TIMEOUT)
-    good.locator("> .row > button.tog").click()  # expanded: its new child is shown at once
+    # the incumbent opens with the page, so its new child is shown as soon as it exists
     expect(page.locator(f'li.node[data-id="{ui_archive.GRANDCHILD}"]')).to_be_visible()
     page.evaluate("window.__sameDocument = true")
     new_id = ui_archive.add_node(synthetic, 7, rationale="appeared while the page was open")
@@ -67,6 +75,7 @@ def test_candidate_markup_is_shown_as_text_never_run(page: Page, server: str,
     page.goto(f"{server}/c/{ui_archive.CAMPAIGN_ID}")
     row = page.locator(f'li.node[data-id="{ui_archive.GOOD}"] > .row .title')
     expect(row).to_contain_text("<script>window.__pwned = 1</script>", timeout=TIMEOUT)
+    _show_siblings_of_the_path(page)
     expect(page.locator(f'li.node[data-id="{ui_archive.BAD}"] > .row .title')).to_contain_text(
         '<img src=x onerror="window.__pwned = 2">')
     _no_script_ran(page)
@@ -160,6 +169,7 @@ def test_static_report_shows_hostile_strings_as_text(page: Page, synthetic: Path
     page.goto(report.as_uri())
     expect(page.locator("#best")).to_contain_text("<script>window.__pwned = 1</script>",
                                                   timeout=TIMEOUT)
+    _show_siblings_of_the_path(page)
     expect(page.locator(f'li.node[data-id="{ui_archive.BAD}"]')).to_contain_text("onerror=")
     _no_script_ran(page)
     assert tried == []

@@ -35,8 +35,25 @@
     plotsStale = true;
   }
 
+  // plotly.js (4 MB) is loaded only once the tree is on screen: executing it takes the
+  // main thread for a while, and the tree is what the page is for
+  let plotlyReady = null;
+  function loadPlotly() {
+    if (!plotlyReady) {
+      plotlyReady = new Promise((resolve, reject) => {
+        const script = document.createElement("script");
+        script.src = "/vendor/plotly.min.js";
+        script.onload = () => resolve();
+        script.onerror = () => reject(new Error("cannot load plotly.js"));
+        document.body.append(script);
+      });
+    }
+    return plotlyReady;
+  }
+
   async function drawPlots() {
     if (!plotsStale || Date.now() - plotted < PLOTS_MS && plotted) return;
+    await loadPlotly();
     plotsStale = false;
     plotted = Date.now();
     const figures = await getJSON(base + "/plots");

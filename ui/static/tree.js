@@ -22,17 +22,17 @@
       this.opts = opts || {};
       this.nodes = new Map();      // id -> brief
       this.children = new Map();   // parent id (or "") -> [child ids] in (round, slot) order
-      this.rows = new Map();       // id -> {li, kids, shown, more}
+      this.rows = new Map();       // id -> {li, box, done, next, more} (see group())
       this.expanded = new Set();
       this.promoted = new Set();
       this.path = new Set();
       this.incumbent = null;
       this.direction = "minimize";
       this.lo = 0; this.hi = 0;
-      this.top = el("ul", "tree");
-      this.top.setAttribute("role", "tree");
-      container.replaceChildren(this.top);
-      this.topShown = 0;
+      const top = el("ul", "tree");
+      top.setAttribute("role", "tree");
+      container.replaceChildren(top);
+      this.topGroup = {box: top, done: new Set(), next: 0, more: null};
     }
 
     // payload: {nodes, incumbent, path, promoted, objective, full}; returns the new ids
@@ -54,8 +54,8 @@
       this.rescale();
       const first = this.rows.size === 0;
       if (first) {
-        this.renderMore(null);
         this.showPath();
+        this.renderMore(null);
       } else {
         for (const id of fresh) this.place(id);
       }
@@ -83,19 +83,15 @@
       return "hsl(" + Math.round(t * 120) + ", 70%, 45%)";
     }
 
-    // a newly arrived node: shown at once if its parent's rows are all on screen
+    // a newly arrived node: shown at once if all its siblings are on screen
     place(id) {
       const n = this.nodes.get(id);
+      const parentId = n.p || null;
+      const group = this.group(parentId);
       const siblings = this.children.get(n.p || "");
-      if (!n.p) {
-        if (this.topShown === siblings.length - 1) this.renderMore(null); else this.updateMore(null);
-        return;
-      }
-      const parent = this.rows.get(n.p);
-      if (!parent) return;
-      if (parent.kids && parent.shown === siblings.length - 1) this.renderMore(n.p);
-      else this.updateMore(n.p);
-      this.paint(n.p, parent.li);
+      if (group && group.box && group.done.size === siblings.length - 1) this.renderMore(parentId);
+      else if (group) this.updateMore(parentId);
+      if (n.p && this.rows.has(n.p)) this.paint(n.p, this.rows.get(n.p).li);
     }
 
     row(id) {
@@ -114,7 +110,7 @@
                   el("span", "mark"), el("span", "prop"), el("span", "title"), el("span", "count"));
       line.addEventListener("click", () => { if (this.opts.onSelect) this.opts.onSelect(n); });
       li.append(line);
-      this.rows.set(id, {li: li, kids: null, shown: 0, more: null});
+      this.rows.set(id, {li: li, box: null, done: new Set(), next: 0, more: null});
       this.paint(id, li);
       return li;
     }
@@ -139,87 +135,87 @@
       li.dataset.status = n.st;
     }
 
-    container(parentId) {
-      if (parentId === null) return this.top;
-      const r = this.rows.get(parentId);
-      if (!r.kids) { r.kids = el("ul", "kids"); r.kids.setAttribute("role", "group"); r.li.append(r.kids); }
-      return r.kids;
+    // the rendering state of a parent's children: {box, done (ids shown), next, more}
+    group(parentId) {
+      return parentId === null ? this.topGroup : (this.rows.get(parentId) || null);
     }
 
-    // show the next CHUNK children of parentId (null: the top level)
-    renderMore(parentId) {
+    container(parentId) {
+      const g = this.group(parentId);
+      if (!g.box) {
+        g.box = el("ul", "kids");
+        g.box.setAttribute("role", "group");
+        this.rows.get(parentId).li.append(g.box);
+      }
+      return g.box;
+    }
+
+    // show the next CHUNK not yet shown children of parentId (null: the top level); with
+    // only, show just that child (the incumbent's lineage is opened that way)
+    renderMore(parentId, only) {
       const list = this.children.get(parentId || "") || [];
+      const g = this.group(parentId);
       const box = this.container(parentId);
-      const r = parentId === null ? null : this.rows.get(parentId);
-      const start = r ? r.shown : this.topShown;
-      const end = Math.min(list.length, start + CHUNK);
       const frag = document.createDocumentFragment();
-      for (let i = start; i < end; i++) frag.append(this.row(list[i]));
-      const more = r ? r.more : this.topMore;
-      if (more) more.remove();
+      if (only !== undefined) {
+        if (!g.done.has(only)) { g.done.add(only); frag.append(this.row(only)); }
+      } else {
+        let added = 0;
+        while (g.next < list.length && added < CHUNK) {
+          const id = list[g.next++];
+          if (g.done.has(id)) continue;
+          g.done.add(id);
+          frag.append(this.row(id));
+          added++;
+        }
+      }
+      if (g.more) g.more.remove();
       box.append(frag);
-      if (r) r.shown = end; else this.topShown = end;
       this.updateMore(parentId);
     }
 
     updateMore(parentId) {
       const list = this.children.get(parentId || "") || [];
-      const r = parentId === null ? null : this.rows.get(parentId);
-      if (r && !r.kids) return;
-      const shown = r ? r.shown : this.topShown;
-      let more = r ? r.more : this.topMore;
-      if (shown >= list.length) { if (more) more.remove(); return; }
-      if (!more) {
-        more = el("button", "more");
-        more.type = "button";
-        more.addEventListener("click", () => this.renderMore(parentId));
-        if (r) r.more = more; else this.topMore = more;
+      const g = this.group(parentId);
+      if (!g || !g.box) return;
+      const hidden = list.length - g.done.size;
+      if (hidden <= 0) { if (g.more) g.more.remove(); return; }
+      if (!g.more) {
+        g.more = el("button", "more");
+        g.more.type = "button";
+        g.more.addEventListener("click", () => this.renderMore(parentId));
       }
-      more.textContent = "show " + Math.min(CHUNK, list.length - shown) + " more of " +
-        (list.length - shown) + " hidden";
-      this.container(parentId).append(more);
+      g.more.textContent = "show " + Math.min(CHUNK, hidden) + " more (" + hidden + " hidden)";
+      g.box.append(g.more);
     }
 
-    toggle(id, open) {
+    // open or close id's children; opening shows the first CHUNK, or only child `only`
+    toggle(id, open, only) {
       const r = this.rows.get(id);
       if (!r) return;
       const want = open === undefined ? !this.expanded.has(id) : open;
       if (want) {
         this.expanded.add(id);
-        if (!r.kids) this.renderMore(id);
-        r.kids.hidden = false;
+        if (!r.box || only !== undefined) this.renderMore(id, only);
+        r.box.hidden = false;
       } else {
         this.expanded.delete(id);
-        if (r.kids) r.kids.hidden = true;
+        if (r.box) r.box.hidden = true;
       }
       this.paint(id, r.li);
     }
 
-    // expand the incumbent's lineage so the current best is on screen
+    // open the incumbent's lineage, one row per level (siblings stay behind "show more"),
+    // so the current best is on screen however deep and wide the tree is
     showPath() {
       const chain = [];
       let id = this.incumbent;
       while (id && this.nodes.has(id) && chain.length < 100000) { chain.push(id); id = this.nodes.get(id).p; }
       chain.reverse();
-      for (const step of chain.slice(0, -1)) {
-        this.reveal(step);
-        this.toggle(step, true);
-      }
-      for (const top of this.children.get("") || []) this.toggle(top, true);
-    }
-
-    // make sure the row of id exists (its parent shows enough children)
-    reveal(id) {
-      if (this.rows.has(id)) return;
-      const n = this.nodes.get(id);
-      if (n.p) { this.reveal(n.p); this.toggle(n.p, true); }
-      const list = this.children.get(n.p || "");
-      while (!this.rows.has(id)) {
-        const before = n.p ? this.rows.get(n.p).shown : this.topShown;
-        this.renderMore(n.p || null);
-        const after = n.p ? this.rows.get(n.p).shown : this.topShown;
-        if (after === before || after >= list.length && !this.rows.has(id)) break;
-      }
+      if (chain.length && !this.rows.has(chain[0])) this.renderMore(null, chain[0]);
+      for (let i = 0; i + 1 < chain.length; i++) this.toggle(chain[i], true, chain[i + 1]);
+      if (chain.length) this.toggle(chain[chain.length - 1], true);  // its children: the frontier
+      else for (const top of this.children.get("") || []) this.toggle(top, true);
     }
 
     collapseAll() {
