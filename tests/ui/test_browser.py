@@ -12,6 +12,7 @@ from tests.helpers import ui_archive
 from tests.helpers.ui_archive import campaign_id
 
 TIMEOUT = 30_000  # ms: the machine is shared
+expect.set_options(timeout=TIMEOUT)
 
 
 def _show_siblings_of_the_path(page: Page) -> None:
