@@ -157,3 +157,10 @@ def test_report_is_one_file_with_no_external_reference(campaign: Path, tmp_path:
     assert re.search(r"<(script|img|iframe)[^>]*\ssrc=", html) is None
     assert re.search(r"<link\b", html) is None
     assert "<script>window.__pwned" not in html and "<img src=x" not in html
+
+
+def test_an_archive_url_shows_every_campaign_in_it(campaign: Path) -> None:
+    catalog = Catalog.open(urls=[f"sqlite:///{campaign / 'archive.sqlite'}"])
+    assert list(catalog.campaigns) == [ui_archive.CAMPAIGN_ID]
+    assert catalog.get(ui_archive.CAMPAIGN_ID).label == "synthetic"
+    catalog.close()
