@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import hmac
 import json
-from collections.abc import Awaitable, Callable
+import threading
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -96,7 +98,15 @@ def _since(value: str | None) -> datetime | None:
 
 def create_app(catalog: Catalog, token: str | None = None) -> FastAPI:
     """The app serving ``catalog``'s campaigns; with ``token``, only to requests carrying it."""
-    app = FastAPI(title="Recursor", docs_url=None, redoc_url=None, openapi_url=None)
+    trees = TreeCache(catalog)
+
+    @asynccontextmanager
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        threading.Thread(target=trees.warm, name="recursor-ui-warm", daemon=True).start()
+        yield
+
+    app = FastAPI(title="Recursor", docs_url=None, redoc_url=None, openapi_url=None,
+                  lifespan=lifespan)
     _guard(app, token)
     pages = templates()
     app.mount("/static", StaticFiles(directory=str(HERE / "static")), name="static")
@@ -153,14 +163,39 @@ def create_app(catalog: Catalog, token: str | None = None) -> FastAPI:
             "chosen": [c for c in chosen if c in catalog.campaigns],
             "campaigns": [(cid, s.label) for cid, s in catalog.campaigns.items()]})
 
-    _api(app, catalog)
+    _api(app, catalog, trees)
     return app
 
 
-def _api(app: FastAPI, catalog: Catalog) -> None:
-    # the whole tree's JSON by campaign, kept while the campaign's version is unchanged: every
-    # viewer and reload of a large finished campaign gets it without rebuilding it
-    whole: dict[str, tuple[str, bytes]] = {}
+class TreeCache:
+    """The whole tree's JSON per campaign, kept while the campaign's version is unchanged:
+    every viewer and reload of a large campaign gets it without rebuilding it."""
+
+    def __init__(self, catalog: Catalog) -> None:
+        self._catalog = catalog
+        self._bodies: dict[str, tuple[str, bytes]] = {}
+        self._lock = threading.Lock()
+
+    def get(self, source: CampaignSource) -> bytes:
+        cached = self._bodies.get(source.campaign_id)
+        if cached is not None and cached[0] == source.archive.version(source.campaign_id):
+            return cached[1]
+        payload = tree_payload(source)
+        body = json.dumps(payload, separators=(",", ":"), allow_nan=False).encode()
+        with self._lock:
+            self._bodies[source.campaign_id] = (payload["version"], body)
+        return body
+
+    def warm(self) -> None:
+        """Build every campaign's entry (in a thread at start-up: the first page is quick)."""
+        for source in list(self._catalog.campaigns.values()):
+            try:
+                self.get(source)
+            except Exception:  # a page load reports the error itself
+                continue
+
+
+def _api(app: FastAPI, catalog: Catalog, trees: TreeCache) -> None:
 
     @app.get("/api/c/{campaign_id}/version")
     def version(campaign_id: str) -> dict[str, str]:
@@ -172,12 +207,7 @@ def _api(app: FastAPI, catalog: Catalog) -> None:
         source = _source(catalog, campaign_id)
         if since is not None:
             return JSONResponse(tree_payload(source, _since(since)))
-        cached = whole.get(campaign_id)
-        if cached is None or cached[0] != source.archive.version(campaign_id):
-            payload = tree_payload(source)
-            body = json.dumps(payload, separators=(",", ":"), allow_nan=False).encode()
-            cached = whole[campaign_id] = (payload["version"], body)
-        return Response(cached[1], media_type="application/json")
+        return Response(trees.get(source), media_type="application/json")
 
     drawn: dict[str, tuple[str, bytes]] = {}
 
@@ -203,4 +233,4 @@ def _api(app: FastAPI, catalog: Catalog) -> None:
         return JSONResponse(jsonable(compare_figure(curves)))
 
 
-__all__ = ["create_app", "plotly_js_path"]
+__all__ = ["TreeCache", "create_app", "plotly_js_path"]

@@ -69,6 +69,17 @@ def test_a_live_campaign_adds_a_node_without_reload(page: Page, server: str,
     expect(page.locator("#progress")).to_contain_text("new", timeout=TIMEOUT)
 
 
+def test_going_to_a_node_hidden_behind_show_more(page: Page, server: str,
+                                                 synthetic: Path) -> None:
+    page.goto(f"{server}/c/{ui_archive.CAMPAIGN_ID}")
+    bad = page.locator(f'li.node[data-id="{ui_archive.BAD}"]')
+    expect(page.locator(f'li.node[data-id="{ui_archive.GOOD}"]')).to_be_visible()
+    expect(bad).to_have_count(0)  # a sibling of the incumbent's lineage: not rendered yet
+    page.fill("#find", ui_archive.BAD[-5:])
+    page.press("#find", "Enter")
+    expect(bad).to_be_visible()
+
+
 def test_candidate_markup_is_shown_as_text_never_run(page: Page, server: str,
                                                      synthetic: Path) -> None:
     dialogs: list[str] = []

@@ -77,6 +77,13 @@
 
   document.getElementById("expand-path").addEventListener("click", () => tree.showPath());
   document.getElementById("collapse-all").addEventListener("click", () => tree.collapseAll());
+  const find = document.getElementById("find");
+  find.addEventListener("keydown", (ev) => {
+    if (ev.key !== "Enter") return;
+    const found = tree.focus(find.value.trim());
+    find.setCustomValidity(found ? "" : "no node has that id");
+    find.reportValidity();
+  });
   refresh().then(drawPlots).catch((err) => {
     document.getElementById("progress").textContent = "cannot load the tree: " + err.message;
   }).finally(() => setTimeout(poll, POLL_MS));

@@ -218,6 +218,25 @@
       else for (const top of this.children.get("") || []) this.toggle(top, true);
     }
 
+    // open the lineage of the node whose id is or ends with `query`, and scroll to it;
+    // returns the id found (or null)
+    focus(query) {
+      let id = this.nodes.has(query) ? query : null;
+      if (!id) for (const key of this.nodes.keys()) if (key.endsWith(query)) { id = key; break; }
+      if (!id) return null;
+      const chain = [];
+      for (let at = id; at && this.nodes.has(at); at = this.nodes.get(at).p) chain.push(at);
+      chain.reverse();
+      if (!this.rows.has(chain[0])) this.renderMore(null, chain[0]);
+      for (let i = 0; i + 1 < chain.length; i++) this.toggle(chain[i], true, chain[i + 1]);
+      const li = this.rows.get(id).li;
+      li.classList.remove("fresh");
+      void li.offsetWidth;  // restart the highlight animation
+      li.classList.add("fresh");
+      li.scrollIntoView({block: "center"});
+      return id;
+    }
+
     collapseAll() {
       for (const id of Array.from(this.expanded)) this.toggle(id, false);
     }
