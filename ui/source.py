@@ -20,6 +20,7 @@ from urllib.parse import quote
 from sqlalchemy import create_engine, func, select
 from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy.pool import QueuePool
 
 from recursor.archive.models import (
     ArtifactRow,
@@ -49,7 +50,9 @@ def readonly_engine(url: str) -> Engine:
             conn.execute("PRAGMA query_only=1")
             return conn
 
-        return create_engine("sqlite://", creator=connect)
+        # a real pool: the "sqlite://" URL alone would get the in-memory database's
+        # one-connection-per-thread pool, wrong for a file read from many server threads
+        return create_engine("sqlite://", creator=connect, poolclass=QueuePool)
     options = {"postgresql_readonly": True} if parsed.get_backend_name() == "postgresql" else {}
     try:
         return create_engine(url, pool_pre_ping=True, execution_options=options)
