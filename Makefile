@@ -9,7 +9,7 @@ export DOCKER_HOST ?= unix:///run/recursor-podman/podman.sock
 
 COEVOLVE_DIR ?= campaigns/coevolve-$(shell date +%Y%m%d-%H%M%S)
 
-.PHONY: demo demo-coevolve test lint typecheck unit system-deps container-engine sandbox-image vllm-env clean
+.PHONY: demo demo-coevolve test lint typecheck unit system-deps browser-deps container-engine sandbox-image vllm-env clean
 
 demo: $(STAMP) system-deps
 	$(VENV)/bin/recursor run --dir $(DEMO_DIR)
@@ -20,7 +20,7 @@ demo-coevolve: $(STAMP) system-deps
 
 test: $(STAMP) system-deps lint typecheck unit
 
-unit: $(STAMP) system-deps sandbox-image vllm-env
+unit: $(STAMP) system-deps browser-deps sandbox-image vllm-env
 	$(PY) -m pytest -q
 
 lint: $(STAMP)
@@ -31,6 +31,10 @@ typecheck: $(STAMP)
 
 system-deps:
 	@scripts/system-deps.sh
+
+# Debian's chromium, driven by the UI's browser tests (tests/ui) through Playwright
+browser-deps:
+	@scripts/browser-deps.sh
 
 # podman serving the Docker Engine API (installed and started when DOCKER_HOST is ours)
 container-engine:

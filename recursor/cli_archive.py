@@ -290,3 +290,15 @@ def export(fmt: Annotated[str, typer.Option("--format", help="json or csv")] = "
 
 
 __all__ = ["app"]
+
+
+@app.command()
+def report(out: Annotated[Path, typer.Option("--out", help="the HTML file to write")],
+           directory: Dir = None, url: Url = None, campaign: CampaignId = None) -> None:
+    """One self-contained HTML file (tree, plots, best node) that opens without a server."""
+    from recursor.ui import write_report
+
+    if directory is None and url is None:
+        raise ConfigError("give the campaign directory (--dir DIR) or an archive URL (--archive)")
+    written = write_report(directory, out, url=url, campaign_id=campaign)
+    console.print(f"wrote {written} ({written.stat().st_size // 1024} KiB)", highlight=False)

@@ -1,0 +1,234 @@
+"""The data behind the pages: the tree (whole or changed since a time), progress, a node.
+
+Everything here is plain JSON-ready data. Untrusted text (rationales, errors, logs, prompts,
+responses, diffs) is passed through :func:`~recursor.ui.escape.strip_controls` and is escaped by
+whoever renders it (templates: ``for_html``; scripts: ``textContent``).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from recursor.archive.models import CampaignRow, JobRow, NodeRow, PromotionRow
+from recursor.errors import ArchiveError
+from recursor.ui import gitview
+from recursor.ui.escape import jsonable, strip_controls
+from recursor.ui.source import CampaignSource
+
+TITLE_CHARS = 140
+BUILTIN_TASKS = ("cfr", "worlds")  # tasks whose objective the UI may build to learn it
+
+
+@dataclass(frozen=True)
+class Objective:
+    metric: str
+    direction: str  # "minimize" or "maximize"
+
+
+def objective_of(campaign: CampaignRow) -> Objective:
+    """The campaign's objective, from its stored config (built-in tasks only: the UI runs no
+    plug-in code); a plug-in task's is assumed to be ``score``, minimized, unless the config
+    says otherwise under ``task.options.objective``."""
+    return _objective(json.dumps(campaign.config or {}, sort_keys=True, default=str))
+
+
+@functools.lru_cache(maxsize=64)
+def _objective(config_json: str) -> Objective:
+    config = json.loads(config_json)
+    task = config.get("task", {}) or {}
+    if task.get("kind", "cfr") in BUILTIN_TASKS:
+        try:
+            from recursor.config import parse_config
+            from recursor.tasks.loading import build_task
+
+            built = build_task(parse_config(config).task).objective
+            return Objective(built.metric, built.direction)
+        except Exception:  # an old or foreign config: fall back, the UI still works
+            pass
+    declared = (task.get("options") or {}).get("objective") or {}
+    return Objective(str(declared.get("metric", "score")),
+                     str(declared.get("direction", "minimize")))
+
+
+def _title(node: Any) -> str:
+    text = node.rationale if node.status != "failed" else (node.error or node.rationale)
+    first = strip_controls(text or "").strip().split("\n", 1)[0]
+    return first[:TITLE_CHARS]
+
+
+def node_brief(node: Any) -> dict[str, Any]:
+    """One tree row (short keys: 10,000 of them travel in one response) of a node or of a
+    :meth:`~recursor.ui.source.ReadOnlyArchive.tree_rows` row."""
+    return {"id": node.id, "p": node.parent_id, "r": node.round, "sl": node.slot,
+            "st": node.status, "rs": node.run_status, "sc": _finite(node.score),
+            "h": _finite(node.heldout_score), "pr": strip_controls(node.proposer),
+            "k": node.kind, "t": _title(node), "w": _finite(node.wall_s),
+            "c": _finite(node.cost)}
+
+
+def _finite(value: float | None) -> float | None:
+    return value if value is None or math.isfinite(value) else None
+
+
+def naive_utc(moment: datetime) -> datetime:
+    """``moment`` as a naive UTC time (SQLite returns naive times, PostgreSQL aware ones)."""
+    if moment.tzinfo is not None:
+        moment = moment.astimezone(UTC).replace(tzinfo=None)
+    return moment
+
+
+def _stamp(moment: datetime | None) -> str | None:
+    return naive_utc(moment).isoformat() if moment else None
+
+
+def progress(campaign: CampaignRow, nodes: list[Any]) -> dict[str, Any]:
+    """Counts for the live header: the current round's state and the budget."""
+    attempted = [n for n in nodes if n.round > 0]
+    current = max((n.round for n in attempted), default=0)
+    counts = Counter(n.status for n in attempted)
+    in_round = Counter(n.status for n in attempted if n.round == current)
+    budget = ((campaign.config or {}).get("budget") or {}).get("max_evals")
+    return {"status": campaign.status, "nodes": len(nodes),
+            "evaluated": counts["done"] + counts["failed"], "failed": counts["failed"],
+            "budget": budget, "round": current,
+            "round_done": in_round["done"] + in_round["failed"],
+            "round_size": sum(in_round.values()), "running": counts["running"],
+            "pending": counts["pending"]}
+
+
+def _lineage(node_id: str | None, parents: dict[str, str | None]) -> list[str]:
+    chain: list[str] = []
+    while node_id is not None and node_id not in chain:
+        chain.append(node_id)
+        node_id = parents.get(node_id)
+    return chain[::-1]
+
+
+def tree_payload(source: CampaignSource, since: datetime | None = None) -> dict[str, Any]:
+    """The campaign's tree for the page; with ``since``, only nodes changed since then.
+
+    ``cursor`` is the newest ``updated_at`` seen; the page passes it back as ``since`` (rows at
+    the boundary come again rather than go missing). ``version`` changes with any write; the
+    page polls it cheaply and asks for the changes only when it moved.
+    The incumbent path and the promoted set always come whole (they are small).
+    """
+    version = source.archive.version(source.campaign_id)  # first: never newer than the data
+    campaign = source.row()
+    all_nodes = source.archive.tree_rows(source.campaign_id)
+    changed = all_nodes if since is None else [
+        n for n in all_nodes if naive_utc(n.updated_at) >= naive_utc(since)]
+    promotions = source.archive.promotions(source.campaign_id)
+    incumbent = promotions[-1].node_id if promotions else None
+    parents = {n.id: n.parent_id for n in all_nodes}
+    newest = max((naive_utc(n.updated_at) for n in all_nodes), default=None)
+    objective = objective_of(campaign)
+    return {"campaign": {"id": campaign.id, "name": strip_controls(campaign.name),
+                         "task": campaign.task, "label": strip_controls(source.label)},
+            "objective": {"metric": objective.metric, "direction": objective.direction},
+            "nodes": [node_brief(n) for n in changed], "incumbent": incumbent,
+            "path": _lineage(incumbent, parents),
+            "promoted": sorted({p.node_id for p in promotions}),
+            "progress": progress(campaign, all_nodes), "cursor": _stamp(newest),
+            "full": since is None, "version": version}
+
+
+@dataclass
+class NodeDetail:
+    """Everything the node page shows (untrusted text already stripped of controls)."""
+
+    node: NodeRow
+    evaluations: list[dict[str, Any]]
+    logs: list[tuple[str, str]]
+    judge: dict[str, Any] | None
+    training: dict[str, Any] | None
+    promotions: list[PromotionRow]
+    jobs: list[dict[str, Any]]
+    artifacts: list[dict[str, Any]]
+    prompt: list[dict[str, str]]
+    response: str | None
+    diff_parent: str
+    diff_start: str
+    parent: NodeRow | None
+    start: NodeRow | None
+    incumbent: str | None = None
+    children: list[NodeRow] = field(default_factory=list)
+
+
+def _parsed(text: str) -> dict[str, Any] | None:
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return {"unparsed": strip_controls(text)}
+    return data if isinstance(data, dict) else {"value": data}
+
+
+def _exchange(node: NodeRow) -> tuple[list[dict[str, str]], str | None]:
+    metadata = (node.proposal or {}).get("metadata") or {}
+    messages = metadata.get("prompt") or []
+    prompt = [{"role": strip_controls(str(m.get("role", "?"))),
+               "content": strip_controls(str(m.get("content", "")))}
+              for m in messages if isinstance(m, dict)] if isinstance(messages, list) else []
+    response = metadata.get("response")
+    return prompt, None if response is None else strip_controls(str(response))
+
+
+def _diff(source: CampaignSource, old: NodeRow | None, new: NodeRow) -> str:
+    try:
+        return strip_controls(gitview.diff(source.repo_path, old.commit if old else None,
+                                           new.commit))
+    except ArchiveError as exc:
+        return f"(no diff: {exc})"
+
+
+def _job(job: JobRow) -> dict[str, Any]:
+    return {"id": job.id, "kind": job.kind, "executor": job.executor, "status": job.status,
+            "metrics": jsonable(job.metrics), "artifacts": jsonable(job.artifacts),
+            "costs": jsonable(job.costs), "provenance": jsonable(job.provenance),
+            "error": strip_controls(job.error) if job.error else None}
+
+
+def node_detail(source: CampaignSource, node_id: str) -> NodeDetail:
+    """The node page's data; ArchiveError when the node is not in this campaign."""
+    archive = source.archive
+    node = archive.node(node_id)
+    if node is None or node.campaign_id != source.campaign_id:
+        raise ArchiveError(f"no node {node_id!r} in campaign {source.campaign_id}")
+    campaign = source.row()
+    start = archive.node(campaign.root_node_id) if campaign.root_node_id else None
+    parent = archive.node(node.parent_id) if node.parent_id else None
+    logs = archive.logs(node.id)
+    judge = [entry for entry in logs if entry.stream == "judge"]
+    training = [entry for entry in logs if entry.stream == "training"]
+    prompt, response = _exchange(node)
+    promotions = [p for p in archive.promotions(source.campaign_id) if p.node_id == node.id]
+    all_promotions = archive.promotions(source.campaign_id)
+    return NodeDetail(
+        node=node,
+        evaluations=[jsonable({"split": e.split, "seed": e.seed, "run_status": e.run_status,
+                               "metrics": e.metrics, "instances": e.instances,
+                               "wall_s": e.wall_s}) for e in archive.evaluations([node.id])],
+        logs=[(strip_controls(e.stream), strip_controls(e.content)) for e in logs
+              if e.stream not in ("judge", "training")],
+        judge=_parsed(judge[-1].content) if judge else None,
+        training=_parsed(training[-1].content) if training else None,
+        promotions=promotions,
+        jobs=[_job(j) for j in archive.jobs(node.id)],
+        artifacts=[{"name": a.name, "kind": a.kind, "uri": a.uri, "sha256": a.sha256}
+                   for a in archive.artifacts(node.id)],
+        prompt=prompt, response=response,
+        diff_parent=_diff(source, parent, node) if parent else "",
+        diff_start=_diff(source, start, node) if start and start.id != node.id else "",
+        parent=parent, start=start,
+        incumbent=all_promotions[-1].node_id if all_promotions else None,
+        children=[n for n in archive.nodes(source.campaign_id) if n.parent_id == node.id],
+    )
+
+
+__all__ = ["NodeDetail", "Objective", "node_brief", "node_detail", "objective_of", "progress",
+           "tree_payload"]
