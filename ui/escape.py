@@ -8,13 +8,14 @@ viewers misbehave on them.
 
 from __future__ import annotations
 
-import html
 import json
 import math
 import re
 from typing import Any
 
 from markupsafe import Markup
+
+from recursor import untrusted
 
 # C0 controls except tab and newline, DEL, C1 controls, and the bidi overrides that can make
 # text read differently from what it is
@@ -27,9 +28,9 @@ def strip_controls(text: str) -> str:
 
 
 def for_html(value: Any) -> Markup:
-    """``value`` as text safe to place in HTML element content or a quoted attribute."""
-    text = "" if value is None else str(value)
-    return Markup(html.escape(strip_controls(text), quote=True))
+    """``value`` as text safe to place in HTML element content or a quoted attribute (the
+    shared rule, :func:`recursor.untrusted.for_html`: controls shown as visible escapes)."""
+    return Markup(untrusted.for_html(value))
 
 
 def jsonable(data: Any) -> Any:

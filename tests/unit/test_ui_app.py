@@ -135,8 +135,8 @@ def test_unknown_campaigns_and_nodes_are_404(campaign: Path) -> None:
     assert client.get(f"/c/{ui_archive.CAMPAIGN_ID}/n/nope").status_code == 404
 
 
-def test_escaping_strips_controls_and_neutralizes_markup() -> None:
-    assert str(for_html('<b x="1">\x1b[31m&')) == "&lt;b x=&quot;1&quot;&gt;[31m&amp;"
+def test_escaping_shows_controls_inert_and_neutralizes_markup() -> None:
+    assert str(for_html('<b x="1">\x1b[31m&')) == "&lt;b x=&quot;1&quot;&gt;\\x1b[31m&amp;"
     assert strip_controls("a\u202eb\r\nc\x00") == "ab\nc"
     embedded = json_for_script({"s": "</script><!-- \u2028", "f": float("nan")})
     assert "<" not in embedded and ">" not in embedded and "\u2028" not in embedded
