@@ -5,10 +5,15 @@ is what the sandbox adds to every evaluation.
 
 Rows: the process sandbox (bubblewrap); a cold container (created, started, removed per run);
 the warm pool (containers reused, reset between runs). The docker rows need an engine at
-``$DOCKER_HOST`` and the base image (``make sandbox-image``). Run from the repository root::
+``$DOCKER_HOST`` and the base image (``make sandbox-image``). With ``--evaluations N``, two more
+rows time a whole cfr dev evaluation of vanilla CFR (the trusted evaluator, its solver child,
+100 iterations on two games) in the process sandbox and in the warm pool: what a campaign pays
+per candidate, isolation included. Run from the repository root::
 
     DOCKER_HOST=unix:///run/recursor-podman/podman.sock .venv/bin/python \\
-        benchmarks/sandbox_overhead.py --runs 30
+        benchmarks/sandbox_overhead.py --runs 30 --evaluations 5
+
+To compare two versions of the code, run the same script from each checkout's own ``.venv``.
 """
 
 from __future__ import annotations
@@ -43,13 +48,40 @@ def measure(sandbox: Sandbox, runs: int, warmup: int) -> list[float]:
     return times
 
 
-def row(name: str, build: Callable[[], Sandbox], runs: int, warmup: int) -> str:
+def measure_evaluation(sandbox: Sandbox, runs: int, warmup: int) -> list[float]:
+    """Wall seconds of each of ``runs`` cfr dev evaluations of vanilla CFR."""
+    import tempfile
+
+    from recursor.config import DockerSandboxConfig, ProcessSandboxConfig
+    from recursor.orchestrator.evaluation import run_evaluation
+    from recursor.tasks.cfr import CFRTask, games
+    from recursor.types import Split
+
+    task = CFRTask()
+    config = DockerSandboxConfig() if sandbox.kind == "docker" else ProcessSandboxConfig()
+    files = {"cfr_hooks.py": (WORKSPACE / "vanilla.py").read_text()}
+    times = []
+    with tempfile.TemporaryDirectory(prefix="bench-cfr-cache-") as cache:
+        games.prepare(Path(cache))
+        for index in range(warmup + runs):
+            started = time.perf_counter()
+            outcome = run_evaluation(task, sandbox, config, files, Split.DEV, Path(cache))
+            elapsed = time.perf_counter() - started
+            if not outcome.ok:
+                raise SystemExit(f"{sandbox.kind}: evaluation failed: {outcome.error}")
+            if index >= warmup:
+                times.append(elapsed)
+    return times
+
+
+def row(name: str, build: Callable[[], Sandbox], runs: int, warmup: int,
+        timed: Callable[[Sandbox, int, int], list[float]] = measure) -> str:
     try:
         sandbox = build()
     except SandboxError as exc:
         return f"{name:<28} unavailable: {exc}"
     try:
-        times = sorted(measure(sandbox, runs, warmup))
+        times = sorted(timed(sandbox, runs, warmup))
     finally:
         sandbox.close()
     p90 = times[min(len(times) - 1, int(0.9 * len(times)))]
@@ -61,6 +93,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=30)
     parser.add_argument("--warmup", type=int, default=3)
+    parser.add_argument("--evaluations", type=int, default=0,
+                        help="also time this many whole cfr dev evaluations per sandbox")
     args = parser.parse_args()
     print(f"{'sandbox':<28} {'median ms':>9} {'p90 ms':>9} {'min ms':>9} {'runs':>6}")
     print(row("process (bubblewrap)", ProcessSandbox, args.runs, args.warmup))
@@ -68,6 +102,11 @@ def main() -> None:
               args.warmup))
     print(row("docker, warm pool", lambda: DockerSandbox(warm=True, pool_size=1), args.runs,
               args.warmup))
+    if args.evaluations:
+        print(row("process, cfr dev evaluation", ProcessSandbox, args.evaluations, 1,
+                  measure_evaluation))
+        print(row("docker warm, cfr dev eval", lambda: DockerSandbox(warm=True, pool_size=1),
+                  args.evaluations, 1, measure_evaluation))
 
 
 if __name__ == "__main__":
