@@ -19,22 +19,11 @@ import time
 from pathlib import Path
 
 from recursor.config import ProcessSandboxConfig
-from recursor.executors.tiny import build_model, build_tokenizer
 from recursor.orchestrator.evaluation import run_evaluation
 from recursor.sandbox.process import ProcessSandbox
-from recursor.tasks.worlds import POLICY_DEFAULTS, WorldsTask, world
+from recursor.tasks.worlds import POLICY_DEFAULTS, WorldsTask
+from recursor.tasks.worlds.policy import write_untrained
 from recursor.types import Split
-
-
-def untrained_policy(folder: Path) -> None:
-    """A fresh tiny GPT-2 whose tokenizer knows every name and the harness's words."""
-    names = [n for kind in world.POOL_SIZES for n in world.name_pool(kind)]
-    texts = [" ".join(names), "question : who or what is the of ? observation : none action :"
-             " search open answer results , 1 2 3 4 5 6"]
-    tokenizer = build_tokenizer(texts)
-    model = build_model(tokenizer, POLICY_DEFAULTS["model_options"])
-    model.save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
 
 
 def main() -> int:
@@ -47,7 +36,7 @@ def main() -> int:
         task = WorldsTask(universes={"train": 1, "dev": 3, "heldout": 1},
                           questions=args.questions)
         task.prepare(cache)
-        untrained_policy(cache / "policies" / "bench")
+        write_untrained(cache / "policies" / "bench", POLICY_DEFAULTS["model_options"])
         files = {**task.seed_files(), "policy.json": json.dumps({"policy": "bench"})}
         files["harness.py"] = files["harness.py"].replace("RECOVER_INVALID = False",
                                                           "RECOVER_INVALID = True")

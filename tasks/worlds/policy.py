@@ -49,4 +49,18 @@ class Policy:
         return [self.tokenizer.decode(row, skip_special_tokens=True) for row in new]
 
 
-__all__ = ["MAX_NEW_TOKENS", "Policy"]
+def write_untrained(folder: Path, model_options: dict[str, Any]) -> None:
+    """Save a freshly initialised tiny GPT-2 whose tokenizer knows every name and the seed
+    harness's words: a stand-in policy for tests and benchmarks of the harness's side."""
+    from recursor.executors.tiny import build_model, build_tokenizer
+    from recursor.tasks.worlds import world
+
+    names = [n for kind in world.POOL_SIZES for n in world.name_pool(kind)]
+    words = "question : who or what is the of ? observation : none action : search open answer"
+    tokenizer = build_tokenizer([" ".join(names), words + " results , 1 2 3 4 5 6"])
+    model = build_model(tokenizer, model_options)
+    model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+
+
+__all__ = ["MAX_NEW_TOKENS", "Policy", "write_untrained"]
