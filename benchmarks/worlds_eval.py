@@ -4,7 +4,8 @@ It prepares a task cache (3 dev universes x 24 questions by default), writes an 
 tiny GPT-2 policy (the harness's speed does not depend on the weights), and times
 ``run_evaluation`` on the dev split ``--repeats`` times, with the seed harness and
 ``RECOVER_INVALID = True`` (an untrained policy's text is unparsable, so every episode then
-runs its full 8 steps: the longest evaluation). Prints the median and each run. Run from the repository root::
+runs its full 8 steps: the longest evaluation). Prints the median and each run.
+Run from the repository root::
 
     .venv/bin/python benchmarks/worlds_eval.py [--repeats 3] [--questions 24]
 """

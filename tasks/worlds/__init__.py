@@ -9,7 +9,7 @@ Components (files of the workspace):
 - ``curriculum`` — ``curriculum.py``: which training tasks each policy step draws on.
 
 Universes are generated in :meth:`WorldsTask.prepare` from the task's private ``world_seed``
-(64 random bits unless configured; a configured one makes every split public, since anyone can
+(62 random bits unless configured; a configured one makes every split public, since anyone can
 regenerate the universes from the code) and written per split under ``cache/worlds``, which
 the sandbox never sees. An evaluation receives only its own split, through a named pipe the
 evaluator drains before any candidate code starts (:mod:`recursor.tasks.worlds.stage`; why,
@@ -30,9 +30,9 @@ from recursor.mutation import MutationPrimitive
 from recursor.sandbox import Mount, SandboxLimits, trusted_module_command
 from recursor.tasks._base import Component, EvaluationPlan, Objective, PolicyTask
 from recursor.tasks.worlds import world
-from recursor.tasks.worlds.stage import serve_once
 from recursor.tasks.worlds.evaluate import CURRICULUM, HARNESS, POLICY, RECIPE
 from recursor.tasks.worlds.primitives import worlds_primitives
+from recursor.tasks.worlds.stage import serve_once
 from recursor.types import ChangeKind, Split
 
 SEED_DIR = Path(__file__).parent / "seed"
@@ -95,7 +95,7 @@ class WorldsTask(PolicyTask):
         (Path(cache_dir) / "policies").mkdir(exist_ok=True)
         seed_file = root / "world_seed"
         if not seed_file.exists():
-            seed = self.world_seed if self.world_seed is not None else secrets.randbits(64)
+            seed = self.world_seed if self.world_seed is not None else secrets.randbits(62)
             seed_file.write_text(str(seed))
         seed = int(seed_file.read_text())
         for split, count in self.universes.items():

@@ -20,6 +20,7 @@ so it cannot interleave with replies.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import importlib.util
 import json
@@ -111,10 +112,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"usage: child {' | '.join(ROLE_FILES)}", file=sys.stderr)
         return 2
     # Non-dumpable: the other child (the harness vs the recipe) cannot ptrace or read this one.
-    try:
+    with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
-    except (OSError, AttributeError):
-        pass
     channel = os.fdopen(os.dup(1), "w")
     os.dup2(2, 1)  # the candidate's prints go to stderr, never into the replies
     sys.stdout = sys.stderr
@@ -134,7 +133,8 @@ def main(argv: list[str] | None = None) -> int:
         if op is None:
             _reply(channel, {"error": f"unknown request {request.get('op')!r}"})
             continue
-        _reply(channel, _attempt(lambda op=op: op(request.get("args"))))
+        args_ = request.get("args")
+        _reply(channel, _attempt(lambda op=op, args_=args_: op(args_)))
     return 0
 
 

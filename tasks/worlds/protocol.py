@@ -18,6 +18,7 @@ and its last :data:`STDERR_TAIL` characters are copied to the evaluator's stderr
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import select
@@ -60,7 +61,8 @@ class Child:
 
     def __init__(self, role: str, folder: Path, deadline_s: float = REPLY_DEADLINE_S) -> None:
         self.role, self.deadline_s = role, deadline_s
-        self._stderr: IO[bytes] = tempfile.TemporaryFile()
+        # closed in close(); it outlives this call by design
+        self._stderr: IO[bytes] = tempfile.TemporaryFile()  # noqa: SIM115
         self.proc = subprocess.Popen(
             trusted_module_command("recursor.tasks.worlds.child", role), cwd=folder,
             env=child_env(folder), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -143,17 +145,13 @@ class Child:
 
     def close(self) -> None:
         """Kill the child's process group, reap it, and copy its stderr's tail to ours."""
-        try:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
         self.proc.wait()
         for pipe in (self.proc.stdin, self.proc.stdout):
             if pipe is not None:
-                try:
+                with contextlib.suppress(OSError):
                     pipe.close()
-                except OSError:
-                    pass
         self._stderr.seek(0, os.SEEK_END)
         self._stderr.seek(max(0, self._stderr.tell() - STDERR_TAIL))
         tail = self._stderr.read().decode("utf-8", errors="replace")

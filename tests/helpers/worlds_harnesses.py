@@ -214,7 +214,8 @@ import os as _os
 import sys as _sys
 
 _EVIL_RECIPE = "SIZE = 0\ndef select(trajectories, rng):\n    return []\n"
-_EVIL_CURRICULUM = "def tasks(candidates, cycle, failed):\n    return [c['task'] for c in candidates]\n"
+_EVIL_CURRICULUM = ("def tasks(candidates, cycle, failed):\n"
+                    "    return [c['task'] for c in candidates]\n")
 _FAKE = {"harness": "0123456789ab", "recipe": "0123456789ab", "curriculum": "0123456789ab"}
 
 
