@@ -46,7 +46,7 @@ from recursor.sandbox.guest import protect_verdict, write_verdict
 from recursor.tasks.worlds import world
 from recursor.tasks.worlds.data import choose_tasks, selected, use_policy_rollouts
 from recursor.tasks.worlds.episodes import Complete, Harness, rendered_demonstrations, run_episodes
-from recursor.tasks.worlds.protocol import Child, ChildCrashed, HarnessError
+from recursor.tasks.worlds.protocol import REPLY_DEADLINE_S, Child, ChildCrashed, HarnessError
 from recursor.tasks.worlds.solver import next_action, solve, verified
 from recursor.tasks.worlds.stage import read_once
 from recursor.tasks.worlds.tools import Episode, index_for
@@ -109,14 +109,15 @@ def load_policy(files: Mapping[str, str], policies: Path) -> Complete | None:
 
 
 @contextmanager
-def child(role: str, files: Mapping[str, str]) -> Iterator[Child]:
+def child(role: str, files: Mapping[str, str],
+          deadline_s: float = REPLY_DEADLINE_S) -> Iterator[Child]:
     """A candidate child in a fresh private copy of the workspace, removed afterwards."""
     folder = Path(tempfile.mkdtemp(prefix=f"worlds-{role}-"))
     for name, text in files.items():
         (folder / name).write_text(text)
     process = None
     try:
-        process = Child(role, folder)
+        process = Child(role, folder, deadline_s)
         yield process
     finally:
         if process is not None:

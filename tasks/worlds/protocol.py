@@ -72,7 +72,11 @@ class Child:
         os.set_blocking(self._in, False)
         os.set_blocking(self._out, False)
         self._buffer = b""
-        self._reply(time.monotonic() + deadline_s)  # "ready" once the modules loaded
+        try:
+            self._reply(time.monotonic() + deadline_s)  # "ready" once the modules loaded
+        except BaseException:
+            self.close()
+            raise
 
     def call(self, op: str, args: Any) -> Any:
         deadline = time.monotonic() + self.deadline_s

@@ -16,8 +16,10 @@ base image (python3-minimal and numpy) does not have, so it cannot run there.
 from __future__ import annotations
 
 import json
+import os
 import secrets
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -25,14 +27,17 @@ from typing import Any
 import pytest
 
 from recursor.config import ProcessSandboxConfig
-from recursor.orchestrator.coevolution import stamp
+from recursor.orchestrator.coevolution import RoutingError, stamp
 from recursor.orchestrator.evaluation import EvaluationOutcome, run_evaluation, write_workspace
 from recursor.sandbox import SandboxRequest
 from recursor.sandbox.factory import limits_for
 from recursor.sandbox.process import ProcessSandbox
 from recursor.tasks.worlds import POLICY_DEFAULTS, WorldsTask, world
-from recursor.tasks.worlds.evaluate import component_ids
+from recursor.tasks.worlds.episodes import Harness
+from recursor.tasks.worlds.evaluate import child, component_ids
 from recursor.tasks.worlds.policy import write_untrained
+from recursor.tasks.worlds.protocol import ChildCrashed, HarnessError, ProtocolError
+from recursor.tasks.worlds.stage import read_once, serve_once
 from recursor.types import RunStatus, Split
 from tests.helpers.worlds_harnesses import SEED, SNOOP, TAMPER
 
@@ -121,3 +126,101 @@ def test_a_tampering_harness_changes_neither_rows_nor_provenance(campaign: Any) 
         assert row["provenance"]["source"] in ("solver", "policy")
         assert row["provenance"]["policy"] == ("solver" if row["provenance"]["source"] ==
                                                "solver" else "untrained")
+
+
+# The pipe protocol: whatever the harness process sends, the evaluator neither hangs nor
+# believes it; a breach is a HarnessError/ProtocolError (invalid), a crash is ChildCrashed.
+HANG = SEED + "\n\ndef render(state):\n    import time\n    time.sleep(3600)\n"
+OVERSIZE = SEED + "\n\ndef render(state):\n    return 'x' * (9 << 20)\n"
+NOISE = SEED + '''
+
+def render(state):
+    import os
+    for fd in range(3, 20):  # finds the reply channel and writes a forged, malformed reply
+        try:
+            os.write(fd, b"not json\\n")
+        except OSError:
+            pass
+    return "question : " + state["question"] + " action :"
+'''
+DIES = SEED + "\n\ndef render(state):\n    import os\n    os._exit(3)\n"
+
+
+def _states() -> list[dict[str, Any]]:
+    universe = world.generate(1, "dev", 4)
+    from recursor.tasks.worlds.tools import Episode, index_for
+
+    index = index_for(universe)
+    return [Episode(universe, q, index).state() for q in universe.questions]
+
+
+@pytest.mark.parametrize(("harness", "deadline_s", "error", "match"), [
+    (HANG, 2.0, ProtocolError, "did not answer within 2 s"),
+    (OVERSIZE, 60.0, ProtocolError, "reply over"),
+    (NOISE, 60.0, ProtocolError, "not a JSON reply"),
+    (DIES, 60.0, ChildCrashed, "exited with status 3"),
+])
+def test_a_harness_that_breaks_the_protocol_is_a_recorded_failure(
+        harness: str, deadline_s: float, error: type[Exception], match: str) -> None:
+    started = time.monotonic()
+    with pytest.raises(error, match=match), \
+            child("harness", _files(harness), deadline_s=deadline_s) as process:
+        Harness(process).render(_states())
+    assert time.monotonic() - started < deadline_s + 10
+    assert not _my_children("recursor.tasks.worlds.child")
+
+
+def test_the_world_pipe_gives_its_data_once(tmp_path: Path) -> None:
+    pipe = serve_once(b'[{"facts": "SECRET"}]', tmp_path / "pipes", timeout_s=30)
+    assert read_once(pipe) == b'[{"facts": "SECRET"}]'
+    deadline = time.monotonic() + 5
+    while pipe.exists() and time.monotonic() < deadline:  # the feeder removes it
+        time.sleep(0.01)
+    assert not pipe.exists()
+    # A second name for the same pipe stands for the sandbox's bind mount, which outlives the
+    # host's name: once drained, a later reader (a child) gets end-of-file, not the data.
+    fresh = serve_once(b"DATA", tmp_path / "pipes", timeout_s=30)
+    mounted = tmp_path / "mounted.pipe"
+    os.link(fresh, mounted)
+    assert read_once(fresh) == b"DATA"
+    fd = os.open(mounted, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        assert os.read(fd, 100) == b""
+    finally:
+        os.close(fd)
+
+
+def test_the_controller_stamps_provenance_and_refuses_forged_labels() -> None:
+    files = _files(SEED)
+    ids = component_ids(files)
+    row = {"prompt": "p", "completion": " c",
+           "provenance": {"harness": "0123456789ab", "task": "worlds:q", "source": "solver"}}
+    stamped = stamp(files, {"components": ids, "rows": [row]}, "p1")
+    assert stamped[0]["provenance"] == {**ids, "policy": "solver", "task": "worlds:q",
+                                        "source": "solver"}
+    with pytest.raises(RoutingError, match="not the ones sent"):
+        stamp(files, {"components": component_ids(_files(TAMPER)), "rows": [row]}, "p1")
+    forged = {**row, "provenance": {"task": "worlds:q", "source": "oracle"}}
+    with pytest.raises(RoutingError, match="source 'oracle'"):
+        stamp(files, {"components": ids, "rows": [forged]}, "p1")
+
+
+def test_a_harness_missing_a_function_is_invalid_and_leaves_no_process() -> None:
+    with pytest.raises(HarnessError, match="does not define parse, format_action, recover"), \
+            child("harness", _files("def render(s):\n    return 'x'\n")):
+        pass
+    assert not _my_children("recursor.tasks.worlds.child")
+
+
+def _my_children(needle: str) -> list[int]:
+    """This process's children whose command line names ``needle`` (zombies included)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            cmdline = (entry / "cmdline").read_bytes()
+        except (OSError, ValueError, IndexError):
+            continue
+        if ppid == os.getpid() and needle.encode() in cmdline:
+            found.append(int(entry.name))
+    return found
