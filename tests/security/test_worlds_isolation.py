@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
 import tempfile
 import time
 from collections.abc import Iterator
@@ -102,7 +101,7 @@ def world_file(cache: Path, split: str) -> list[world.Universe]:
 def _corpus(campaign: Any, files: dict[str, str]) -> dict[str, Any]:
     """The corpus verdict for ``files``, run as ``coevolution.build_corpus`` runs it."""
     task, cache, sandbox = campaign
-    plan = task.corpus_plan(cache, cycle=0, seed=secrets.randbelow(1))
+    plan = task.corpus_plan(cache, cycle=0, seed=0)
     with tempfile.TemporaryDirectory() as tmp:
         write_workspace(files, Path(tmp))
         result = sandbox.run(SandboxRequest(
