@@ -125,6 +125,8 @@ def _files(report):
             report["files"] += 1
             if name.endswith(".json") or name.endswith(".pipe") or _stat.S_ISFIFO(mode):
                 report["candidates"] += 1
+                if _stat.S_ISFIFO(mode):
+                    report["pipes"].append(path)
                 texts.append(_read(path).decode("utf-8", "replace"))
     return texts
 
@@ -175,7 +177,8 @@ def _memory(report):
 def _facts():
     global _FOUND
     if _FOUND is None:
-        report = {"files": 0, "candidates": 0, "pids": 0, "proc_bytes": 0, "objects": 0}
+        report = {"files": 0, "candidates": 0, "pipes": [], "pids": 0, "proc_bytes": 0,
+                  "objects": 0}
         facts, keys = {}, {}
         for text in _files(report) + _processes(report) + _memory(report):
             for universe in _universes(text):

@@ -75,6 +75,7 @@ def test_the_harness_cannot_find_the_answer_key(campaign: Any) -> None:
     assert "SNOOP scanned" in outcome.stderr, outcome.stderr[-3000:]
     report = json.loads(outcome.stderr.split("SNOOP scanned ", 1)[1].split(" facts")[0])
     assert report["files"] > 1000 and report["pids"] >= 1 and report["objects"] > 1000
+    assert "/worlds/heldout.pipe" in report["pipes"]  # it found the pipe and read it: empty
     assert "facts 0 keys 0" in outcome.stderr
     assert outcome.metrics["mean_steps"] == 1.0  # it answered at once, from what it found
     assert outcome.metrics["success"] == 0.0
