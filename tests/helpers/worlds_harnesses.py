@@ -165,12 +165,15 @@ def _memory(report):
     texts = []
     for obj in _gc.get_objects():
         report["objects"] += 1
-        fields = obj if isinstance(obj, dict) else getattr(obj, "__dict__", None)
-        if isinstance(fields, dict) and isinstance(fields.get("facts"), (dict, list)):
-            facts = fields["facts"]
+        try:
+            fields = obj if isinstance(obj, dict) else getattr(obj, "__dict__", None)
+            facts = dict.get(fields, "facts") if isinstance(fields, dict) else None
             if isinstance(facts, dict):
                 facts = [[*k, v] for k, v in facts.items() if isinstance(k, tuple)]
-            texts.append(_json.dumps({"facts": facts}, default=str))
+            if isinstance(facts, list):
+                texts.append(_json.dumps({"facts": facts}, default=str))
+        except Exception:  # odd objects (proxies, lazy modules): skip them
+            continue
     return texts
 
 
