@@ -3,6 +3,7 @@ and reading back what it promoted."""
 
 from __future__ import annotations
 
+import secrets
 from pathlib import Path
 from typing import Any
 
@@ -13,10 +14,20 @@ from recursor.orchestrator.graph import run_campaign
 from recursor.orchestrator.progress import NullReporter
 
 
-def worlds_task(world_seed: int, max_steps: int) -> dict[str, Any]:
-    return {"kind": "worlds", "universes": {"train": 10, "dev": 3, "heldout": 3},
-            "questions": 24, "world_seed": world_seed,
-            "policy": {"sft": {"max_steps": max_steps}}}
+def worlds_task(world_seed: int | None, max_steps: int) -> dict[str, Any]:
+    """The task section; ``world_seed`` None lets every campaign draw a private one."""
+    task = {"kind": "worlds", "universes": {"train": 10, "dev": 3, "heldout": 3},
+            "questions": 24, "policy": {"sft": {"max_steps": max_steps}}}
+    return task if world_seed is None else {**task, "world_seed": world_seed}
+
+
+def private_seed(given: int | None) -> int:
+    """``given``, or 62 random bits: a seed in a script or a doc would make held-out public."""
+    return given if given is not None else secrets.randbits(62)
+
+
+def seed_note(given: int | None) -> str:
+    return f"world seed {given} (given)" if given is not None else "a private random world seed"
 
 
 def campaign(name: str, task: dict[str, Any], steps: list[dict[str, Any]], cycles: int,

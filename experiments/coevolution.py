@@ -5,6 +5,7 @@ it) and gets the same evaluation budget (candidates evaluated, trained policies 
 arm is a fresh campaign. Prints one table row per arm.
 
     .venv/bin/python experiments/coevolution.py [--evals 6] [--steps 300] [--dir DIR]
+        [--world-seed N]   # default: a private random seed
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _campaigns import campaign, pct, run, worlds_task  # noqa: E402
+from _campaigns import campaign, pct, private_seed, run, seed_note, worlds_task  # noqa: E402
 
 
 def arms(evals: int) -> dict[str, tuple[list[dict[str, object]], int]]:
@@ -39,12 +40,14 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--evals", type=int, default=6, help="candidates per campaign")
     parser.add_argument("--steps", type=int, default=300, help="SFT steps per policy")
-    parser.add_argument("--world-seed", type=int, default=11)
+    parser.add_argument("--world-seed", type=int, default=None,
+                        help="default: random and not shown (held-out stays private)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--dir", type=Path, default=None)
     args = parser.parse_args()
     base = args.dir or Path(tempfile.mkdtemp(prefix="recursor-coevolution-"))
-    task = worlds_task(args.world_seed, args.steps)
+    # one seed for every arm, so they compare on the same universes
+    task = worlds_task(private_seed(args.world_seed), args.steps)
     rows = []
     for name, (steps, cycles) in arms(args.evals).items():
         started = time.monotonic()
@@ -55,7 +58,7 @@ def main() -> int:
         print(f"# {name}: done in {result['minutes']:.1f} min ({base / name})", flush=True)
     start = rows[0][1]
     print(f"\nworlds, held-out universes: 3 x 24 questions; budget {args.evals} candidates per "
-          f"campaign; SFT {args.steps} steps; world seed {args.world_seed}\n")
+          f"campaign; SFT {args.steps} steps; {seed_note(args.world_seed)}\n")
     print("| arm | evaluated | promotions | dev success | held-out success | minutes |")
     print("|---|---|---|---|---|---|")
     print(f"| base (start) | 0 | - | {pct(start['start_dev'])} | "

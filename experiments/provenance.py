@@ -9,7 +9,7 @@ adopted harness on the dev and held-out universes:
 - pooled: N rows, half rendered under each harness;
 - pooled x2: all 2N rows of both (a larger pooled corpus).
 
-    .venv/bin/python experiments/provenance.py [--steps 300] [--dir DIR]
+    .venv/bin/python experiments/provenance.py [--steps 300] [--dir DIR] [--world-seed N]
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import argparse
 import json
 import random
 import re
+import secrets
 import shutil
 import sys
 import tempfile
@@ -26,21 +27,23 @@ from typing import Any
 
 from recursor.executors.local import LocalExecutor
 from recursor.executors.spec import JobSpec
+from recursor.orchestrator.coevolution import stamp
 from recursor.tasks.worlds import POLICY_DEFAULTS, SEED_DIR, world
 from recursor.tasks.worlds.evaluate import corpus, evaluate
+from recursor.tasks.worlds.policy import Policy
 
 ADOPTED = {"MENU": "True", "SHOW_NEXT": "True"}
 
 
-def workspace(root: Path, settings: dict[str, str], policy: str = "none") -> Path:
-    root.mkdir(parents=True, exist_ok=True)
+def workspace(settings: dict[str, str], policy: str = "none") -> dict[str, str]:
+    files = {}
     for name in ("harness.py", "recipe.py", "curriculum.py"):
         text = (SEED_DIR / name).read_text()
         for key, value in settings.items():
             text = re.sub(rf"^{key} = \S+", f"{key} = {value}", text, flags=re.M)
-        (root / name).write_text(text)
-    (root / "policy.json").write_text(json.dumps({"policy": policy}))
-    return root
+        files[name] = text
+    files["policy.json"] = json.dumps({"policy": policy})
+    return files
 
 
 def train(rows: list[dict[str, Any]], base: Path, name: str, steps: int) -> str:
@@ -63,20 +66,20 @@ def train(rows: list[dict[str, Any]], base: Path, name: str, steps: int) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=300)
-    parser.add_argument("--world-seed", type=int, default=11)
+    parser.add_argument("--world-seed", type=int, default=None,
+                        help="default: random and not shown (held-out stays private)")
     parser.add_argument("--dir", type=Path, default=None)
     args = parser.parse_args()
     base = args.dir or Path(tempfile.mkdtemp(prefix="recursor-provenance-"))
     (base / "policies").mkdir(parents=True, exist_ok=True)
-    files = {}
-    for split, count in (("train", 10), ("dev", 3), ("heldout", 3)):
-        files[split] = base / f"{split}.json"
-        files[split].write_text(json.dumps([world.to_json(u) for u in world.split_universes(
-            split, count, 24, args.world_seed)]))
-    train_worlds = files["train"]
+    seed = args.world_seed if args.world_seed is not None else secrets.randbits(62)
+    universes = {split: world.split_universes(split, count, 24, seed)
+                 for split, count in (("train", 10), ("dev", 3), ("heldout", 3))}
     cycle = 2  # every hop count
-    adopted = corpus(workspace(base / "adopted", ADOPTED), train_worlds, base, cycle, 0)["rows"]
-    other = corpus(workspace(base / "other", {}), train_worlds, base, cycle, 0)["rows"]
+    adopted_files, other_files = workspace(ADOPTED), workspace({})
+    adopted = stamp(adopted_files, corpus(adopted_files, universes["train"], None, cycle, 0),
+                    "none")
+    other = stamp(other_files, corpus(other_files, universes["train"], None, cycle, 0), "none")
     rng = random.Random(0)
     n = len(adopted)
     arms = {"matched": adopted,
@@ -86,9 +89,9 @@ def main() -> int:
     print("|---|---|---|---|---|")
     for name, rows in arms.items():
         policy = train(rows, base, name.replace(" ", ""), args.steps)
-        ws = workspace(base / f"eval-{policy}", ADOPTED, policy)
-        scores = {s: evaluate(ws, files[s], base / "policies")["metrics"]["success"]
-                  for s in ("dev", "heldout")}
+        complete = Policy(base / "policies" / policy).complete
+        scores = {s: evaluate(workspace(ADOPTED, policy), universes[s], complete)["metrics"]
+                  ["success"] for s in ("dev", "heldout")}
         kinds = len({r["provenance"]["harness"] for r in rows})
         print(f"| {name} | {len(rows)} | {kinds} | {100 * scores['dev']:.1f}% | "
               f"{100 * scores['heldout']:.1f}% |", flush=True)

@@ -11,8 +11,9 @@ order, ``cycles`` times:
   before judging it, for policies too small to follow a prompt format they were not trained on;
 - a **policy step** trains policies instead of proposing code. Slot 0 retrains under the
   incumbent's harness, recipe and curriculum; other slots first ask a proposer for a data or
-  curriculum change. Each builds its corpus in the sandbox, keeps only rows whose provenance
-  names the adopted harness, trains through an executor, and becomes a pending node whose
+  curriculum change. Each builds its corpus in the sandbox, stamps the rows' provenance from
+  the files it sent (:func:`stamp`), keeps only rows whose provenance names the adopted
+  harness, trains through an executor, and becomes a pending node whose
   ``policy.json`` names the new checkpoint. Evaluation and judging are the usual ones.
 
 Judging is per component (``judging.changed_components``): a node changes one component (or a
@@ -37,7 +38,7 @@ from recursor.orchestrator.evaluation import write_workspace
 from recursor.sandbox import SandboxRequest
 from recursor.sandbox.factory import limits_for
 from recursor.tasks import PolicyTask
-from recursor.tasks.worlds.evaluate import content_id
+from recursor.tasks.worlds.evaluate import component_ids, content_id
 from recursor.types import ChangeKind, NodeStatus, RunStatus, Split
 
 HARNESS, POLICY = "harness", "policy"
@@ -68,7 +69,35 @@ def harness_id(ctx: CampaignContext, files: Mapping[str, str]) -> str:
     return str(content_id("".join(files.get(p, "") for p in paths)))
 
 
-# routing --------------------------------------------------------------------------------
+# provenance and routing -------------------------------------------------------------------
+SOURCES = ("solver", "policy", "rollout")
+ROW_FIELDS = ("prompt", "completion", "target")
+
+
+def stamp(files: Mapping[str, str], verdict: Mapping[str, Any],
+          policy: str) -> list[dict[str, Any]]:
+    """The verdict's rows, each with the controller's provenance: the content hashes of the
+    ``files`` it sent (never a hash the sandbox reports), the policy, and the evaluator's
+    ``task`` and ``source`` labels. The evaluator hashed the workspace before any candidate
+    code ran; a mismatch with ``files`` means the workspace was not what was sent, and the
+    corpus is refused (RoutingError)."""
+    ids = component_ids(files)
+    if verdict.get("components") != ids:
+        raise RoutingError(f"the corpus was built from components {verdict.get('components')}, "
+                           f"not the ones sent {ids}")
+    out = []
+    for row in verdict.get("rows", []):
+        label = row.get("provenance", {}) if isinstance(row, Mapping) else {}
+        source = label.get("source") if isinstance(label, Mapping) else None
+        if source not in SOURCES:
+            raise RoutingError(f"a corpus row has source {str(source)[:40]!r}, not one of "
+                               f"{SOURCES}")
+        out.append({**{k: str(row[k]) for k in ROW_FIELDS if k in row},
+                    "provenance": {**ids, "policy": "solver" if source == "solver" else policy,
+                                   "task": str(label.get("task")), "source": source}})
+    return out
+
+
 def route(rows: Sequence[Mapping[str, Any]], harness: str) -> list[dict[str, Any]]:
     """The rows produced or rendered under ``harness``; raises when none are.
 
@@ -140,7 +169,8 @@ def _executor(ctx: CampaignContext) -> Any:
 def build_corpus(ctx: CampaignContext, files: Mapping[str, str], cycle: int, seed: int,
                  method: str = "sft") -> tuple[list[dict[str, Any]] | None, dict[str, Any],
                                                str | None]:
-    """Run the task's corpus command on ``files`` in the sandbox: (rows, verdict, error)."""
+    """Run the task's corpus command on ``files`` in the sandbox: (rows stamped by
+    :func:`stamp`, verdict, error)."""
     import tempfile
 
     task = policy_task(ctx)
@@ -156,7 +186,11 @@ def build_corpus(ctx: CampaignContext, files: Mapping[str, str], cycle: int, see
     if result.status is not RunStatus.OK or verdict.get("error"):
         reason = verdict.get("error") or result.error or result.status.value
         return None, {"stderr": result.stderr[-4000:]}, f"corpus: {reason}"
-    return list(verdict.get("rows", [])), verdict, None
+    try:
+        rows = stamp(files, verdict, str(json.loads(files[task.policy_path])["policy"]))
+    except RoutingError as exc:
+        return None, {"stderr": result.stderr[-4000:]}, f"corpus: {exc}"
+    return rows, verdict, None
 
 
 def train_policy(ctx: CampaignContext, files: Mapping[str, str], cycle: int, seed: int,
@@ -310,5 +344,5 @@ def _train_slot(ctx: CampaignContext, round_: int, slot: int, parent_id: str,
 
 
 __all__ = ["RoutingError", "build_corpus", "check_single_harness", "expanded", "initial_files",
-           "phase_components", "policy_cycle", "route", "search_set", "train_policy",
+           "phase_components", "policy_cycle", "route", "search_set", "stamp", "train_policy",
            "train_round", "write_corpus"]

@@ -9,8 +9,11 @@ Components (files of the workspace):
 - ``curriculum`` — ``curriculum.py``: which training tasks each policy step draws on.
 
 Universes are generated in :meth:`WorldsTask.prepare` from the task's private ``world_seed``
-(random unless configured) and written per split under ``cache/worlds``; an evaluation mounts
-only its own split's file. Policies live under ``cache/policies/<id>``.
+(62 random bits unless configured; a configured one makes every split public, since anyone can
+regenerate the universes from the code) and written per split under ``cache/worlds``, which
+the sandbox never sees. An evaluation receives only its own split, through a named pipe the
+evaluator drains before any candidate code starts (:mod:`recursor.tasks.worlds.stage`; why,
+in :mod:`recursor.tasks.worlds.evaluate`). Policies live under ``cache/policies/<id>``.
 """
 
 from __future__ import annotations
@@ -28,7 +31,9 @@ from recursor.sandbox import Mount, SandboxLimits, trusted_module_command
 from recursor.tasks._base import Component, EvaluationPlan, Objective, PolicyTask
 from recursor.tasks.worlds import world
 from recursor.tasks.worlds.evaluate import CURRICULUM, HARNESS, POLICY, RECIPE
+from recursor.tasks.worlds.policy import readable_by_all
 from recursor.tasks.worlds.primitives import worlds_primitives
+from recursor.tasks.worlds.stage import serve_once
 from recursor.types import ChangeKind, Split
 
 SEED_DIR = Path(__file__).parent / "seed"
@@ -91,7 +96,7 @@ class WorldsTask(PolicyTask):
         (Path(cache_dir) / "policies").mkdir(exist_ok=True)
         seed_file = root / "world_seed"
         if not seed_file.exists():
-            seed = self.world_seed if self.world_seed is not None else secrets.randbelow(10**6)
+            seed = self.world_seed if self.world_seed is not None else secrets.randbits(62)
             seed_file.write_text(str(seed))
         seed = int(seed_file.read_text())
         for split, count in self.universes.items():
@@ -124,17 +129,21 @@ class WorldsTask(PolicyTask):
         return None
 
     def _plan(self, mode: str, split: str, cache_dir: Path, extra: Sequence[str]) -> EvaluationPlan:
-        worlds = Path(cache_dir) / "worlds" / f"{split}.json"
+        """The evaluator's command; the split's universes go through a pipe fed once (a file
+        would stay readable to the candidate's children, see ``evaluate``)."""
+        limits = SandboxLimits(wall_time_s=600.0, memory_mb=8192, max_processes=256,
+                               output_bytes=200_000)
+        data = (Path(cache_dir) / "worlds" / f"{split}.json").read_bytes()
+        pipe = serve_once(data, Path(cache_dir) / "worlds" / "pipes",
+                          timeout_s=limits.wall_time_s + 60)
         command = trusted_module_command(
             "recursor.tasks.worlds.evaluate", mode, "--workspace", "/workspace", "--worlds",
-            f"/worlds/{split}.json", "--policies", "/policies", *extra)
+            f"/worlds/{split}.pipe", "--policies", "/policies", *extra)
         return EvaluationPlan(
             command=command,
-            mounts=[Mount(worlds, f"/worlds/{split}.json"),
+            mounts=[Mount(pipe, f"/worlds/{split}.pipe"),
                     Mount(Path(cache_dir) / "policies", "/policies")],
-            env={"OMP_NUM_THREADS": "2", "TOKENIZERS_PARALLELISM": "false"},
-            limits=SandboxLimits(wall_time_s=600.0, memory_mb=8192, max_processes=256,
-                                 output_bytes=200_000))
+            env={"OMP_NUM_THREADS": "2", "TOKENIZERS_PARALLELISM": "false"}, limits=limits)
 
     def evaluation(self, split: Split, cache_dir: Path) -> EvaluationPlan:
         return self._plan("eval", Split(split).value, cache_dir, [])
@@ -167,6 +176,7 @@ class WorldsTask(PolicyTask):
             tmp = target.with_name(target.name + ".tmp")
             shutil.rmtree(tmp, ignore_errors=True)
             shutil.copytree(checkpoint, tmp)
+            readable_by_all(tmp)
             tmp.replace(target)
         return json.dumps({"policy": policy_id}) + "\n"
 

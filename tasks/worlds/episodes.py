@@ -1,58 +1,25 @@
-"""Running episodes: a harness and a policy acting on questions, many episodes in lockstep.
+"""Running episodes in the trusted evaluator: the world and the policy here, the harness in a
+child process (:class:`Harness`), many episodes in lockstep.
 
-The harness is candidate code. Whatever it raises propagates (the evaluation is then a crash
-with its traceback); whatever it returns that breaks its contract raises :class:`HarnessError`
-(the evaluation is then invalid, with the reason). Neither is ever taken for a policy error.
+The harness is candidate code and only ever sees :meth:`Episode.state` dicts. Everything it
+returns is checked here: a breach of its contract raises :class:`HarnessError` (the evaluation
+is then invalid, with the reason); its code raising raises ``ChildCrashed`` (a crash, with the
+traceback). Neither is ever taken for a policy error.
 """
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
-from types import ModuleType
 from typing import Any
 
+from recursor.tasks.worlds.protocol import Child, HarnessError
 from recursor.tasks.worlds.tools import TOOLS, Episode
 
 Complete = Callable[[Sequence[str]], list[str]]
-HARNESS_FUNCTIONS = ("render", "parse", "format_action", "recover")
 MAX_PROMPT_CHARS = 20_000
-
-
-class HarnessError(Exception):
-    """The harness returned something its contract does not allow."""
-
-
-def load_module(path: Path, name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, path)
-    if spec is None or spec.loader is None:
-        raise HarnessError(f"cannot load {path}")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-def load_harness(path: Path) -> ModuleType:
-    module = load_module(path, "worlds_harness")
-    missing = [f for f in HARNESS_FUNCTIONS if not callable(getattr(module, f, None))]
-    if missing:
-        raise HarnessError(f"harness.py does not define {', '.join(missing)}()")
-    return module
-
-
-def _prompt(harness: ModuleType, state: dict[str, Any]) -> str:
-    prompt = harness.render(state)
-    if not isinstance(prompt, str) or not prompt.strip():
-        raise HarnessError(f"render() returned {type(prompt).__name__} {str(prompt)[:80]!r}, "
-                           "expected a non-empty string")
-    if len(prompt) > MAX_PROMPT_CHARS:
-        raise HarnessError(f"render() returned {len(prompt)} characters "
-                           f"(at most {MAX_PROMPT_CHARS})")
-    return prompt
+MAX_COMPLETION_CHARS = 2_000
+BATCH = 128  # states per request: bounds one reply to ~BATCH * MAX_PROMPT_CHARS
 
 
 def checked_action(action: Any, where: str) -> dict[str, str] | None:
@@ -62,14 +29,56 @@ def checked_action(action: Any, where: str) -> dict[str, str] | None:
             or not isinstance(action.get("arg"), str)):
         raise HarnessError(f"{where} returned {str(action)[:120]!r}; expected None or "
                            "{'tool': 'search' | 'open' | 'answer', 'arg': str}")
-    return {"tool": action["tool"], "arg": action["arg"]}
+    return {"tool": action["tool"], "arg": action["arg"][:MAX_COMPLETION_CHARS]}
 
 
-def completion_for(harness: ModuleType, action: dict[str, str], state: dict[str, Any]) -> str:
-    text = harness.format_action(dict(action), state)
-    if not isinstance(text, str) or not text.strip():
-        raise HarnessError(f"format_action() returned {str(text)[:80]!r}, expected text")
-    return text
+def _text(value: Any, where: str, limit: int) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise HarnessError(f"{where} returned {type(value).__name__} {str(value)[:80]!r}, "
+                           "expected a non-empty string")
+    if len(value) > limit:
+        raise HarnessError(f"{where} returned {len(value)} characters (at most {limit})")
+    return value
+
+
+def _answers(values: Any, count: int, where: str) -> list[Any]:
+    if not isinstance(values, list) or len(values) != count:
+        raise HarnessError(f"the harness process answered {where} with "
+                           f"{type(values).__name__}, not a list of {count}")
+    return values
+
+
+class Harness:
+    """The candidate's harness behind a pipe: batched, validated calls."""
+
+    def __init__(self, child: Child) -> None:
+        self.child = child
+
+    def _batched(self, op: str, items: list[Any]) -> list[Any]:
+        out: list[Any] = []
+        for start in range(0, len(items), BATCH):
+            part = items[start:start + BATCH]
+            out += _answers(self.child.call(op, part), len(part), op)
+        return out
+
+    def render(self, states: list[dict[str, Any]]) -> list[str]:
+        return [_text(p, "render()", MAX_PROMPT_CHARS) for p in self._batched("render", states)]
+
+    def act(self, texts: list[str], states: list[dict[str, Any]]) -> list[dict[str, str] | None]:
+        out = []
+        for reply in self._batched("act", [[t, s] for t, s in zip(texts, states, strict=True)]):
+            if not isinstance(reply, dict):
+                raise HarnessError(f"the harness process answered act with {str(reply)[:80]!r}")
+            action = checked_action(reply.get("parse"), "parse()")
+            if action is None:
+                action = checked_action(reply.get("recover"), "recover()")
+            out.append(action)
+        return out
+
+    def format(self, actions: list[dict[str, str]], states: list[dict[str, Any]]) -> list[str]:
+        items = [[a, s] for a, s in zip(actions, states, strict=True)]
+        return [_text(c, "format_action()", MAX_COMPLETION_CHARS)
+                for c in self._batched("format", items)]
 
 
 @dataclass
@@ -80,21 +89,21 @@ class Turn:
     state: dict[str, Any]
 
 
-def run_episodes(harness: ModuleType, episodes: list[Episode],
+def run_episodes(harness: Harness, episodes: list[Episode],
                  complete: Complete) -> list[list[Turn]]:
-    """Drive every episode to its end; each step is one batched call to ``complete``."""
+    """Drive every episode to its end; each step is one render, one batched policy call and
+    one act request."""
     turns: list[list[Turn]] = [[] for _ in episodes]
     while True:
         live = [i for i, e in enumerate(episodes) if not e.done]
         if not live:
             return turns
         states = [episodes[i].state() for i in live]
-        prompts = [_prompt(harness, s) for s in states]
+        prompts = harness.render(states)
         completions = complete(prompts)
-        for i, state, prompt, text in zip(live, states, prompts, completions, strict=True):
-            action = checked_action(harness.parse(text, state), "parse()")
-            if action is None:
-                action = checked_action(harness.recover(text, state), "recover()")
+        actions = harness.act(completions, states)
+        for i, state, prompt, text, action in zip(live, states, prompts, completions, actions,
+                                                  strict=True):
             turns[i].append(Turn(prompt, text, action, state))
             if action is None:
                 episodes[i].fail(f"no action in {text[:60]!r}")
@@ -102,16 +111,25 @@ def run_episodes(harness: ModuleType, episodes: list[Episode],
                 episodes[i].act(action)
 
 
-def rendered_demonstration(harness: ModuleType, episode: Episode) -> list[tuple[str, str]]:
-    """(prompt, completion) per step of a finished episode, rendered under ``harness``."""
-    replay = Episode(episode.universe, episode.question, episode.index, episode.max_steps)
-    rows = []
-    for step in episode.history:
-        state = replay.state()
-        rows.append((_prompt(harness, state), completion_for(harness, step.action, state)))
-        replay.act(step.action)
+def rendered_demonstrations(harness: Harness,
+                            episodes: list[Episode]) -> list[list[tuple[str, str]]]:
+    """(prompt, completion) per step of each finished episode, rendered under ``harness``:
+    the actions are the episode's own (the solver's), only their text is the harness's."""
+    states, actions, owner = [], [], []
+    for k, episode in enumerate(episodes):
+        replay = Episode(episode.universe, episode.question, episode.index, episode.max_steps)
+        for step in episode.history:
+            states.append(replay.state())
+            actions.append(dict(step.action))
+            owner.append(k)
+            replay.act(step.action)
+    prompts = harness.render(states)
+    completions = harness.format(actions, states)
+    rows: list[list[tuple[str, str]]] = [[] for _ in episodes]
+    for k, prompt, completion in zip(owner, prompts, completions, strict=True):
+        rows[k].append((prompt, completion))
     return rows
 
 
-__all__ = ["HarnessError", "Turn", "checked_action", "load_harness", "load_module",
-           "rendered_demonstration", "run_episodes"]
+__all__ = ["BATCH", "Harness", "HarnessError", "MAX_PROMPT_CHARS", "Turn", "checked_action",
+           "rendered_demonstrations", "run_episodes"]

@@ -1,18 +1,31 @@
 """The ``worlds`` evaluator (trusted), run inside the sandbox on a candidate workspace.
 
-The candidate's code (harness, recipe, curriculum) runs in a child process
-(:mod:`recursor.tasks.worlds.rollout`); this process first makes itself non-dumpable and takes
-the verdict path out of the child's environment (``recursor.sandbox.guest``), so the child can
-neither reach the verdict nor forge it. What the child returns is checked here:
+Who holds what. This process holds the world (facts, articles, questions, answers), the tools,
+the solver and the policy; the candidate's code never runs in it. The candidate's harness runs
+in one child process and its recipe and curriculum in another
+(:mod:`recursor.tasks.worlds.child`), each in its own private copy of the workspace, with a
+fixed environment and no inherited descriptors. The harness child only ever receives episode
+states (the question text and the history of actions and observations) and returns prompts,
+actions and completions over a pipe (:mod:`recursor.tasks.worlds.protocol`); the data child
+only receives trajectory metadata and returns task ids and indices. Every value is validated.
 
-- ``eval``: the child's actions per question are replayed through this process's own tools;
-  ``success`` is the fraction answered right, its instances are per question;
-- ``corpus``: a policy step's training rows on the training universes (see
-  :func:`recursor.tasks.worlds.rollout.run_corpus`), stamped here with their provenance: the
-  content hashes of the workspace's harness, recipe and curriculum, the policy, the task.
+Why the children cannot reach the answers. They run as the same user in the same sandbox, so
+any file this process can read, they could read too; the answer key therefore never exists as
+a file in the sandbox. The split's universes arrive through ``--worlds``, a named pipe that
+the host feeds once (:mod:`recursor.tasks.worlds.stage`): this process reads it to the end
+before any candidate code starts, after which the pipe holds nothing. This process is made
+non-dumpable first (``recursor.sandbox.guest.protect_verdict``), so a child without
+capabilities cannot read its memory, descriptors or environment through ``/proc``; a child
+is started with ``exec``, so it inherits none of this process's memory either.
 
-A child that breaks the harness contract gives a verdict with ``error`` set; a child that
-crashes makes this process exit non-zero with the child's stderr, and no verdict.
+Provenance. The component hashes are taken from the workspace files this process reads before
+any candidate code starts, and the controller checks them against its own
+(``coevolution.train_policy``), then stamps the rows itself. The rows (prompts and completions,
+``source``, ``task``) are built here: the child only renders.
+
+Verdicts: ``eval`` scores ``success`` per question; ``corpus`` returns training rows. A
+contract or protocol breach gives a verdict with ``error`` (invalid); a crash makes this
+process exit non-zero with the traceback on stderr, and no verdict.
 """
 
 from __future__ import annotations
@@ -20,75 +33,104 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import subprocess
+import shutil
 import sys
 import tempfile
 from collections import Counter
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from recursor.sandbox.guest import protect_verdict, write_verdict
 from recursor.tasks.worlds import world
-from recursor.tasks.worlds.episodes import checked_action
-from recursor.tasks.worlds.rollout import (
-    CURRICULUM,
-    HARNESS,
-    POLICY,
-    RECIPE,
-    episodes_of,
-    load_universes,
-    policy_id,
-)
+from recursor.tasks.worlds.data import choose_tasks, selected, use_policy_rollouts
+from recursor.tasks.worlds.episodes import Complete, Harness, rendered_demonstrations, run_episodes
+from recursor.tasks.worlds.protocol import REPLY_DEADLINE_S, Child, ChildCrashed, HarnessError
+from recursor.tasks.worlds.solver import next_action, solve, verified
+from recursor.tasks.worlds.stage import read_once
+from recursor.tasks.worlds.tools import Episode, index_for
 
-__all__ = ["CURRICULUM", "HARNESS", "POLICY", "RECIPE", "ChildFailed", "content_id", "corpus",
-           "evaluate", "main"]
+HARNESS, RECIPE, CURRICULUM, POLICY = "harness.py", "recipe.py", "curriculum.py", "policy.json"
+COMPONENT_FILES = {"harness": HARNESS, "recipe": RECIPE, "curriculum": CURRICULUM}
+MAX_FILE_CHARS = 1_000_000
 
-
-class ChildFailed(Exception):
-    """The candidate's process exited abnormally (its stderr is the message)."""
+__all__ = ["COMPONENT_FILES", "CURRICULUM", "HARNESS", "POLICY", "RECIPE", "ChildCrashed",
+           "component_ids", "content_id", "corpus", "evaluate", "main", "read_workspace"]
 
 
 def content_id(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
-def _child(mode: str, workspace: Path, worlds: Path, policies: Path,
-           extra: list[str]) -> dict[str, Any]:
-    with tempfile.TemporaryDirectory(prefix="worlds-child-") as tmp:
-        out = Path(tmp) / "out.json"
-        proc = subprocess.run(
-            [sys.executable, "-m", "recursor.tasks.worlds.rollout", mode, "--workspace",
-             str(workspace), "--worlds", str(worlds), "--policies", str(policies),
-             "--out", str(out), *extra], capture_output=True, text=True, check=False)
-        sys.stderr.write(proc.stderr[-20_000:])
-        if proc.returncode != 0 or not out.exists():
-            raise ChildFailed(f"the harness process exited with status {proc.returncode}")
-        try:
-            result: dict[str, Any] = json.loads(out.read_text())
-        except ValueError as exc:
-            raise ChildFailed(f"the harness process wrote no JSON: {exc}") from None
-    return result
+def component_ids(files: Mapping[str, str]) -> dict[str, str]:
+    """The content hash of each training-relevant component (the provenance of a row)."""
+    return {name: content_id(files.get(path, "")) for name, path in COMPONENT_FILES.items()}
 
 
-def _replay(episode: Any, actions: Any) -> None:
-    for action in actions if isinstance(actions, list) else []:
-        if episode.done:
-            return
-        checked = checked_action(action, "the harness process")
-        if checked is None:
-            episode.fail("no action")
-            return
-        episode.act(checked)
+def read_workspace(workspace: Path) -> dict[str, str]:
+    """The workspace's files, read before any candidate code runs (nothing after counts)."""
+    files = {}
+    for path in (*COMPONENT_FILES.values(), POLICY):
+        source = workspace / path
+        if source.is_file() and not source.is_symlink():
+            files[path] = source.read_text(errors="replace")[:MAX_FILE_CHARS]
+    return files
 
 
-def evaluate(workspace: Path, worlds: Path, policies: Path) -> dict[str, Any]:
-    claimed = _child("eval", workspace, worlds, policies, [])
-    if claimed.get("error"):
-        return {"metrics": {}, "instances": {}, "error": str(claimed["error"])}
-    episodes = episodes_of(load_universes(worlds))
-    actions = claimed.get("actions", {})
-    for episode in episodes:
-        _replay(episode, actions.get(episode.question.qid, []))
+def parse_universes(data: bytes) -> list[world.Universe]:
+    return [world.from_json(u) for u in json.loads(data)]
+
+
+def episodes_of(universes: list[world.Universe], only: set[str] | None = None) -> list[Episode]:
+    out = []
+    for u in universes:
+        index = index_for(u)
+        out += [Episode(u, q, index) for q in u.questions if only is None or q.qid in only]
+    return out
+
+
+def policy_name(files: Mapping[str, str]) -> str:
+    try:
+        return str(json.loads(files.get(POLICY, ""))["policy"])
+    except (ValueError, KeyError, TypeError):
+        raise HarnessError(f'{POLICY} must be {{"policy": "<checkpoint id>"}}') from None
+
+
+def load_policy(files: Mapping[str, str], policies: Path) -> Complete | None:
+    name = policy_name(files)
+    if name == "none":
+        return None
+    if "/" in name or name.startswith("."):
+        raise HarnessError(f"{POLICY} names {name[:60]!r}, not a checkpoint id")
+    from recursor.tasks.worlds.policy import Policy
+
+    return Policy(policies / name).complete
+
+
+@contextmanager
+def child(role: str, files: Mapping[str, str],
+          deadline_s: float = REPLY_DEADLINE_S) -> Iterator[Child]:
+    """A candidate child in a fresh private copy of the workspace, removed afterwards."""
+    folder = Path(tempfile.mkdtemp(prefix=f"worlds-{role}-"))
+    for name, text in files.items():
+        (folder / name).write_text(text)
+    process = None
+    try:
+        process = Child(role, folder, deadline_s)
+        yield process
+    finally:
+        if process is not None:
+            process.close()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def evaluate(files: Mapping[str, str], universes: list[world.Universe],
+             complete: Complete) -> dict[str, Any]:
+    """Run the harness (in its child) with ``complete`` on every question; score here."""
+    episodes = episodes_of(universes)
+    with child("harness", files) as process:
+        run_episodes(Harness(process), episodes, complete)
     instances = {e.question.qid: float(e.success) for e in episodes}
     metrics: dict[str, float] = {"success": sum(instances.values()) / len(episodes)}
     for hops in range(1, world.MAX_HOPS + 1):
@@ -101,55 +143,107 @@ def evaluate(workspace: Path, worlds: Path, policies: Path) -> dict[str, Any]:
     return {"metrics": metrics, "instances": instances, "error": None}
 
 
-def corpus(workspace: Path, worlds: Path, policies: Path, cycle: int, seed: int,
-           rl: bool = False) -> dict[str, Any]:
-    extra = ["--cycle", str(cycle), "--seed", str(seed)] + (["--rl"] if rl else [])
-    claimed = _child("corpus", workspace, worlds, policies, extra)
-    if claimed.get("error"):
-        return {"metrics": {}, "instances": {}, "error": str(claimed["error"])}
-    ids = {name: content_id((workspace / path).read_text())
-           for name, path in (("harness", HARNESS), ("recipe", RECIPE),
-                              ("curriculum", CURRICULUM))}
-    current = policy_id(workspace)
-    trajectories = claimed.get("trajectories", [])
-    rows = []
-    for t in trajectories:
-        source = "solver" if t.get("source") == "solver" else "policy"
-        origin = {**ids, "policy": "solver" if source == "solver" else current,
-                  "task": f"worlds:{t.get('task')}", "source": source}
-        rows += [{"prompt": str(p), "completion": str(c), "provenance": origin}
-                 for p, c in t.get("rows", [])]
+def _trajectory(source: str, episode: Episode, rows: list[tuple[str, str]]) -> dict[str, Any]:
+    return {"task": episode.question.qid, "hops": episode.question.hops, "source": source,
+            "verified": verified(episode), "steps": len(rows), "rows": rows}
+
+
+def _own_rollouts(harness: Harness, episodes: list[Episode], complete: Complete,
+                  ) -> tuple[list[dict[str, Any]], list[tuple[str, str, str]]]:
+    """The policy's trajectories (its own actions), and per visited state the completion the
+    solver's move from there renders to: (task, prompt, target), for RL rewards."""
+    turns = run_episodes(harness, episodes, complete)
+    acted = [(t.action, t.state) for ts in turns for t in ts if t.action]
+    completions = iter(harness.format([a for a, _ in acted], [s for _, s in acted]))
+    every = [t for ts in turns for t in ts]
+    targets = iter(harness.format(
+        [next_action(e.question, t.state["history"]) for e, ts in zip(episodes, turns,
+                                                                      strict=True) for t in ts],
+        [t.state for t in every]))
+    out, visited = [], []
+    for episode, ts in zip(episodes, turns, strict=True):
+        rows = [(t.prompt, next(completions)) for t in ts if t.action]
+        out.append(_trajectory("policy", episode, rows))
+        visited += [(episode.question.qid, t.prompt, next(targets)) for t in ts]
+    return out, visited
+
+
+def corpus(files: Mapping[str, str], universes: list[world.Universe], complete: Complete | None,
+           cycle: int, seed: int, rl: bool = False) -> dict[str, Any]:
+    """A policy step's training rows on ``universes``: the curriculum's tasks (data child), the
+    solver's and the policy's trajectories rendered under the harness (harness child), the
+    recipe's selection (data child). Labels are this process's; the data child is started
+    and loaded before the harness child exists, so the harness cannot rewrite its code."""
+    with child("data", files) as data, child("harness", files) as process:
+        harness = Harness(process)
+        probe = episodes_of(universes)
+        failed = [e.question.qid for e in probe]
+        if complete is not None:
+            run_episodes(harness, probe, complete)
+            failed = [e.question.qid for e in probe if not e.success]
+        chosen = choose_tasks(data, probe, cycle, failed)
+        demos = [solve(e.universe, e.question, e.index) for e in episodes_of(universes, chosen)]
+        trajectories = [_trajectory("solver", d, rows) for d, rows in
+                        zip(demos, rendered_demonstrations(harness, demos), strict=True)]
+        visited: list[tuple[str, str, str]] = []
+        own = use_policy_rollouts(data)
+        if complete is not None and (rl or own):
+            rollouts, visited = _own_rollouts(harness, episodes_of(universes, chosen), complete)
+            trajectories += rollouts if own else []
+        picked = selected(data, trajectories, seed)
+    return _corpus_verdict(files, [trajectories[i] for i in picked], visited, failed, len(probe),
+                           rl)
+
+
+def _corpus_verdict(files: Mapping[str, str], trajectories: list[dict[str, Any]],
+                    visited: list[tuple[str, str, str]], failed: list[str], probed: int,
+                    rl: bool) -> dict[str, Any]:
+    rows = [{"prompt": p, "completion": c, "provenance": {"task": f"worlds:{t['task']}",
+                                                          "source": t["source"]}}
+            for t in trajectories for p, c in t["rows"]]
     if rl:  # fresh rollouts under this harness, each state scored against the solver's move
-        rows = [{"prompt": str(p), "target": str(target), "provenance": {
-            **ids, "policy": current, "task": f"worlds:{q}", "source": "rollout"}}
-            for q, p, target in claimed.get("visited", [])]
-    failed = [str(q) for q in claimed.get("failed", [])]
-    sources = Counter(str(t.get("source")) for t in trajectories)
-    probed = max(1, int(claimed.get("probed", 1)))
-    metrics = {"success": 1.0 - len(failed) / probed, "rows": float(len(rows)),
+        rows = [{"prompt": p, "target": target, "provenance": {"task": f"worlds:{q}",
+                                                               "source": "rollout"}}
+                for q, p, target in visited]
+    sources = Counter(t["source"] for t in trajectories)
+    metrics = {"success": 1.0 - len(failed) / max(1, probed), "rows": float(len(rows)),
                "trajectories": float(len(trajectories)),
                **{f"from_{k}": float(v) for k, v in sources.items()}}
-    return {"metrics": metrics, "instances": {}, "error": None, "rows": rows, "failed": failed}
+    return {"metrics": metrics, "instances": {}, "error": None, "rows": rows, "failed": failed,
+            "components": component_ids(files), "policy": policy_name(files)}
+
+
+def run(mode: str, files: Mapping[str, str], universes: list[world.Universe], policies: Path,
+        cycle: int = 0, seed: int = 0, rl: bool = False) -> dict[str, Any]:
+    """The verdict of ``mode`` (eval or corpus); a contract breach is an ``error`` verdict,
+    a crash raises :class:`ChildCrashed`."""
+    try:
+        complete = load_policy(files, policies)
+        if mode == "eval":
+            if complete is None:
+                raise HarnessError(f"{POLICY} names no policy; an evaluation needs one")
+            return evaluate(files, universes, complete)
+        return corpus(files, universes, complete, cycle, seed, rl)
+    except HarnessError as exc:
+        return {"metrics": {}, "instances": {}, "error": f"harness: {exc}"}
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("mode", choices=("eval", "corpus"))
     parser.add_argument("--workspace", type=Path, required=True)
-    parser.add_argument("--worlds", type=Path, required=True)
+    parser.add_argument("--worlds", type=Path, required=True, help="a pipe fed once, or a file")
     parser.add_argument("--policies", type=Path, required=True)
     parser.add_argument("--cycle", type=int, default=0)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--rl", action="store_true", help="corpus: RL prompts with targets")
     args = parser.parse_args(argv)
-    target = protect_verdict()
+    target = protect_verdict()  # first: nothing of this process is readable from a child
+    universes = parse_universes(read_once(args.worlds))
+    files = read_workspace(args.workspace)
     try:
-        if args.mode == "eval":
-            verdict = evaluate(args.workspace, args.worlds, args.policies)
-        else:
-            verdict = corpus(args.workspace, args.worlds, args.policies, args.cycle, args.seed,
-                             args.rl)
-    except ChildFailed as exc:
+        verdict = run(args.mode, files, universes, args.policies, args.cycle, args.seed, args.rl)
+    except ChildCrashed as exc:
         print(f"worlds evaluator: {exc}", file=sys.stderr)
         return 1
     write_verdict(target, verdict)

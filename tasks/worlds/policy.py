@@ -49,4 +49,29 @@ class Policy:
         return [self.tokenizer.decode(row, skip_special_tokens=True) for row in new]
 
 
-__all__ = ["MAX_NEW_TOKENS", "Policy"]
+def readable_by_all(root: Path) -> None:
+    """Make a checkpoint readable by any user (safetensors writes its weights 0600): the
+    sandbox runs evaluations as an unprivileged uid under a root controller. A policy is no
+    secret from candidates, who run it anyway."""
+    root.chmod(0o755)
+    for path in root.rglob("*"):
+        if not path.is_symlink():
+            path.chmod(0o755 if path.is_dir() else 0o644)
+
+
+def write_untrained(folder: Path, model_options: dict[str, Any]) -> None:
+    """Save a freshly initialised tiny GPT-2 whose tokenizer knows every name and the seed
+    harness's words: a stand-in policy for tests and benchmarks of the harness's side."""
+    from recursor.executors.tiny import build_model, build_tokenizer
+    from recursor.tasks.worlds import world
+
+    names = [n for kind in world.POOL_SIZES for n in world.name_pool(kind)]
+    words = "question : who or what is the of ? observation : none action : search open answer"
+    tokenizer = build_tokenizer([" ".join(names), words + " results , 1 2 3 4 5 6"])
+    model = build_model(tokenizer, model_options)
+    model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    readable_by_all(folder)
+
+
+__all__ = ["MAX_NEW_TOKENS", "Policy", "readable_by_all", "write_untrained"]

@@ -8,12 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from recursor.orchestrator.coevolution import RoutingError, check_single_harness, route
+from recursor.orchestrator.coevolution import RoutingError, check_single_harness, route, stamp
 from recursor.sandbox import trusted_module_command
 from recursor.sandbox.guest import HOST_RUN_ENV
 from recursor.tasks.worlds import WorldsTask, world
-from recursor.tasks.worlds.episodes import HarnessError, load_harness, run_episodes
-from recursor.tasks.worlds.evaluate import content_id, corpus
+from recursor.tasks.worlds.episodes import Harness, HarnessError, run_episodes
+from recursor.tasks.worlds.evaluate import child, content_id, corpus
+from recursor.tasks.worlds.protocol import ChildCrashed
 from recursor.tasks.worlds.solver import plan, solve, verified
 from recursor.tasks.worlds.tools import Episode, index_for
 from tests.helpers.worlds_harnesses import CRASH, GARBAGE, ORACLE, SEED
@@ -70,28 +71,32 @@ def test_solver_trajectories_verify() -> None:
     assert not verified(wrong)
 
 
-def _harness(tmp_path: Path, source: str):
-    path = tmp_path / "harness.py"
-    path.write_text(source)
-    return load_harness(path)
+def _files(harness: str | None = None) -> dict[str, str]:
+    files = dict(WorldsTask().seed_files())
+    if harness is not None:
+        files["harness.py"] = harness
+    return files
 
 
-def test_oracle_harness_solves_without_a_policy(tmp_path: Path) -> None:
+def test_oracle_harness_solves_without_a_policy() -> None:
     universe = world.generate(3, "dev")
     index = index_for(universe)
     episodes = [Episode(universe, q, index) for q in universe.questions]
-    run_episodes(_harness(tmp_path, ORACLE), episodes, lambda ps: ["?"] * len(ps))
+    with child("harness", _files(ORACLE)) as process:
+        run_episodes(Harness(process), episodes, lambda ps: ["?"] * len(ps))
     assert all(e.success for e in episodes)
 
 
-def test_garbage_and_crashing_harnesses_are_told_apart(tmp_path: Path) -> None:
+def test_garbage_and_crashing_harnesses_are_told_apart() -> None:
     universe = world.generate(3, "dev")
     index = index_for(universe)
     episodes = [Episode(universe, q, index) for q in universe.questions[:2]]
-    with pytest.raises(HarnessError, match="parse\\(\\) returned"):
-        run_episodes(_harness(tmp_path, GARBAGE), episodes, lambda ps: ["open x"] * len(ps))
-    with pytest.raises(RuntimeError, match="crashes"):
-        run_episodes(_harness(tmp_path, CRASH), episodes, lambda ps: ["open x"] * len(ps))
+    with pytest.raises(HarnessError, match="parse\\(\\) returned"), \
+            child("harness", _files(GARBAGE)) as process:
+        run_episodes(Harness(process), episodes, lambda ps: ["open x"] * len(ps))
+    with pytest.raises(ChildCrashed, match="crashes"), \
+            child("harness", _files(CRASH)) as process:
+        run_episodes(Harness(process), episodes, lambda ps: ["open x"] * len(ps))
 
 
 def _workspace(tmp_path: Path, harness: str | None = None) -> Path:
@@ -104,19 +109,13 @@ def _workspace(tmp_path: Path, harness: str | None = None) -> Path:
     return ws
 
 
-def _worlds_file(path: Path, split: str, count: int, questions: int) -> Path:
-    path.write_text(json.dumps([world.to_json(u)
-                                for u in world.split_universes(split, count, questions)]))
-    return path
-
-
-def test_corpus_rows_carry_the_workspace_harness(tmp_path: Path) -> None:
-    ws = _workspace(tmp_path)
-    worlds = _worlds_file(tmp_path / "train.json", "train", 2, 8)
-    verdict = corpus(ws, worlds, tmp_path, cycle=0, seed=0)
-    rows = verdict["rows"]
-    assert rows and verdict["error"] is None
-    harness = content_id((ws / "harness.py").read_text())
+def test_corpus_rows_carry_the_workspace_harness() -> None:
+    files = _files()
+    verdict = corpus(files, world.split_universes("train", 2, 8), None, cycle=0, seed=0)
+    assert verdict["error"] is None
+    rows = stamp(files, verdict, "none")
+    assert rows
+    harness = content_id(files["harness.py"])
     assert {r["provenance"]["harness"] for r in rows} == {harness}
     assert {r["provenance"]["policy"] for r in rows} == {"solver"}
     assert all(r["provenance"]["task"].startswith("worlds:train-") for r in rows)
