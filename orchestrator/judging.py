@@ -29,6 +29,12 @@ def changed_components(ctx: CampaignContext, node: NodeRow, incumbent: NodeRow) 
     return changed or [ctx.config.components[0]]
 
 
+def bootstrap_seed(campaign_seed: int, node: NodeRow) -> str:
+    """The paired bootstrap's seed: the campaign's seed and the node's place in the loop,
+    never its id (which carries the random campaign id), so a rerun decides alike."""
+    return f"{campaign_seed}:{node.round}:{node.slot}"
+
+
 def judge_node(ctx: CampaignContext, node: NodeRow, score_split: SplitScorer) -> bool:
     """Promote ``node`` if it passes both gates; return whether it was promoted."""
     incumbent_id = ctx.archive.incumbent(ctx.campaign_id)
@@ -41,7 +47,8 @@ def judge_node(ctx: CampaignContext, node: NodeRow, score_split: SplitScorer) ->
     inc_dev = ctx.archive.evaluation(incumbent_id, Split.DEV.value)
     gate = dev_gate(node.score, incumbent.score or 0.0,
                     cand_dev.instances if cand_dev else {}, inc_dev.instances if inc_dev else {},
-                    ctx.task.objective, ctx.config.promotion, seed=node.id)
+                    ctx.task.objective, ctx.config.promotion,
+                    seed=bootstrap_seed(ctx.config.seed, node))
     evidence["dev"] = gate.evidence
     if gate.passed:
         heldout = score_split(ctx, node, Split.HELDOUT)
@@ -63,4 +70,4 @@ def judge_node(ctx: CampaignContext, node: NodeRow, score_split: SplitScorer) ->
     return promoted
 
 
-__all__ = ["changed_components", "judge_node"]
+__all__ = ["bootstrap_seed", "changed_components", "judge_node"]

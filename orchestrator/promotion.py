@@ -8,7 +8,8 @@ Two gates, both recorded as evidence with the promotion (or the refusal):
    also pass a paired bootstrap: the ``1 - confidence`` quantile of their resampled mean must
    be above zero. With fewer instances a bootstrap says nothing, so the threshold alone decides.
 2. **Held-out.** The candidate's held-out score may be worse than the incumbent's by at most
-   ``promotion.heldout_tolerance``: a variant that overfits the dev games is refused.
+   ``promotion.heldout_tolerance``, or by default the task's own
+   (``Objective.heldout_tolerance``): a variant that overfits the dev games is refused.
 """
 
 from __future__ import annotations
@@ -69,14 +70,16 @@ def heldout_gate(candidate_score: float | None, incumbent_score: float | None,
     """Gate 2: no held-out regression beyond the tolerance (no score at all fails)."""
     if candidate_score is None:
         return Gate(False, {"heldout": "the held-out evaluation failed"})
+    tolerance = (objective.heldout_tolerance if config.heldout_tolerance is None
+                 else config.heldout_tolerance)
     evidence: dict[str, Any] = {"heldout_score": candidate_score,
                                 "incumbent_heldout": incumbent_score,
-                                "heldout_tolerance": config.heldout_tolerance}
+                                "heldout_tolerance": tolerance}
     if incumbent_score is None:
         return Gate(True, evidence)
     change = objective.improvement(candidate_score, incumbent_score)
     evidence["heldout_improvement"] = change
-    return Gate(change >= -config.heldout_tolerance, evidence)
+    return Gate(change >= -tolerance, evidence)
 
 
 __all__ = ["Gate", "MIN_PAIRED", "dev_gate", "heldout_gate", "paired_bootstrap_lower"]

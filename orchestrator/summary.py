@@ -52,6 +52,7 @@ class CampaignSummary:
     patch: str
     tokens: int = 0
     cost: float = 0.0
+    milestones: list[str] = field(default_factory=list)  # the task's reference points
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -90,7 +91,10 @@ def campaign_summary(archive: Archive, campaign_id: str, stop_reason: str = "") 
 
 
 def summarize(ctx: Any, stop_reason: str) -> CampaignSummary:
-    return campaign_summary(ctx.archive, ctx.campaign_id, stop_reason)
+    """The campaign's summary, with the task's milestones for the best node's dev metrics."""
+    summary = campaign_summary(ctx.archive, ctx.campaign_id, stop_reason)
+    summary.milestones = list(ctx.task.milestones(summary.best.dev.get("metrics", {})))
+    return summary
 
 
 def _score(split: dict[str, Any], metric: str) -> Text:
@@ -122,6 +126,8 @@ def render_summary(summary: CampaignSummary, metric: str, console: Console) -> N
                             f"{summary.promotions} promotions. {summary.stop_reason}"))
     if summary.tokens:
         console.print(Text(f"Model usage: {summary.tokens} tokens, ${summary.cost:.4f}."))
+    for line in summary.milestones:
+        console.print(Text(line))
 
 
 def _number(value: Any) -> Text:

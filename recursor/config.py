@@ -162,9 +162,9 @@ class PromotionConfig(_Model):
         1e-3, ge=0, description="smallest dev improvement (objective units) that counts"
     )
     confidence: float = Field(0.95, gt=0.5, lt=1)
-    heldout_tolerance: float = Field(
-        0.5, ge=0, description="largest held-out regression (objective units) allowed"
-    )
+    heldout_tolerance: float | None = Field(
+        None, ge=0, description="largest held-out regression (objective units) allowed; "
+        "default: the task's own (cfr and psro 0.1 log10 units, worlds 0.05)")
 
 
 class BudgetConfig(_Model):

@@ -29,8 +29,15 @@ from recursor.types import ChangeKind, Split
 
 @dataclass(frozen=True)
 class Objective:
+    """What a campaign optimizes. ``heldout_tolerance`` is the largest held-out regression a
+    promotion may bring, in the metric's own units (``promotion.heldout_tolerance`` overrides
+    it): each task states what is meaningful for its metric (cfr, a log10 exploitability:
+    0.1, about 26% more exploitable; worlds, a success fraction: 0.05); the default allows
+    none."""
+
     metric: str
     direction: Literal["minimize", "maximize"] = "minimize"
+    heldout_tolerance: float = 0.0
 
     def better(self, a: float, b: float) -> bool:
         """True when ``a`` is strictly better than ``b``."""
@@ -109,6 +116,11 @@ class Task(abc.ABC):
 
     def mutation_primitives(self) -> Sequence[Any]:
         """Task-specific mutation primitives added to the generic library."""
+        return ()
+
+    def milestones(self, dev_metrics: Mapping[str, float]) -> Sequence[str]:
+        """Lines saying which known reference levels ``dev_metrics`` (the best node's) reach,
+        printed at the end of a campaign; none by default."""
         return ()
 
     def proposer_hints(self) -> str:

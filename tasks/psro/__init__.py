@@ -84,7 +84,8 @@ class PSROTask(Task):
 
     name = "psro"
     description = DESCRIPTION
-    objective = Objective("score", "minimize")
+    # score is a mean log10 exploitability, as for cfr
+    objective = Objective("score", "minimize", heldout_tolerance=0.1)
 
     def __init__(self, iterations: int = 30, solver_timeout_s: float = 100.0) -> None:
         if iterations < 1:

@@ -66,7 +66,8 @@ class WorldsTask(PolicyTask):
 
     name = "worlds"
     description = DESCRIPTION
-    objective = Objective("success", "maximize")
+    # success is a fraction of questions: a held-out drop of at most 5 points
+    objective = Objective("success", "maximize", heldout_tolerance=0.05)
     policy_path = POLICY
 
     def __init__(self, universes: Mapping[str, int] | None = None, questions: int = 24,

@@ -81,3 +81,42 @@ def test_inspirations_are_the_best_the_most_recent_and_the_least_alike() -> None
     chosen = choose_inspirations(nodes, sign=1.0, parent_id="root")
     assert [v.id for v in chosen] == ["best", "newest", "odd"]
     assert choose_inspirations(nodes[:1], sign=1.0, parent_id="root") == []
+
+
+def test_the_default_heldout_tolerance_is_the_tasks_and_refuses_a_tripled_exploitability() -> None:
+    import math
+
+    from recursor.tasks.cfr import CFRTask
+    from recursor.tasks.worlds import WorldsTask
+
+    cfr, default = CFRTask().objective, PromotionConfig()
+    incumbent = math.log10(0.01)
+    assert not heldout_gate(math.log10(0.03), incumbent, cfr, default).passed  # tripled
+    assert not heldout_gate(math.log10(0.0135), incumbent, cfr, default).passed  # +35%
+    assert heldout_gate(math.log10(0.012), incumbent, cfr, default).passed  # +20%
+    worlds = WorldsTask().objective
+    assert heldout_gate(0.46, 0.50, worlds, default).passed
+    assert not heldout_gate(0.44, 0.50, worlds, default).passed
+    strict = Objective("score", "minimize")  # a task that states nothing allows no regression
+    assert not heldout_gate(-1.99, -2.0, strict, default).passed
+    assert heldout_gate(-1.99, -2.0, strict, PromotionConfig(heldout_tolerance=0.05)).passed
+
+
+def test_the_bootstrap_seed_does_not_depend_on_the_random_node_id() -> None:
+    from recursor.archive.models import NodeRow
+    from recursor.orchestrator.judging import bootstrap_seed
+
+    a = NodeRow(id="aaaaaa-003-1", round=3, slot=1)
+    b = NodeRow(id="bbbbbb-003-1", round=3, slot=1)
+    assert bootstrap_seed(7, a) == bootstrap_seed(7, b) != bootstrap_seed(8, a)
+
+
+def test_cfr_milestones_say_which_reference_levels_leduc_reached() -> None:
+    from recursor.tasks.cfr import CFRTask
+
+    lines = CFRTask().milestones({"expl_leduc_poker": 0.01})
+    assert lines == ["leduc exploitability 0.01000 after 100 iterations: reached the CFR+ level "
+                     "(0.01342)", "leduc exploitability 0.01000 after 100 iterations: did not "
+                     "reach the DCFR level (0.00775)"]
+    assert CFRTask(iterations=50).milestones({"expl_leduc_poker": 0.01}) == ()
+    assert CFRTask().milestones({}) == ()
