@@ -36,7 +36,7 @@ from recursor.errors import ArchiveError
 from recursor.types import NodeStatus
 
 ARCHIVE_FILE = "archive.sqlite"
-_Row = TypeVar("_Row", NodeRow, EvaluationRow)
+_Row = TypeVar("_Row", NodeRow, EvaluationRow, PromotionRow)
 LOG_LIMIT = 200_000  # characters kept per log entry
 
 
@@ -129,7 +129,11 @@ class Archive:
 
     # nodes -------------------------------------------------------------------------------
     def _insert_once(self, row: _Row, stored: Callable[[], _Row | None]) -> _Row:
-        """Insert ``row`` unless ``stored()`` finds its twin (also after losing a race)."""
+        """Insert ``row`` unless ``stored()`` finds its twin (also after losing a race).
+
+        Several processes may write one archive: the unique constraint decides the race, and
+        the loser's transaction (aborted, on PostgreSQL) is rolled back by ``s.begin()``
+        before the winner's row is read in a fresh session."""
         existing = stored()
         if existing is not None:
             return existing
@@ -244,7 +248,14 @@ class Archive:
 
     # jobs --------------------------------------------------------------------------------
     def record_job(self, job_id: str, **fields: Any) -> JobRow:
-        """Insert or update the job's row (a job reported twice keeps one row)."""
+        """Insert or update the job's row (a job reported twice keeps one row, also when two
+        writers insert it at once: the loser updates the winner's row)."""
+        try:
+            return self._record_job_once(job_id, fields)
+        except IntegrityError:
+            return self._record_job_once(job_id, fields)
+
+    def _record_job_once(self, job_id: str, fields: dict[str, Any]) -> JobRow:
         with self.session() as s, s.begin():
             row = s.get(JobRow, job_id)
             if row is None:
@@ -273,15 +284,15 @@ class Archive:
     def add_promotion(self, campaign_id: str, component: str, node_id: str,
                       previous: str | None, evidence: dict[str, Any]) -> None:
         """Record that ``node_id`` became ``component``'s incumbent (idempotent per node and
-        component)."""
+        component, also when several writers race)."""
+        row = PromotionRow(campaign_id=campaign_id, component=component, node_id=node_id,
+                           previous_node_id=previous, evidence=evidence)
+        self._insert_once(row, lambda: self._promotion(node_id, component))
+
+    def _promotion(self, node_id: str, component: str) -> PromotionRow | None:
         with self.session() as s:
-            found = s.scalars(select(PromotionRow).where(
+            return s.scalars(select(PromotionRow).where(
                 PromotionRow.node_id == node_id, PromotionRow.component == component)).first()
-        if found is not None:
-            return
-        with self.session() as s, s.begin():
-            s.add(PromotionRow(campaign_id=campaign_id, component=component, node_id=node_id,
-                               previous_node_id=previous, evidence=evidence))
 
     def promotions(self, campaign_id: str) -> list[PromotionRow]:
         with self.session() as s:
