@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from sqlalchemy import text
 
 from recursor.archive.store import Archive
 from recursor.config import parse_config
@@ -74,10 +75,21 @@ def test_misbehaving_candidates_are_recorded_and_the_campaign_continues(
     assert "garbage" in garbage_logs.get("dev.stdout", "")
 
 
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def archive_options(request: pytest.FixtureRequest) -> dict[str, object]:
+    """The campaign's ``archive`` section: the default (SQLite in the campaign directory), or a
+    fresh PostgreSQL database (which then also holds the LangGraph checkpoints)."""
+    if request.param == "postgres":
+        return {"url": request.getfixturevalue("postgres_url")}
+    return {}
+
+
 def test_kill_9_then_resume_loses_nothing_and_repeats_nothing(
-        tmp_path: Path, subprocess_env: dict[str, str]) -> None:
+        tmp_path: Path, subprocess_env: dict[str, str],
+        archive_options: dict[str, object]) -> None:
     directory = tmp_path / "c"
-    (tmp_path / "c.yaml").write_text(json.dumps(_config(budget={"max_evals": 10})))
+    config = _config(budget={"max_evals": 10}, archive=archive_options)
+    (tmp_path / "c.yaml").write_text(json.dumps(config))
     cmd = [sys.executable, "-m", "recursor.cli"]
     child = subprocess.Popen([*cmd, "run", str(tmp_path / "c.yaml"), "--dir", str(directory),
                               "-q"], env=subprocess_env, stdout=subprocess.DEVNULL,
@@ -98,6 +110,12 @@ def test_kill_9_then_resume_loses_nothing_and_repeats_nothing(
     dev_logs = [log.node_id for log in archive.logs_all() if log.stream == "dev.stderr"]
     assert len(dev_logs) == len(set(dev_logs)), "a dev evaluation ran twice"
     assert campaign_summary(archive, cid).evaluated == 10
+    # the checkpoints live beside a SQLite archive, inside a PostgreSQL one
+    assert (directory / "checkpoints.sqlite").exists() == ("url" not in archive_options)
+    if "url" in archive_options:
+        with archive.engine.connect() as conn:
+            query = text("SELECT count(*) FROM checkpoints WHERE thread_id = :cid")
+            assert conn.execute(query, {"cid": cid}).scalar_one() > 0
 
 
 def _wait_for_evaluations(directory: Path, child: subprocess.Popen[bytes],
@@ -108,7 +126,10 @@ def _wait_for_evaluations(directory: Path, child: subprocess.Popen[bytes],
     while time.monotonic() < deadline:
         if child.poll() is not None:
             pytest.fail(f"campaign ended early: {child.stderr.read() if child.stderr else ''}")
-        if (directory / "campaign.json").exists() and (directory / "archive.sqlite").exists():
+        manifest = directory / "campaign.json"
+        # opening the archive before the controller creates it would race its creation
+        if manifest.exists() and (not json.loads(manifest.read_text())["archive_url"]
+                                  .startswith("sqlite") or (directory / "archive.sqlite").exists()):
             archive, _ = _archive(directory)
             try:
                 rows = archive.evaluations()
