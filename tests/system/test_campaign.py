@@ -118,6 +118,16 @@ def test_kill_9_then_resume_loses_nothing_and_repeats_nothing(
             assert conn.execute(query, {"cid": cid}).scalar_one() > 0
 
 
+def _archive_exists(directory: Path) -> bool:
+    """Whether the campaign's archive is there (opening a SQLite one before the controller
+    creates it would race its creation)."""
+    manifest = directory / "campaign.json"
+    if not manifest.exists():
+        return False
+    url = json.loads(manifest.read_text())["archive_url"]
+    return not url.startswith("sqlite") or (directory / "archive.sqlite").exists()
+
+
 def _wait_for_evaluations(directory: Path, child: subprocess.Popen[bytes],
                           at_least: int) -> dict[tuple[str, str], tuple[int, object]]:
     import time
@@ -126,10 +136,7 @@ def _wait_for_evaluations(directory: Path, child: subprocess.Popen[bytes],
     while time.monotonic() < deadline:
         if child.poll() is not None:
             pytest.fail(f"campaign ended early: {child.stderr.read() if child.stderr else ''}")
-        manifest = directory / "campaign.json"
-        # opening the archive before the controller creates it would race its creation
-        if manifest.exists() and (not json.loads(manifest.read_text())["archive_url"]
-                                  .startswith("sqlite") or (directory / "archive.sqlite").exists()):
+        if _archive_exists(directory):
             archive, _ = _archive(directory)
             try:
                 rows = archive.evaluations()
