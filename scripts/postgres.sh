@@ -50,7 +50,7 @@ install_server() {
 }
 
 init_cluster() {
-  [ -f "$DATA/PG_VERSION" ] && return 0
+  as_postgres test -f "$DATA/PG_VERSION" && return 0
   local bin
   bin=$(bindir)
   $sudo mkdir -p "$HOME_DIR" "$SOCKETS"
@@ -102,7 +102,7 @@ ensure_role() {  # the `recursor` role and database, created once
 stop_server() {
   local bin
   bin=$(bindir) || return 0
-  [ -f "$DATA/PG_VERSION" ] || return 0
+  as_postgres test -f "$DATA/PG_VERSION" || return 0
   as_postgres "$bin/pg_ctl" -D "$DATA" -m fast -w status >/dev/null 2>&1 || return 0
   as_postgres "$bin/pg_ctl" -D "$DATA" -m fast -w -t 60 stop >/dev/null
 }
