@@ -6,10 +6,13 @@ STAMP := $(VENV)/.installed
 DEMO_DIR ?= campaigns/demo-$(shell date +%Y%m%d-%H%M%S)
 # The docker sandbox's engine: Recursor's own podman service unless DOCKER_HOST names another.
 export DOCKER_HOST ?= unix:///run/recursor-podman/podman.sock
+# The PostgreSQL server the `postgres` tests use: Recursor's private one (scripts/postgres.sh)
+# unless this names another; unset, those tests are skipped with the reason printed
+export RECURSOR_TEST_POSTGRES_URL ?= postgresql+psycopg://recursor@127.0.0.1:55432/recursor
 
 COEVOLVE_DIR ?= campaigns/coevolve-$(shell date +%Y%m%d-%H%M%S)
 
-.PHONY: demo demo-coevolve test lint typecheck unit system-deps browser-deps container-engine sandbox-image vllm-env clean
+.PHONY: demo demo-coevolve test lint typecheck unit system-deps browser-deps container-engine postgres sandbox-image vllm-env clean
 
 demo: $(STAMP) system-deps
 	$(VENV)/bin/recursor run --dir $(DEMO_DIR)
@@ -20,7 +23,7 @@ demo-coevolve: $(STAMP) system-deps
 
 test: $(STAMP) system-deps lint typecheck unit
 
-unit: $(STAMP) system-deps browser-deps sandbox-image vllm-env
+unit: $(STAMP) system-deps browser-deps postgres sandbox-image vllm-env
 	$(PY) -m pytest -q
 
 lint: $(STAMP)
@@ -39,6 +42,11 @@ browser-deps:
 # podman serving the Docker Engine API (installed and started when DOCKER_HOST is ours)
 container-engine:
 	@scripts/container-engine.sh
+
+# PostgreSQL for the archive and checkpointer tests: Debian's server, a private cluster on
+# 127.0.0.1:55432 (installed, initialized and started when the URL above is ours)
+postgres:
+	@scripts/postgres.sh >/dev/null
 
 # vLLM in its own virtualenv (its pins differ from training's); about 3.5 GB, built once and
 # cached in ~/.cache/recursor/vllm-env

@@ -32,6 +32,9 @@ def _v3_promotions_per_component(conn: Connection) -> None:
     unique = inspect(conn).get_unique_constraints("promotions")
     if any(c["name"] == "uq_promotion" for c in unique):
         return  # created with the new schema
+    if conn.dialect.name == "postgresql":
+        _v3_postgresql(conn, [c["name"] for c in unique if c["column_names"] == ["node_id"]])
+        return
     conn.execute(text("ALTER TABLE promotions RENAME TO promotions_v2"))
     for index in inspect(conn).get_indexes("promotions_v2"):
         conn.execute(text(f'DROP INDEX IF EXISTS "{index["name"]}"'))
@@ -39,6 +42,15 @@ def _v3_promotions_per_component(conn: Connection) -> None:
     columns = "id, campaign_id, component, node_id, previous_node_id, evidence, created_at"
     conn.execute(text(f"INSERT INTO promotions ({columns}) SELECT {columns} FROM promotions_v2"))
     conn.execute(text("DROP TABLE promotions_v2"))
+
+
+def _v3_postgresql(conn: Connection, node_only: list[str | None]) -> None:
+    """PostgreSQL alters constraints in place (a rebuilt copy would clash with the old
+    table's index names, and its id sequence would restart below the copied ids)."""
+    for name in node_only:
+        conn.execute(text(f'ALTER TABLE promotions DROP CONSTRAINT "{name}"'))
+    conn.execute(text("ALTER TABLE promotions ADD CONSTRAINT uq_promotion "
+                      "UNIQUE (node_id, component)"))
 
 
 MIGRATIONS: list[Callable[[Connection], None]] = [_v1_initial, _v2_jobs,
@@ -72,8 +84,16 @@ def migrate(engine: Engine, attempts: int = 20) -> int:
     raise AssertionError("unreachable")
 
 
+# any fixed key: PostgreSQL's advisory locks are per database, so this serializes migrations
+_MIGRATION_LOCK = 0x7265637572  # "recur"
+
+
 def _migrate_once(engine: Engine) -> int:
     with engine.begin() as conn:
+        if conn.dialect.name == "postgresql":
+            # held to the end of this transaction: concurrent openers wait, then see the
+            # winner's version (PostgreSQL's DDL is transactional, unlike the SQLite race below)
+            conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _MIGRATION_LOCK})
         version = current_version(conn)
         if version > LATEST:
             raise ArchiveError(

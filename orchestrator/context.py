@@ -6,7 +6,7 @@ A campaign directory holds::
     campaign.yaml        the resolved campaign config
     archive.sqlite       the archive (unless ``archive.url`` names another database)
     repo/                the git artifact store: one commit per node, branch ``best``
-    checkpoints.sqlite   the LangGraph checkpointer's state
+    checkpoints.sqlite   the LangGraph checkpointer's state (in the archive if PostgreSQL)
     cache/               the task's prepared data (e.g. game trees)
 """
 

@@ -9,10 +9,11 @@
 
 ``train`` runs instead of ``propose`` during a co-evolution schedule's policy steps.
 
-The graph's checkpoints go to ``checkpoints.sqlite`` in the campaign directory (written before
-each next step starts), its facts to the archive. :func:`run_campaign` starts a new campaign;
-:func:`resume_campaign` continues one from its last checkpoint: after a clean stop, after
-``kill -9``, or after a finished campaign whose budget was raised.
+The graph's checkpoints (written before each next step starts) go to ``checkpoints.sqlite`` in
+the campaign directory, or to the archive's database when that is PostgreSQL
+(:mod:`recursor.orchestrator.checkpoints`); its facts go to the archive. :func:`run_campaign`
+starts a new campaign; :func:`resume_campaign` continues one from its last checkpoint: after a
+clean stop, after ``kill -9``, or after a finished campaign whose budget was raised.
 """
 
 from __future__ import annotations
@@ -21,17 +22,12 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from langgraph.graph import END, START, StateGraph
 
 from recursor.config import CampaignConfig
 from recursor.orchestrator import steps
-from recursor.orchestrator.context import (
-    CHECKPOINTS,
-    CampaignContext,
-    create_campaign_dir,
-    open_context,
-)
+from recursor.orchestrator.checkpoints import open_checkpointer
+from recursor.orchestrator.context import CampaignContext, create_campaign_dir, open_context
 from recursor.orchestrator.progress import NullReporter, Reporter
 from recursor.orchestrator.steps import CampaignState
 from recursor.orchestrator.summary import CampaignSummary, summarize
@@ -59,7 +55,7 @@ def build_graph() -> StateGraph[CampaignState, CampaignContext, CampaignState, C
 
 async def _drive(ctx: CampaignContext) -> CampaignState:
     """Run the graph from its last checkpoint (or from the start) to the end."""
-    async with AsyncSqliteSaver.from_conn_string(str(ctx.directory / CHECKPOINTS)) as saver:
+    async with open_checkpointer(ctx.directory, ctx.archive.url) as saver:
         app = build_graph().compile(checkpointer=saver)
         config: Any = {"configurable": {"thread_id": ctx.campaign_id},
                        "recursion_limit": RECURSION_LIMIT}

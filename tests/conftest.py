@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import sys
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -65,3 +66,47 @@ def docker_sandbox_factory(docker_image: str):  # type: ignore[no-untyped-def]
             break
         time.sleep(0.2)
     assert not left, f"sandbox containers left behind: {[c.name for c in left]}"
+
+
+@pytest.fixture
+def postgres_databases() -> Iterator[Callable[[], str]]:
+    """Makes fresh, empty PostgreSQL databases (SQLAlchemy URLs); all are dropped afterwards.
+
+    The server is the one ``RECURSOR_TEST_POSTGRES_URL`` names (``make test`` exports it and
+    starts Recursor's private server with scripts/postgres.sh); without it the test is skipped
+    with the reason."""
+    import secrets
+
+    psycopg = pytest.importorskip("psycopg")
+    from sqlalchemy.engine import make_url
+
+    admin_url = os.environ.get("RECURSOR_TEST_POSTGRES_URL")
+    if not admin_url:
+        pytest.skip("RECURSOR_TEST_POSTGRES_URL is unset: start a server with "
+                    "scripts/postgres.sh and export the URL it prints (make test does both)")
+    admin = make_url(admin_url)
+    libpq = admin.set(drivername="postgresql").render_as_string(hide_password=False)
+    try:
+        psycopg.connect(libpq, connect_timeout=5).close()
+    except psycopg.OperationalError as exc:
+        pytest.skip(f"no PostgreSQL answers at RECURSOR_TEST_POSTGRES_URL ({exc}); "
+                    "run scripts/postgres.sh")
+    made: list[str] = []
+
+    def make() -> str:
+        name = f"recursor_test_{secrets.token_hex(6)}"
+        with psycopg.connect(libpq, autocommit=True) as conn:
+            conn.execute(f'CREATE DATABASE "{name}"')
+        made.append(name)
+        return admin.set(database=name).render_as_string(hide_password=False)
+
+    yield make
+    with psycopg.connect(libpq, autocommit=True) as conn:
+        for name in made:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture
+def postgres_url(postgres_databases: Callable[[], str]) -> str:
+    """A fresh, empty PostgreSQL database for one test (see ``postgres_databases``)."""
+    return postgres_databases()

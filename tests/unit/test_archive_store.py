@@ -1,22 +1,38 @@
-"""The archive store: round trips, idempotent writes, forward-only status, schema versions."""
+"""The archive store: round trips, idempotent writes, forward-only status, schema versions.
+
+Every test runs on SQLite and on PostgreSQL (``postgres`` marker: a fresh database each)."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from sqlalchemy import JSON, Column, DateTime, Integer, MetaData, String, Table, text
 
 from recursor.archive.migrations import LATEST
 from recursor.archive.models import EvaluationRow, NodeRow, SchemaVersion
-from recursor.archive.store import Archive
+from recursor.archive.store import Archive, sqlite_url
 from recursor.errors import ArchiveError
 
 
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def archive_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """The URL of an empty archive database on each backend."""
+    if request.param == "postgres":
+        return str(request.getfixturevalue("postgres_url"))
+    return sqlite_url(tmp_path)
+
+
 @pytest.fixture
-def archive(tmp_path: Path) -> Archive:
-    store = Archive.in_directory(tmp_path)
+def archive(archive_url: str, tmp_path: Path) -> Iterator[Archive]:
+    store = Archive(archive_url)
     store.create_campaign("c1", "demo", "cfr", {"seed": 0}, str(tmp_path / "repo"))
-    return store
+    yield store
+    store.close()
 
 
 def _node(round_: int, slot: int, **fields: object) -> NodeRow:
@@ -24,7 +40,7 @@ def _node(round_: int, slot: int, **fields: object) -> NodeRow:
                    kind="algorithm", proposer="mutation", status="pending", **fields)
 
 
-def test_round_trip_survives_reopening(archive: Archive, tmp_path: Path) -> None:
+def test_round_trip_survives_reopening(archive: Archive, archive_url: str) -> None:
     archive.add_node(_node(0, 0, rationale="root", proposal={"files": {"a.py": "x = 1"}}))
     archive.add_evaluation(EvaluationRow(node_id="c1-000-0", split="dev", seed=0,
                                          run_status="ok", metrics={"score": -1.5},
@@ -32,7 +48,7 @@ def test_round_trip_survives_reopening(archive: Archive, tmp_path: Path) -> None
     archive.add_log("c1-000-0", "dev.stdout", "hello")
     archive.add_promotion("c1", "algorithm", "c1-000-0", None, {"reason": "start"})
     archive.close()
-    again = Archive.in_directory(tmp_path)
+    again = Archive(archive_url)
     node = again.node("c1-000-0")
     assert node.rationale == "root" and node.proposal == {"files": {"a.py": "x = 1"}}
     evaluation = again.evaluation("c1-000-0", "dev")
@@ -78,12 +94,12 @@ def test_find_node_accepts_unique_parts(archive: Archive) -> None:
         archive.find_node("c1", "999-9")
 
 
-def test_a_newer_schema_is_refused(archive: Archive, tmp_path: Path) -> None:
+def test_a_newer_schema_is_refused(archive: Archive, archive_url: str) -> None:
     with archive.engine.begin() as conn:
         conn.execute(SchemaVersion.__table__.insert().values(version=LATEST + 1))
     archive.close()
     with pytest.raises(ArchiveError, match="newer than this Recursor"):
-        Archive.in_directory(tmp_path)
+        Archive(archive_url)
 
 
 def test_unknown_campaign_is_a_clear_error(archive: Archive) -> None:
@@ -91,41 +107,50 @@ def test_unknown_campaign_is_a_clear_error(archive: Archive) -> None:
         archive.campaign("nope")
 
 
-def test_v2_promotions_are_migrated_to_one_row_per_component(archive: Archive,
-                                                             tmp_path: Path) -> None:
-    from sqlalchemy import text
+def _v2_promotions_table() -> Table:
+    """The promotions table as archives before v3 had it (unique on node alone)."""
+    return Table("promotions", MetaData(),
+                 Column("id", Integer, primary_key=True, autoincrement=True),
+                 Column("campaign_id", String(64), nullable=False, index=True),
+                 Column("component", String(64), nullable=False),
+                 Column("node_id", String(64), nullable=False, unique=True),
+                 Column("previous_node_id", String(64)),
+                 Column("evidence", JSON, nullable=False),
+                 Column("created_at", DateTime(timezone=True), nullable=False))
 
+
+def test_v2_promotions_are_migrated_to_one_row_per_component(archive: Archive,
+                                                             archive_url: str) -> None:
     archive.add_node(_node(0, 0))
-    with archive.engine.begin() as conn:  # the promotions table as archives before v3 had it
+    old = _v2_promotions_table()
+    with archive.engine.begin() as conn:
         conn.execute(text("DROP TABLE promotions"))
-        conn.execute(text(
-            "CREATE TABLE promotions (id INTEGER PRIMARY KEY, campaign_id VARCHAR(64) NOT NULL, "
-            "component VARCHAR(64) NOT NULL, node_id VARCHAR(64) NOT NULL, "
-            "previous_node_id VARCHAR(64), evidence JSON NOT NULL, created_at DATETIME NOT NULL, "
-            "UNIQUE (node_id))"))
-        conn.execute(text("CREATE INDEX ix_promotions_campaign_id ON promotions (campaign_id)"))
-        conn.execute(text("INSERT INTO promotions VALUES (1, 'c1', 'algorithm', 'c1-000-0', "
-                          "NULL, '{}', '2026-01-01 00:00:00')"))
+        old.create(conn)
+        conn.execute(old.insert().values(campaign_id="c1", component="algorithm",
+                                         node_id="c1-000-0", evidence={},
+                                         created_at=datetime(2026, 1, 1, tzinfo=UTC)))
         conn.execute(SchemaVersion.__table__.delete().where(SchemaVersion.version > 2))
     archive.close()
-    again = Archive.in_directory(tmp_path)
-    again.add_promotion("c1", "policy", "c1-000-0", None, {})
+    again = Archive(archive_url)
+    again.add_promotion("c1", "policy", "c1-000-0", None, {})  # a new id after the copied one
     again.add_promotion("c1", "policy", "c1-000-0", None, {})  # still idempotent
     assert [p.component for p in again.promotions("c1")] == ["algorithm", "policy"]
+    again.close()
 
 
-def test_processes_opening_a_new_archive_at_once_all_succeed(tmp_path: Path) -> None:
-    import subprocess
-    import sys
-
-    code = ("import sys; from pathlib import Path; from recursor.archive.store import Archive; "
-            "Archive.in_directory(Path(sys.argv[1])).close()")
+def test_processes_opening_a_new_archive_at_once_all_succeed(
+        archive_url: str, request: pytest.FixtureRequest) -> None:
+    code = ("import sys; from recursor.archive.store import Archive; "
+            "Archive(sys.argv[1]).close()")
     for round_ in range(4):
-        folder = tmp_path / f"a{round_}"
-        folder.mkdir()
-        procs = [subprocess.Popen([sys.executable, "-c", code, str(folder)],
+        if archive_url.startswith("sqlite"):
+            url = archive_url.replace("archive.sqlite", f"a{round_}.sqlite")
+        else:  # a fresh database each round
+            url = request.getfixturevalue("postgres_databases")()
+        procs = [subprocess.Popen([sys.executable, "-c", code, url],
                                   stderr=subprocess.PIPE, text=True) for _ in range(4)]
         errors = [p.communicate()[1] for p in procs if p.wait() != 0]
         assert not errors, errors[0]
-        again = Archive.in_directory(folder)
+        again = Archive(url)
+        assert again.campaigns() == []
         again.close()
