@@ -66,13 +66,19 @@ class Trace:
 
     best: list[float]  # best dev score after each budget-spending evaluation
     cost: list[float]  # cumulative proposer cost after each
-    from_model: int  # budget-spending evaluations the model answered
+    modelled: list[bool]  # per budget-spending evaluation: answered by the model
     choices: list[tuple[int, int, str, str]]  # (round, slot, parent id, proposer) per node
     promoted: list[str]  # recorded nodes reached whose recorded judge decision promoted them
+    results: list[tuple[bool, float | None, bool]] = field(default_factory=list)
+    # per node, as choices: (ok, dev score, spent the budget)
 
     @property
     def evaluations(self) -> int:
         return len(self.best)
+
+    @property
+    def from_model(self) -> int:
+        return sum(self.modelled)
 
 
 class Simulator:
@@ -115,7 +121,7 @@ class _Run:
         self.scored: list[tuple[str, float]] = [(root.id, score)]
         self.best_score, self.spent = score, 0.0
         self.attempted = self.unevaluated = self.created = 0
-        self.trace = Trace([], [], 0, [], [])
+        self.trace = Trace([], [], [], [], [])
 
     def round(self, round_: int, k: int) -> None:
         rng = random.Random(f"{self.seed}-select-{round_}")
@@ -166,6 +172,7 @@ class _Run:
     def _record(self, child: _Node, spends: bool, cost: float, from_model: bool, name: str,
                 parent: _Node) -> None:
         self.nodes[child.id] = child
+        self.trace.results.append((child.ok, child.score, spends))
         improvement = None
         if child.ok and child.score is not None:
             bisect.insort(self.keys, (self.sim.sign * child.score, child.id))
@@ -179,7 +186,7 @@ class _Run:
             self.spent += cost
             self.trace.best.append(self.best_score)
             self.trace.cost.append(self.spent)
-            self.trace.from_model += from_model
+            self.trace.modelled.append(from_model)
         else:
             self.unevaluated += 1
         if child.rec is not None and child.rec.id in self.sim.campaign.promoted:
