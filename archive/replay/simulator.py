@@ -118,6 +118,7 @@ class _Run:
         self.nodes = {root.id: _Node(root.id, root, root.score, True, 0)}
         score = float(root.score if root.score is not None else 0.0)
         self.keys: list[tuple[float, str]] = [(sim.sign * score, root.id)]
+        self.order = [root.id]  # ids best first, kept in step with keys
         self.scored: list[tuple[str, float]] = [(root.id, score)]
         self.best_score, self.spent = score, 0.0
         self.attempted = self.unevaluated = self.created = 0
@@ -127,8 +128,7 @@ class _Run:
         rng = random.Random(f"{self.seed}-select-{round_}")
         selection = self.policy.selection
         if isinstance(selection, RankedSelectionPolicy):
-            order = [nid for _, nid in self.keys]
-            parents = [selection.pick(order, rng) for _ in range(k)]
+            parents = [selection.pick(self.order, rng) for _ in range(k)]
         else:
             parents = selection.choose(list(self.scored), self.sim.campaign.objective, rng, k)
         children = []
@@ -175,7 +175,10 @@ class _Run:
         self.trace.results.append((child.ok, child.score, spends))
         improvement = None
         if child.ok and child.score is not None:
-            bisect.insort(self.keys, (self.sim.sign * child.score, child.id))
+            key = (self.sim.sign * child.score, child.id)
+            at = bisect.bisect(self.keys, key)
+            self.keys.insert(at, key)
+            self.order.insert(at, child.id)
             self.scored.append((child.id, child.score))
             assert parent.score is not None
             improvement = self.sim.campaign.objective.improvement(child.score, parent.score)
