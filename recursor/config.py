@@ -161,7 +161,7 @@ class PluginChoiceConfig(_Model):
 def _choice_kind(data: Any) -> str | None:
     """The variant of a proposer_choice mapping: ``kind``, or the older spelling ``policy``."""
     if isinstance(data, dict):
-        return data.get("kind", data.get("policy", "ucb"))  # type: ignore[no-any-return]
+        return data.get("kind", data.get("policy", "ucb"))
     return getattr(data, "kind", None)
 
 

@@ -23,7 +23,7 @@ from recursor.archive.replay.simulator import Simulator
 Goal = Literal["evals_to_target", "best_at_budget"]
 
 
-def suggest(trial: optuna.Trial) -> dict[str, Any]:
+def suggest(trial: optuna.trial.BaseTrial) -> dict[str, Any]:
     """One point of the search space as a config fragment."""
     kind = trial.suggest_categorical("selection", ["greedy", "rank", "epsilon_greedy",
                                                    "tournament"])
@@ -56,8 +56,9 @@ class TuneResult:
 def score(result: PolicyResult, goal: Goal, minimize: bool) -> float:
     """What the study minimizes."""
     if goal == "evals_to_target":
-        return result.evals_to_target.mean
-    return result.best_at_budget.mean if minimize else -result.best_at_budget.mean
+        return float(result.evals_to_target.mean)
+    best = float(result.best_at_budget.mean)
+    return best if minimize else -best
 
 
 def tune(sims: Sequence[Simulator], targets: Sequence[float], budget: int, trials: int,
