@@ -135,5 +135,21 @@ def default_targets(campaigns: Sequence[RecordedCampaign]) -> list[float]:
     return [c.best_score() for c in campaigns]
 
 
+def recorded_reach(campaign: RecordedCampaign, target: float) -> tuple[int, bool]:
+    """(budget-spending evaluations until the record's best reached ``target``, reached);
+    a campaign that never reached it gives its total evaluations and False."""
+    minimize = campaign.objective.direction == "minimize"
+    best, spent = campaign.root.score, 0
+    for node in campaign.nodes[1:]:
+        if node.ok and node.score is not None and (
+                best is None or (node.score < best if minimize else node.score > best)):
+            best = node.score
+        spent += node.spends
+        if best is not None and node.spends and ((best <= target) if minimize
+                                                 else (best >= target)):
+            return spent, True
+    return spent, False
+
+
 __all__ = ["Fidelity", "Interval", "PolicyResult", "bootstrap", "default_targets",
-           "evaluate_policy", "fidelity", "reach"]
+           "evaluate_policy", "fidelity", "reach", "recorded_reach"]
