@@ -1,11 +1,12 @@
 """``recursor replay``: simulate search policies over recorded campaigns, and tune them.
 
-``recursor replay --dir D [--dir D2 ...]`` first checks fidelity (the recorded settings and
-seed reproduce each campaign's parent and proposer choices), then simulates the recorded
-settings and each ``--policy`` over ``--seeds`` simulation seeds and prints, per policy,
-evaluations and proposer cost to reach the target, best score at the budget (bootstrap 95%
-intervals) and the share of evaluations the outcome model answered. ``recursor replay tune``
-searches the settings with Optuna and writes a campaign YAML fragment. See docs/replay.md.
+``recursor replay --dir D [--dir D2 ...] [--archive URL]`` first checks fidelity (the
+recorded settings and seed reproduce each campaign's parent and proposer choices), then
+simulates the recorded settings and each ``--policy`` over ``--seeds`` simulation seeds and
+prints, per policy, evaluations and proposer cost to reach the target, best score at the
+budget (bootstrap 95% intervals) and the share of evaluations the outcome model answered.
+``recursor replay tune`` searches the settings with Optuna and writes a campaign YAML
+fragment. See docs/replay.md.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from rich.console import Console
 from rich.table import Table
 
 from recursor.archive.replay.policies import policies
-from recursor.archive.replay.record import RecordedCampaign, load_campaign
+from recursor.archive.replay.record import RecordedCampaign, load_campaign, load_from_archive
 from recursor.archive.replay.report import (
     Fidelity,
     PolicyResult,
@@ -46,10 +47,20 @@ Target = Annotated[float | None, typer.Option("--target", help="score to reach; 
 Seeds = Annotated[int, typer.Option("--seeds", min=1, help="simulation seeds per policy")]
 
 
-def _load(dirs: list[Path] | None) -> list[RecordedCampaign]:
-    if not dirs:
-        raise ConfigError("recursor replay: give at least one --dir (a recorded campaign)")
-    return [load_campaign(d) for d in dirs]
+Archives = Annotated[list[str] | None, typer.Option(
+    "--archive", help="archive URL (SQLAlchemy), instead of or besides --dir; "
+    "URL#CAMPAIGN_ID when it holds several campaigns")]
+
+
+def _load(dirs: list[Path] | None, archives: list[str] | None = None) -> list[RecordedCampaign]:
+    if not dirs and not archives:
+        raise ConfigError("recursor replay: give at least one --dir (a recorded campaign) "
+                          "or --archive URL")
+    campaigns = [load_campaign(d) for d in dirs or []]
+    for spec in archives or []:
+        url, _, campaign_id = spec.partition("#")
+        campaigns.append(load_from_archive(url, campaign_id or None))
+    return campaigns
 
 
 def _targets(campaigns: list[RecordedCampaign], target: float | None) -> list[float]:
@@ -60,6 +71,7 @@ def _targets(campaigns: list[RecordedCampaign], target: float | None) -> list[fl
 def replay(
     ctx: typer.Context,
     dirs: Dirs = None,
+    archives: Archives = None,
     policy: Annotated[list[str] | None, typer.Option(
         "--policy", help="YAML file or inline YAML: {name, selection, proposer_choice}")] = None,
     seeds: Seeds = 100,
@@ -72,7 +84,7 @@ def replay(
     """Check fidelity, then simulate the recorded settings and each --policy."""
     if ctx.invoked_subcommand is not None:
         return
-    campaigns = _load(dirs)
+    campaigns = _load(dirs, archives)
     sims = [Simulator(c) for c in campaigns]
     checks = [fidelity(s) for s in sims]
     budget = budget or campaigns[0].config.budget.max_evals
@@ -143,6 +155,7 @@ def plot_curves(results: list[PolicyResult], path: Path, metric: str) -> None:
 @app.command("tune")
 def tune_command(
     dirs: Dirs = None,
+    archives: Archives = None,
     out: Annotated[Path, typer.Option("--out", help="where to write the YAML fragment")] = Path(
         "tuned.yaml"),
     trials: Annotated[int, typer.Option("--trials", min=1, help="Optuna trials")] = 40,
@@ -156,7 +169,7 @@ def tune_command(
     if objective not in ("evals_to_target", "best_at_budget"):
         raise ConfigError(f"--objective {objective!r}: use evals_to_target or best_at_budget")
     goal: Goal = "evals_to_target" if objective == "evals_to_target" else "best_at_budget"
-    campaigns = _load(dirs)
+    campaigns = _load(dirs, archives)
     sims = [Simulator(c) for c in campaigns]
     budget = budget or campaigns[0].config.budget.max_evals
     result = tune(sims, _targets(campaigns, target), budget, trials, range(seeds), goal)

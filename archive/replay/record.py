@@ -84,24 +84,35 @@ def proposer_names(config: CampaignConfig, seen: Sequence[str]) -> list[str]:
 
 def load_campaign(directory: Path) -> RecordedCampaign:
     """Read a campaign directory (``recursor run --dir``) into a :class:`RecordedCampaign`."""
-    from recursor.archive.store import Archive
     from recursor.orchestrator.context import read_manifest
-    from recursor.tasks.loading import build_task
 
     manifest = read_manifest(Path(directory))
-    archive = Archive(manifest["archive_url"])
+    return load_from_archive(manifest["archive_url"], manifest["campaign_id"], str(directory))
+
+
+def load_from_archive(url: str, campaign_id: str | None = None,
+                      label: str | None = None) -> RecordedCampaign:
+    """Read one campaign of the archive at SQLAlchemy ``url`` (the only one when
+    ``campaign_id`` is None)."""
+    from recursor.archive.store import Archive
+    from recursor.tasks.loading import build_task
+
+    archive = Archive(url)
     try:
-        row = next((c for c in archive.campaigns() if c.id == manifest["campaign_id"]), None)
+        if campaign_id is None:
+            row = archive.only_campaign()
+        else:
+            row = next((c for c in archive.campaigns() if c.id == campaign_id), None)
         if row is None:
-            raise ConfigError(f"replay: {directory} has no campaign in its archive yet")
-        config = parse_config(row.config, f"{directory} (stored config)")
+            raise ConfigError(f"replay: no campaign {campaign_id!r} in the archive {label or url}")
+        config = parse_config(row.config, f"{label or url} (stored config)")
         rows = archive.nodes(row.id)
         promoted = {p.node_id for p in archive.promotions(row.id)}
     finally:
         archive.close()
     nodes = [_recorded(n) for n in rows]
     objective = build_task(config.task).objective
-    return RecordedCampaign(str(directory), config, objective, nodes,
+    return RecordedCampaign(label or f"{row.name} ({row.id})", config, objective, nodes,
                             proposer_names(config, [n.proposer for n in nodes]), promoted)
 
 
@@ -114,4 +125,5 @@ def _recorded(row: Any) -> RecordedNode:
                         cost=float(row.cost or 0.0))
 
 
-__all__ = ["RecordedCampaign", "RecordedNode", "load_campaign", "proposer_names"]
+__all__ = ["RecordedCampaign", "RecordedNode", "load_campaign", "load_from_archive",
+           "proposer_names"]

@@ -52,6 +52,9 @@ def test_replay_reproduces_the_recorded_campaign_exactly(recorded: Path, tmp_pat
 def test_the_table_and_a_bad_policy(recorded: Path) -> None:
     proc = _replay("--dir", str(recorded), "--seeds", "5")
     assert proc.returncode == 0 and "exact" in proc.stdout and "recorded" in proc.stdout
+    by_url = _replay("--archive", f"sqlite:///{recorded / 'archive.sqlite'}", "--json",
+                     "--seeds", "3")
+    assert by_url.returncode == 0 and json.loads(by_url.stdout)["fidelity"][0]["exact"]
     bad = _replay("--dir", str(recorded), "--policy", "{selection: {kind: best}}")
     assert bad.returncode != 0 and "selection.kind" in bad.stderr + bad.stdout
 
