@@ -5,7 +5,9 @@ parameter, and the proposer-choice family (ucb, thompson, alternate) with its co
 and UCB exploration. Each trial simulates its setting on every recorded campaign for
 ``seeds`` simulation seeds; the objective is the mean evaluations to target (minimized) or
 the mean best score at the budget (in the campaign's direction). The result is a campaign
-YAML fragment (``selection`` and ``proposer_choice``) that ``recursor run`` accepts.
+YAML fragment (``selection`` and ``proposer_choice``) that ``recursor run`` accepts. The
+recorded settings are the first trial, so the result is never worse than them in the
+simulator (on the same seeds).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import optuna
 from recursor.archive.replay.policies import build_policy, recorded_policy
 from recursor.archive.replay.report import PolicyResult, evaluate_policy
 from recursor.archive.replay.simulator import Simulator
+from recursor.config import CampaignConfig
 
 Goal = Literal["evals_to_target", "best_at_budget"]
 
@@ -42,6 +45,16 @@ def suggest(trial: optuna.trial.BaseTrial) -> dict[str, Any]:
     if choice_kind == "ucb":
         choice["exploration"] = trial.suggest_float("exploration", 0.0, 4.0)
     return {"selection": selection, "proposer_choice": choice}
+
+
+def recorded_params(config: CampaignConfig) -> dict[str, Any] | None:
+    """The recorded settings as a point of the search space (None for a plug-in)."""
+    selection = config.selection.model_dump()
+    choice = config.proposer_choice.model_dump()
+    if selection["kind"] == "plugin" or choice["kind"] == "plugin":
+        return None
+    params = {"selection": selection.pop("kind"), "proposer_choice": choice.pop("kind")}
+    return {**params, **selection, **choice}
 
 
 @dataclass
@@ -77,6 +90,9 @@ def tune(sims: Sequence[Simulator], targets: Sequence[float], budget: int, trial
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     study = optuna.create_study(direction="minimize",
                                 sampler=optuna.samplers.TPESampler(seed=seed))
+    start = recorded_params(base)
+    if start is not None:  # the first trial: the result is never worse than the recorded
+        study.enqueue_trial(start)
     study.optimize(objective, n_trials=trials)
     fragment = suggest(optuna.trial.FixedTrial(study.best_trial.params))
     tuned = evaluate_policy(sims, build_policy(base, {"name": "tuned", **fragment}, "tuned"),

@@ -116,4 +116,5 @@ def test_tune_writes_a_fragment_that_a_campaign_accepts() -> None:
     merged = {**config_to_dict(parse_config({})), **result.fragment}
     config = parse_config(merged, "tuned")
     assert config.selection.kind == result.fragment["selection"]["kind"]
-    assert result.tuned.evals_to_target.mean <= result.recorded.evals_to_target.mean + 1.0
+    # the recorded settings are the first trial, and a simulation is a function of its seed
+    assert result.tuned.evals_to_target.mean <= result.recorded.evals_to_target.mean
