@@ -30,6 +30,7 @@ from recursor.config import (
     RankSelectionConfig,
     TournamentSelectionConfig,
 )
+from recursor.errors import RecursorError
 from recursor.plugins import instantiate
 from recursor.tasks._base import Objective
 
@@ -113,6 +114,25 @@ class TournamentSelection(RankedSelectionPolicy):
         return order[min(rng.randrange(n) for _ in itertools.repeat(None, self.tournament_size))]
 
 
+class CheckedSelection(SelectionPolicy):
+    """A user's policy, with its answers checked: ``k`` ids, each one of ``scored``."""
+
+    def __init__(self, inner: SelectionPolicy, label: str) -> None:
+        self.inner, self.label = inner, label
+
+    def choose(self, scored: Sequence[tuple[str, float]], objective: Objective,
+               rng: random.Random, k: int) -> list[str]:
+        parents = list(self.inner.choose(scored, objective, rng, k))
+        known = {nid for nid, _ in scored}
+        unknown = [p for p in parents if p not in known]
+        if len(parents) != k or unknown:
+            raise RecursorError(
+                f"selection plug-in {self.label} returned {len(parents)} parents for {k} "
+                f"slots{', unknown ids ' + ', '.join(map(str, unknown[:3])) if unknown else ''}"
+                "; choose must return k ids taken from `scored`")
+        return parents
+
+
 def build_selection(config: Any) -> SelectionPolicy:
     """The policy a ``selection`` config names (a plug-in is imported and checked here)."""
     if isinstance(config, GreedySelectionConfig):
@@ -126,7 +146,7 @@ def build_selection(config: Any) -> SelectionPolicy:
     if isinstance(config, PluginSelectionConfig):
         policy: SelectionPolicy = instantiate(config.class_path, dict(config.options),
                                               SelectionPolicy, "selection")
-        return policy
+        return CheckedSelection(policy, config.class_path)
     raise TypeError(f"not a selection config: {config!r}")
 
 
@@ -142,6 +162,6 @@ def choose_parent(candidates: Sequence[tuple[str, float]], config: Any,
     return choose_parents(candidates, config, objective, rng, 1)[0]
 
 
-__all__ = ["EpsilonGreedySelection", "GreedySelection", "RankSelection", "RankedSelectionPolicy",
-           "SelectionPolicy", "TournamentSelection", "build_selection", "choose_parent",
-           "choose_parents", "ranked"]
+__all__ = ["CheckedSelection", "EpsilonGreedySelection", "GreedySelection", "RankSelection",
+           "RankedSelectionPolicy", "SelectionPolicy", "TournamentSelection", "build_selection",
+           "choose_parent", "choose_parents", "ranked"]

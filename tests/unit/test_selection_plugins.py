@@ -8,9 +8,14 @@ from collections.abc import Sequence
 
 import pytest
 
-from recursor.archive.selection import SelectionPolicy, build_selection, ranked
+from recursor.archive.selection import (
+    CheckedSelection,
+    SelectionPolicy,
+    build_selection,
+    ranked,
+)
 from recursor.config import SELECTION_ADAPTER, parse_config
-from recursor.errors import ConfigError
+from recursor.errors import ConfigError, RecursorError
 from recursor.proposers.ensemble import ProposerChoicePolicy, build_proposer_choice
 from recursor.tasks._base import Objective
 
@@ -54,6 +59,21 @@ class WorstFirst(SelectionPolicy):
         return [ranked(scored, objective)[-1]] * k
 
 
+class Inventor(SelectionPolicy):
+    """A broken user policy: answers an id that is not a scored node."""
+
+    def choose(self, scored: Sequence[tuple[str, float]], objective: Objective,
+               rng: random.Random, k: int) -> list[str]:
+        return ["made-up"] * k
+
+
+def test_a_plugin_answer_outside_the_scored_nodes_is_an_error() -> None:
+    config = parse_config({"selection": {"kind": "plugin",
+                                         "class_path": f"{__name__}:Inventor"}})
+    with pytest.raises(RecursorError, match="unknown ids made-up"):
+        build_selection(config.selection).choose(NODES, MIN, random.Random(0), 2)
+
+
 class NotAPolicy:
     def __init__(self) -> None:
         pass
@@ -68,7 +88,8 @@ def test_a_user_selection_class_by_class_path() -> None:
     config = parse_config({"selection": {"kind": "plugin", "options": {"label": "x"},
                                          "class_path": f"{__name__}:WorstFirst"}})
     policy = build_selection(config.selection)
-    assert isinstance(policy, WorstFirst) and policy.label == "x"
+    assert isinstance(policy, CheckedSelection)
+    assert isinstance(policy.inner, WorstFirst) and policy.inner.label == "x"
     assert policy.choose(NODES, MIN, random.Random(0), 2) == [ranked(NODES, MIN)[-1]] * 2
 
 
