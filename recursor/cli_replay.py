@@ -123,11 +123,13 @@ def _ci(interval: Any, fmt: str) -> str:
 def _print_results(results: list[PolicyResult], seeds: int) -> None:
     table = Table(title=f"replay: {seeds} simulation seeds per campaign, means with 95% "
                   "bootstrap intervals")
-    for column in ("policy", "reached", "evals to target", "cost to target",
+    for column in ("policy", "reached", "evals to target", "quartiles", "cost to target",
                    "best at budget", "from model"):
         table.add_column(column, justify="left" if column == "policy" else "right")
     for r in results:
+        q = r.evals_quartiles
         table.add_row(r.name, f"{r.reached:.0%}", _ci(r.evals_to_target, ".1f"),
+                      f"{q[0]:.0f} / {q[1]:.0f} / {q[2]:.0f}",
                       _ci(r.cost_to_target, ".4f"), _ci(r.best_at_budget, ".4g"),
                       f"{r.model_fraction:.0%}")
     console.print(table)

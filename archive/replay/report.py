@@ -84,6 +84,7 @@ class PolicyResult:
     cost_to_target: Interval
     best_at_budget: Interval
     model_fraction: float  # of all simulated evaluations, the share the model answered
+    evals_quartiles: tuple[float, float, float] = (0.0, 0.0, 0.0)  # 25%, median, 75%
     curve: list[float] = field(default_factory=list)  # mean best-so-far per evaluation
 
     def to_json(self) -> dict[str, Any]:
@@ -117,7 +118,15 @@ def evaluate_policy(sims: Sequence[Simulator], policy: Policy, seeds: Sequence[i
             curves.append(trace.best)
     return PolicyResult(policy.name, policy.config, len(evals), budget, hits / len(evals),
                         bootstrap(evals), bootstrap(costs), bootstrap(bests),
-                        model_evals / max(total_evals, 1), mean_curve(curves, budget))
+                        model_evals / max(total_evals, 1), quartiles(evals),
+                        mean_curve(curves, budget))
+
+
+def quartiles(values: Sequence[float]) -> tuple[float, float, float]:
+    """25th, 50th and 75th percentiles (nearest rank)."""
+    ordered = sorted(values)
+    at = [ordered[min(len(ordered) - 1, int(q * len(ordered)))] for q in (0.25, 0.5, 0.75)]
+    return at[0], at[1], at[2]
 
 
 def mean_curve(curves: Sequence[Sequence[float]], budget: int) -> list[float]:

@@ -46,6 +46,8 @@ def test_replay_reproduces_the_recorded_campaign_exactly(recorded: Path, tmp_pat
         assert policy["samples"] == 20 and 0.0 <= policy["model_fraction"] <= 1.0
         ci = policy["evals_to_target"]
         assert ci["low"] <= ci["mean"] <= ci["high"] <= 12
+        low, median, high = policy["evals_quartiles"]
+        assert 1 <= low <= median <= high <= 12
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
