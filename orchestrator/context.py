@@ -21,13 +21,14 @@ from typing import Any
 import yaml
 
 from recursor.archive.gitstore import GitStore
+from recursor.archive.selection import SelectionPolicy, TournamentSelection, build_selection
 from recursor.archive.store import Archive, sqlite_url
 from recursor.config import CampaignConfig, config_to_dict, parse_config
 from recursor.errors import ConfigError
 from recursor.orchestrator.progress import Reporter
 from recursor.orchestrator.trial import ProposalCheck
 from recursor.proposers import Proposer
-from recursor.proposers.ensemble import ProposerChooser
+from recursor.proposers.ensemble import ProposerChoicePolicy, build_proposer_choice
 from recursor.proposers.registry import build_proposers
 from recursor.sandbox import Sandbox
 from recursor.sandbox.factory import build_sandbox
@@ -51,12 +52,13 @@ class CampaignContext:
     task: Task
     sandbox: Sandbox
     proposers: dict[str, Proposer]
-    chooser: ProposerChooser
+    chooser: ProposerChoicePolicy
     reporter: Reporter
     cache_dir: Path
     check: ProposalCheck  # static check, then the task's trial in ``sandbox``
     extra: dict[str, Any] = field(default_factory=dict)
     fingerprints: dict[str, str] = field(default_factory=dict)  # commit -> duplicates.fingerprint
+    selection: SelectionPolicy = field(default_factory=TournamentSelection)
 
     @property
     def editable_paths(self) -> list[str]:
@@ -142,14 +144,13 @@ def open_context(directory: Path, reporter: Reporter,
         check = ProposalCheck(task, sandbox, config.sandbox, cache_dir)
         proposers = {p.name: p for p in build_proposers(config.proposers, task, config.seed,
                                                         check)}
-        choice = config.proposer_choice
-        chooser = ProposerChooser(list(proposers), choice.policy, cost_weight=choice.cost_weight,
-                                  seed=config.seed)
+        chooser = build_proposer_choice(config.proposer_choice, list(proposers), config.seed)
+        selection = build_selection(config.selection)
     except BaseException:
         archive.close()
         raise
     return CampaignContext(campaign_id, directory, config, archive, store, task, sandbox,
-                           proposers, chooser, reporter, cache_dir, check)
+                           proposers, chooser, reporter, cache_dir, check, selection=selection)
 
 
 def _merge(base: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:

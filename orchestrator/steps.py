@@ -23,7 +23,6 @@ from typing import Annotated, Any, TypedDict
 from langgraph.runtime import Runtime
 
 from recursor.archive.models import EvaluationRow, NodeRow
-from recursor.archive.selection import choose_parents
 from recursor.errors import ProposerError, ProposerUnavailable, RecursorError
 from recursor.orchestrator import coevolution
 from recursor.orchestrator.coevolution import initial_files
@@ -155,7 +154,7 @@ async def select(state: CampaignState, runtime: Ctx) -> dict[str, Any]:
         return {**_select_scheduled(ctx, state, left), "active_s": time.monotonic() - started}
     rng = random.Random(f"{ctx.config.seed}-select-{state['round']}")
     k = min(ctx.config.concurrency, left)
-    parents = choose_parents(scored, ctx.config.selection, ctx.task.objective, rng, k)
+    parents = ctx.selection.choose(scored, ctx.task.objective, rng, k)
     return {"parents": parents, "done": False, "active_s": time.monotonic() - started}
 
 

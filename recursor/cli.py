@@ -19,7 +19,7 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
-from recursor import cli_archive, cli_job, cli_proposers, cli_sandbox, cli_ui
+from recursor import cli_archive, cli_job, cli_proposers, cli_replay, cli_sandbox, cli_ui
 from recursor.config import load_config
 from recursor.errors import RecursorError
 from recursor.untrusted import for_terminal, rich_text
@@ -30,6 +30,7 @@ app.add_typer(cli_archive.app, name="archive")
 app.add_typer(cli_sandbox.app, name="sandbox")
 app.add_typer(cli_proposers.app, name="proposers")
 app.add_typer(cli_job.app, name="job")
+app.add_typer(cli_replay.app, name="replay")
 cli_ui.register(app)
 console = Console()
 err_console = Console(stderr=True)

@@ -7,11 +7,22 @@ appear here: they come from the environment at the point of use.
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    AliasChoices,
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    Tag,
+    TypeAdapter,
+    ValidationError,
+    model_validator,
+)
 
 from recursor.errors import ConfigError
 
@@ -115,10 +126,51 @@ ProposerConfig = Annotated[
 ]
 
 
-class ProposerChoiceConfig(_Model):
-    policy: Literal["alternate", "ucb", "thompson"] = "ucb"
+class UcbChoiceConfig(_Model):
+    """UCB1 on each proposer's improvement rate per unit cost."""
+
+    kind: Literal["ucb"] = Field("ucb", validation_alias=AliasChoices("kind", "policy"))
     cost_weight: float = Field(10.0, ge=0, description="per dollar: value = improvement rate "
                                "/ (1 + cost_weight * mean cost of a proposal)")
+    exploration: float = Field(math.sqrt(2.0), ge=0, description="UCB1 bonus coefficient")
+
+
+class ThompsonChoiceConfig(_Model):
+    """Thompson sampling on Beta(wins + 1, losses + 1), divided by the cost factor."""
+
+    kind: Literal["thompson"] = Field("thompson",
+                                      validation_alias=AliasChoices("kind", "policy"))
+    cost_weight: float = Field(10.0, ge=0, description="as for ucb")
+
+
+class AlternateChoiceConfig(_Model):
+    """Round robin over the proposers in config order."""
+
+    kind: Literal["alternate"] = Field("alternate",
+                                       validation_alias=AliasChoices("kind", "policy"))
+
+
+class PluginChoiceConfig(_Model):
+    """A user's ``ProposerChoicePolicy``: built as ``Class(names=..., seed=..., **options)``."""
+
+    kind: Literal["plugin"]
+    class_path: str = Field(pattern=r"^[\w.]+:[\w.]+$", description="package.module:Class")
+    options: dict[str, Any] = Field(default_factory=dict)
+
+
+def _choice_kind(data: Any) -> str | None:
+    """The variant of a proposer_choice mapping: ``kind``, or the older spelling ``policy``."""
+    if isinstance(data, dict):
+        return data.get("kind", data.get("policy", "ucb"))
+    return getattr(data, "kind", None)
+
+
+ProposerChoiceConfig = Annotated[
+    Annotated[UcbChoiceConfig, Tag("ucb")] | Annotated[ThompsonChoiceConfig, Tag("thompson")]
+    | Annotated[AlternateChoiceConfig, Tag("alternate")]
+    | Annotated[PluginChoiceConfig, Tag("plugin")],
+    Discriminator(_choice_kind),
+]
 
 
 class _SandboxLimitsConfig(_Model):
@@ -150,11 +202,66 @@ class DockerSandboxConfig(_SandboxLimitsConfig):
 SandboxConfig = Annotated[ProcessSandboxConfig | DockerSandboxConfig, Field(discriminator="kind")]
 
 
-class SelectionConfig(_Model):
-    kind: Literal["greedy", "rank", "epsilon_greedy", "tournament"] = "tournament"
-    exponent: float = Field(1.5, gt=0, description="rank: power-law exponent")
-    epsilon: float = Field(0.2, ge=0, le=1, description="epsilon_greedy: exploration rate")
+class GreedySelectionConfig(_Model):
+    """Always the best node."""
+
+    kind: Literal["greedy"]
+
+
+class RankSelectionConfig(_Model):
+    """Rank ``r`` (0 = best) drawn with weight ``(r + 1) ** -exponent``."""
+
+    kind: Literal["rank"]
+    exponent: float = Field(1.5, gt=0, description="power-law exponent")
+
+
+class EpsilonGreedySelectionConfig(_Model):
+    """The best node, or with probability ``epsilon`` a uniform one."""
+
+    kind: Literal["epsilon_greedy"]
+    epsilon: float = Field(0.2, ge=0, le=1, description="exploration rate")
+
+
+class TournamentSelectionConfig(_Model):
+    """The best of ``tournament_size`` uniform draws."""
+
+    kind: Literal["tournament"] = "tournament"
     tournament_size: int = Field(4, ge=1)
+
+
+class PluginSelectionConfig(_Model):
+    """A user's ``SelectionPolicy``: built as ``Class(**options)``."""
+
+    kind: Literal["plugin"]
+    class_path: str = Field(pattern=r"^[\w.]+:[\w.]+$", description="package.module:Class")
+    options: dict[str, Any] = Field(default_factory=dict)
+
+
+SelectionConfig = Annotated[
+    GreedySelectionConfig | RankSelectionConfig | EpsilonGreedySelectionConfig
+    | TournamentSelectionConfig | PluginSelectionConfig,
+    Field(discriminator="kind"),
+]
+SELECTION_ADAPTER: TypeAdapter[Any] = TypeAdapter(SelectionConfig)
+PROPOSER_CHOICE_ADAPTER: TypeAdapter[Any] = TypeAdapter(ProposerChoiceConfig)
+
+# Fields every variant carried when selection and proposer_choice were flat models; configs
+# stored with earlier campaigns hold all of them, so a variant drops the ones not its own.
+_LEGACY_FIELDS = {
+    "selection": {"exponent": "rank", "epsilon": "epsilon_greedy",
+                  "tournament_size": "tournament"},
+    "proposer_choice": {"cost_weight": "ucb thompson", "exploration": "ucb"},
+}
+
+
+def _drop_legacy_fields(section: str, data: Any) -> Any:
+    if not isinstance(data, dict):
+        return data
+    kind = data.get("kind", data.get("policy"))
+    if kind is None or kind == "plugin":
+        return data
+    owners = _LEGACY_FIELDS[section]
+    return {k: v for k, v in data.items() if k not in owners or kind in owners[k].split()}
 
 
 class PromotionConfig(_Model):
@@ -217,9 +324,9 @@ class CampaignConfig(_Model):
     task: TaskConfig = Field(default_factory=CfrTaskConfig)
     components: list[str] = Field(default_factory=lambda: ["algorithm"])
     proposers: list[ProposerConfig] = Field(default_factory=_default_proposers, min_length=1)
-    proposer_choice: ProposerChoiceConfig = Field(default_factory=ProposerChoiceConfig)
+    proposer_choice: ProposerChoiceConfig = Field(default_factory=UcbChoiceConfig)
     sandbox: SandboxConfig = Field(default_factory=ProcessSandboxConfig)
-    selection: SelectionConfig = Field(default_factory=SelectionConfig)
+    selection: SelectionConfig = Field(default_factory=TournamentSelectionConfig)
     promotion: PromotionConfig = Field(default_factory=PromotionConfig)
     budget: BudgetConfig = Field(default_factory=BudgetConfig)
     concurrency: int = Field(2, ge=1, le=256)
@@ -227,6 +334,16 @@ class CampaignConfig(_Model):
     schedule: ScheduleConfig | None = Field(
         None, description="co-evolution: alternate harness and policy steps")
     seed: int = 0
+
+    @model_validator(mode="before")
+    @classmethod
+    def _legacy_policy_fields(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            data = dict(data)
+            for section in _LEGACY_FIELDS:
+                if section in data:
+                    data[section] = _drop_legacy_fields(section, data[section])
+        return data
 
 
 def _format_errors(err: ValidationError, source: str) -> str:
@@ -239,7 +356,8 @@ def _format_errors(err: ValidationError, source: str) -> str:
         elif e["type"] == "literal_error":
             msg = f"{msg} (got {e.get('input')!r})"
         elif e["type"] == "union_tag_invalid":
-            msg = f"{msg}"
+            tag = str((e.get("ctx") or {}).get("discriminator", "")).strip("'")
+            path = f"{path}.{tag}" if tag.isidentifier() else path
         lines.append(f"  {path}: {msg}")
     return "\n".join(lines)
 

@@ -8,7 +8,7 @@ from collections import Counter
 import pytest
 
 from recursor.archive.selection import choose_parents, ranked
-from recursor.config import PromotionConfig, SelectionConfig
+from recursor.config import SELECTION_ADAPTER, PromotionConfig
 from recursor.orchestrator.promotion import dev_gate, heldout_gate, paired_bootstrap_lower
 from recursor.tasks import Objective
 
@@ -22,13 +22,14 @@ def test_ranked_respects_direction() -> None:
 
 
 def test_greedy_always_picks_the_best() -> None:
-    picks = choose_parents(NODES, SelectionConfig(kind="greedy"), MIN, random.Random(0), 10)
+    greedy = SELECTION_ADAPTER.validate_python({"kind": "greedy"})
+    picks = choose_parents(NODES, greedy, MIN, random.Random(0), 10)
     assert set(picks) == {"b"}
 
 
 @pytest.mark.parametrize("kind", ["rank", "epsilon_greedy", "tournament"])
 def test_stochastic_policies_favour_the_best_but_explore(kind: str) -> None:
-    config = SelectionConfig(kind=kind)
+    config = SELECTION_ADAPTER.validate_python({"kind": kind})
     counts = Counter(choose_parents(NODES, config, MIN, random.Random(1), 2000))
     assert counts["b"] == max(counts.values())
     assert len(counts) > 1

@@ -1,0 +1,129 @@
+"""A recorded campaign as the simulator sees it: the tree, its settings and its decisions.
+
+Only what the controller's select and propose steps read is kept (ids, parents, rounds,
+slots, proposers, statuses, dev scores, costs, whether a node spent the budget) plus the
+judge's recorded promotions. Held-out scores are never loaded: the simulator, like a
+proposer, works on dev results.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from recursor.config import CampaignConfig, parse_config
+from recursor.errors import ConfigError
+from recursor.tasks._base import Objective
+
+
+@dataclass(frozen=True)
+class RecordedNode:
+    id: str
+    parent_id: str | None
+    round: int
+    slot: int
+    proposer: str
+    ok: bool  # done with a dev score
+    score: float | None
+    spends: bool  # counted against budget.max_evals (see steps.spends_budget)
+    cost: float = 0.0
+
+
+@dataclass
+class RecordedCampaign:
+    """One campaign's tree in creation order (round, slot), with its config and objective."""
+
+    name: str
+    config: CampaignConfig
+    objective: Objective
+    nodes: list[RecordedNode]
+    proposers: list[str]
+    promoted: set[str] = field(default_factory=set)
+
+    def __post_init__(self) -> None:
+        self.nodes.sort(key=lambda n: (n.round, n.slot))
+        self.by_id = {n.id: n for n in self.nodes}
+        if not self.nodes or self.nodes[0].round != 0:
+            raise ConfigError(f"replay: campaign {self.name} has no root node (round 0)")
+        self.root = self.nodes[0]
+        self.prefix = self.root.id.rsplit("-", 2)[0]
+        self.children: dict[str, list[RecordedNode]] = {}
+        self.depth = {self.root.id: 0}
+        for node in self.nodes[1:]:
+            self.children.setdefault(node.parent_id or "", []).append(node)
+            self.depth[node.id] = self.depth.get(node.parent_id or "", 0) + 1
+
+    def best_score(self) -> float:
+        """The best recorded dev score (the default target)."""
+        scores = [n.score for n in self.nodes if n.ok and n.score is not None]
+        sign = 1.0 if self.objective.direction == "minimize" else -1.0
+        return min(scores, key=lambda s: sign * s)
+
+    def node_id(self, round_: int, slot: int) -> str:
+        """The id the controller gives the node at (round, slot) of this campaign."""
+        return f"{self.prefix}-{round_:03d}-{slot}"
+
+
+def proposer_names(config: CampaignConfig, seen: Sequence[str]) -> list[str]:
+    """The campaign's proposer names in config order, as ``build_proposers`` names them;
+    a plug-in's name (known only once built) is taken from the record."""
+    names: list[str] = []
+    unknown = [n for n in dict.fromkeys(seen) if n != "seed"]
+    for proposer in config.proposers:
+        base = {"mutation": "mutation", "optuna": "optuna"}.get(proposer.kind)
+        if proposer.kind == "llm":
+            base = getattr(proposer, "name", None) or f"llm:{getattr(proposer, 'model', '')}"
+        if base is None:
+            base = next((n for n in unknown if n not in names), f"plugin-{len(names)}")
+        count = sum(1 for n in names if n.split("#")[0] == base)
+        names.append(base if count == 0 else f"{base}#{count + 1}")
+    return names
+
+
+def load_campaign(directory: Path) -> RecordedCampaign:
+    """Read a campaign directory (``recursor run --dir``) into a :class:`RecordedCampaign`."""
+    from recursor.orchestrator.context import read_manifest
+
+    manifest = read_manifest(Path(directory))
+    return load_from_archive(manifest["archive_url"], manifest["campaign_id"], str(directory))
+
+
+def load_from_archive(url: str, campaign_id: str | None = None,
+                      label: str | None = None) -> RecordedCampaign:
+    """Read one campaign of the archive at SQLAlchemy ``url`` (the only one when
+    ``campaign_id`` is None)."""
+    from recursor.archive.store import Archive
+    from recursor.tasks.loading import build_task
+
+    archive = Archive(url)
+    try:
+        if campaign_id is None:
+            row = archive.only_campaign()
+        else:
+            row = next((c for c in archive.campaigns() if c.id == campaign_id), None)
+        if row is None:
+            raise ConfigError(f"replay: no campaign {campaign_id!r} in the archive {label or url}")
+        config = parse_config(row.config, f"{label or url} (stored config)")
+        rows = archive.nodes(row.id)
+        promoted = {p.node_id for p in archive.promotions(row.id)}
+    finally:
+        archive.close()
+    nodes = [_recorded(n) for n in rows]
+    objective = build_task(config.task).objective
+    return RecordedCampaign(label or f"{row.name} ({row.id})", config, objective, nodes,
+                            proposer_names(config, [n.proposer for n in nodes]), promoted)
+
+
+def _recorded(row: Any) -> RecordedNode:
+    duplicate = bool((row.proposal or {}).get("duplicate_of"))
+    ok = row.status == "done" and row.score is not None
+    return RecordedNode(id=row.id, parent_id=row.parent_id, round=row.round, slot=row.slot,
+                        proposer=row.proposer, ok=ok, score=row.score if ok else None,
+                        spends=row.commit is not None and not duplicate,
+                        cost=float(row.cost or 0.0))
+
+
+__all__ = ["RecordedCampaign", "RecordedNode", "load_campaign", "load_from_archive",
+           "proposer_names"]
