@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import secrets
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,7 +29,7 @@ from recursor.orchestrator.progress import Reporter
 from recursor.orchestrator.trial import ProposalCheck
 from recursor.proposers import Proposer
 from recursor.proposers.ensemble import ProposerChooser
-from recursor.proposers.registry import build_proposers
+from recursor.proposers.registry import build_proposers, use_instances
 from recursor.sandbox import Sandbox
 from recursor.sandbox.factory import build_sandbox
 from recursor.tasks import Task
@@ -115,8 +116,14 @@ def read_manifest(directory: Path) -> dict[str, str]:
 
 
 def open_context(directory: Path, reporter: Reporter,
-                 overrides: dict[str, Any] | None = None) -> CampaignContext:
-    """Open an existing campaign directory (created by :func:`create_campaign_dir`)."""
+                 overrides: dict[str, Any] | None = None,
+                 proposers: Sequence[Proposer] | None = None) -> CampaignContext:
+    """Open an existing campaign directory (created by :func:`create_campaign_dir`).
+
+    ``proposers``: proposer objects to use instead of building them from the config; the
+    config must have recorded exactly these (``{kind: instance, name}`` entries, see
+    ``recursor.proposers.registry.instance_configs``), else ConfigError.
+    """
     directory = Path(directory).resolve()
     manifest = read_manifest(directory)
     campaign_id, url = manifest["campaign_id"], manifest["archive_url"]
@@ -140,16 +147,17 @@ def open_context(directory: Path, reporter: Reporter,
             archive.update_campaign(campaign_id, config=config_to_dict(config))
         sandbox = build_sandbox(config.sandbox, hidden_paths=[directory])
         check = ProposalCheck(task, sandbox, config.sandbox, cache_dir)
-        proposers = {p.name: p for p in build_proposers(config.proposers, task, config.seed,
-                                                        check)}
+        built = (use_instances(config.proposers, proposers) if proposers is not None
+                 else build_proposers(config.proposers, task, config.seed, check))
+        by_name = {p.name: p for p in built}
         choice = config.proposer_choice
-        chooser = ProposerChooser(list(proposers), choice.policy, cost_weight=choice.cost_weight,
+        chooser = ProposerChooser(list(by_name), choice.policy, cost_weight=choice.cost_weight,
                                   seed=config.seed)
     except BaseException:
         archive.close()
         raise
     return CampaignContext(campaign_id, directory, config, archive, store, task, sandbox,
-                           proposers, chooser, reporter, cache_dir, check)
+                           by_name, chooser, reporter, cache_dir, check)
 
 
 def _merge(base: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
