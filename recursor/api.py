@@ -49,9 +49,12 @@ def program_campaign(program: PathLike, evaluator: PathLike, *, metric: str = "s
     data.setdefault("name", Path(program).stem)
     if max_evals is not None:
         data["budget"] = {**data.get("budget", {}), "max_evals": max_evals}
+    from recursor.tasks.loading import build_task
+
     config = parse_config(data, "program campaign")
     if isinstance(config.task, ProgramTaskConfig):
         config.task = config.task.resolved(Path.cwd())
+    build_task(config.task)  # reads and parses both files: a bad one fails before any run
     return config
 
 
