@@ -31,7 +31,7 @@ def build_task(config: TaskConfig) -> Task:
 
         return PSROTask(iterations=config.iterations, solver_timeout_s=config.solver_timeout_s)
     if isinstance(config, ProgramTaskConfig):
-        from recursor.tasks.program import ProgramTask
+        from recursor.tasks.program.task import ProgramTask
 
         return ProgramTask(config)
     if isinstance(config, PluginTaskConfig):

@@ -6,6 +6,7 @@ checks the packing itself (every circle inside the square, no two overlapping) a
 the score from the geometry. Whatever else the candidate prints or claims is ignored.
 """
 
+import contextlib
 import json
 import math
 import os
@@ -32,10 +33,8 @@ def run_candidate(path, n):
         except subprocess.TimeoutExpired:
             code = None
         finally:  # also kills whatever the candidate left running in its session
-            try:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(proc.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
             proc.wait()
         if code is None:
             raise RuntimeError(f"n={n}: timed out after {TIMEOUT_S} s")
@@ -54,7 +53,7 @@ def sum_of_radii(line, n):
     centers, radii = data["centers"], data["radii"]
     if len(centers) != n or len(radii) != n:
         raise ValueError(f"expected {n} circles, got {len(centers)} centers, {len(radii)} radii")
-    circles = [(float(x), float(y), float(r)) for (x, y), r in zip(centers, radii)]
+    circles = [(float(x), float(y), float(r)) for (x, y), r in zip(centers, radii, strict=True)]
     for x, y, r in circles:
         if not all(math.isfinite(v) for v in (x, y, r)) or r < 0:
             raise ValueError(f"circle ({x}, {y}, r={r}) is not a finite circle")
