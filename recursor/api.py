@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from recursor.errors import ConfigError
 
 if TYPE_CHECKING:
-    from recursor.config import CampaignConfig, SelectionConfig
+    from recursor.config import CampaignConfig, SandboxConfig, SelectionConfig
     from recursor.orchestrator.progress import Reporter
     from recursor.orchestrator.summary import CampaignSummary
     from recursor.proposers import Proposer
@@ -67,6 +67,7 @@ def run(program: PathLike, evaluator: PathLike, *, metric: str = "score",
         direction: Literal["minimize", "maximize"] = "maximize",
         proposers: Sequence[Proposer] | None = None,
         selection: SelectionConfig | Mapping[str, Any] | None = None,
+        sandbox: SandboxConfig | Mapping[str, Any] | None = None,
         max_evals: int = 20, directory: PathLike | None = None,
         timeout_s: float | None = None, evaluator_files: Sequence[PathLike] = (),
         concurrency: int | None = None, seed: int = 0,
@@ -78,10 +79,10 @@ def run(program: PathLike, evaluator: PathLike, *, metric: str = "score",
     campaign started with objects is continued with :func:`resume` given the same objects.
     ``selection``: the parent-selection settings, for now as a
     ``recursor.config.SelectionConfig`` or its mapping (e.g. ``{"kind": "greedy"}``).
+    ``sandbox``: a sandbox section (e.g. ``{"kind": "docker"}``; default: the process sandbox).
     ``directory`` (default ``campaigns/NAME-TIME``) must not hold a campaign yet. Raises
     ConfigError for a bad argument, before anything runs.
     """
-    from recursor.config import SelectionConfig
     from recursor.orchestrator.graph import run_campaign
     from recursor.orchestrator.progress import NullReporter
 
@@ -89,8 +90,9 @@ def run(program: PathLike, evaluator: PathLike, *, metric: str = "score",
                               max_evals=max_evals, timeout_s=timeout_s,
                               evaluator_files=evaluator_files)
     if selection is not None:
-        config.selection = (selection if isinstance(selection, SelectionConfig)
-                            else _selection(selection))
+        config.selection = _section("selection", selection).selection
+    if sandbox is not None:
+        config.sandbox = _section("sandbox", sandbox).sandbox
     if concurrency is not None:
         config.concurrency = concurrency
     config.seed = seed
@@ -98,10 +100,22 @@ def run(program: PathLike, evaluator: PathLike, *, metric: str = "score",
     return run_campaign(config, target, reporter or NullReporter(), proposers=proposers)
 
 
-def _selection(data: Mapping[str, Any]) -> SelectionConfig:
+def _section(name: str, value: Any) -> CampaignConfig:
+    """A default campaign with section ``name`` set from a config model or a mapping;
+    ConfigError naming the bad field."""
+    from pydantic import BaseModel
+
     from recursor.config import parse_config
 
-    return parse_config({"selection": dict(data)}, "selection=").selection
+    data = value
+    if isinstance(value, BaseModel):  # only what was set (limits left out keep the task's)
+        data = value.model_dump(exclude_unset=True)
+        if hasattr(value, "kind"):  # the discriminator, even when left at its default
+            data["kind"] = value.kind
+    if not isinstance(data, Mapping):
+        raise ConfigError(f"{name}= takes a mapping or a recursor.config model, not "
+                          f"{type(value).__name__}")
+    return parse_config({name: dict(data)}, f"{name}=")
 
 
 def resume(directory: PathLike, *, proposers: Sequence[Proposer] | None = None,
