@@ -165,13 +165,17 @@ class ProposerChoiceConfig(_Model):
 
 
 class _SandboxLimitsConfig(_Model):
-    """Limits every sandbox kind takes; a field left out keeps the task's suggestion."""
+    """Limits every sandbox kind takes; a field left out (None) keeps the task's suggestion.
 
-    timeout_s: float = Field(120.0, gt=0)
-    memory_mb: int = Field(2048, ge=64)
-    max_processes: int = Field(64, ge=1)
-    output_bytes: int = Field(64_000, ge=1024)
-    disk_mb: int = Field(1024, ge=16)
+    None rather than a default number, so that the choice survives the stored config's round
+    trip (``campaign.yaml`` holds every field; a default written there would look chosen).
+    """
+
+    timeout_s: float | None = Field(None, gt=0, description="default: the task's (cfr: 120)")
+    memory_mb: int | None = Field(None, ge=64, description="default: the task's (cfr: 2048)")
+    max_processes: int | None = Field(None, ge=1, description="default: the task's (64)")
+    output_bytes: int | None = Field(None, ge=1024, description="default: the task's (64000)")
+    disk_mb: int | None = Field(None, ge=16, description="default: the task's (1024)")
 
 
 class ProcessSandboxConfig(_SandboxLimitsConfig):

@@ -168,3 +168,17 @@ def test_proposer_objects_are_recorded_by_name_and_must_match_on_resume() -> Non
         instance_configs([object()])  # type: ignore[list-item]
     with pytest.raises(ConfigError, match="'a' was passed as a Python object"):
         build_proposers(configs, CFRTask(), seed=0)
+
+
+def test_the_task_suggested_limits_survive_the_stored_configs_round_trip(user: Path) -> None:
+    """campaign.yaml holds every field; the task's limits must still apply after reloading
+    it, and a limit written in the campaign must still win."""
+    from recursor.config import config_to_dict
+    from recursor.sandbox.factory import limits_for
+
+    plan = _task(user, timeout_s=300, memory_mb=4096).evaluation(Split.DEV, user)
+    stored = parse_config(config_to_dict(parse_config({})))
+    limits = limits_for(stored.sandbox, plan.limits)
+    assert (limits.wall_time_s, limits.memory_mb) == (plan.limits.wall_time_s, 4096)
+    chosen = parse_config(config_to_dict(parse_config({"sandbox": {"kind": "process", "timeout_s": 30}})))
+    assert limits_for(chosen.sandbox, plan.limits).wall_time_s == 30
