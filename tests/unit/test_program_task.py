@@ -180,5 +180,6 @@ def test_the_task_suggested_limits_survive_the_stored_configs_round_trip(user: P
     stored = parse_config(config_to_dict(parse_config({})))
     limits = limits_for(stored.sandbox, plan.limits)
     assert (limits.wall_time_s, limits.memory_mb) == (plan.limits.wall_time_s, 4096)
-    chosen = parse_config(config_to_dict(parse_config({"sandbox": {"kind": "process", "timeout_s": 30}})))
+    written = parse_config({"sandbox": {"kind": "process", "timeout_s": 30}})
+    chosen = parse_config(config_to_dict(written))
     assert limits_for(chosen.sandbox, plan.limits).wall_time_s == 30
