@@ -129,19 +129,30 @@ def _numbers(raw: Any, what: str) -> dict[str, float]:
 
 
 def to_verdict(returned: Any, metric: str) -> dict[str, Any]:
-    """The verdict for what ``evaluate`` returned (see the task's module docstring)."""
+    """The verdict for what ``evaluate`` returned: ``{name: number}``, or
+    ``{"metrics": {...}, "instances": {...}}``, or a rejection ``{"error": "why"}``.
+
+    A number under the key ``error`` is an ordinary metric (e.g. an approximation error);
+    only a non-empty string rejects the candidate. Raises Rejected for anything else.
+    """
     if not isinstance(returned, Mapping):
         raise Rejected(f"evaluate() returned {type(returned).__name__}; expected a mapping "
                        f"such as {{{metric!r}: 1.0}}")
-    nested = any(key in returned for key in ("metrics", "instances", "error"))
-    if nested and returned.get("error"):
-        raise Rejected(str(returned["error"]))
-    unknown = set(returned) - {"metrics", "instances", "error"} if nested else set()
-    if unknown:
-        raise Rejected(f"evaluate() returned 'metrics' beside other keys {sorted(unknown)[:5]}; "
-                       "return either {name: number} or {'metrics': ..., 'instances': ...}")
-    metrics = _numbers(returned.get("metrics", {}) if nested else returned, "metrics")
-    instances = _numbers(returned.get("instances", {}), "instances") if nested else {}
+    reason = returned.get("error")
+    if isinstance(reason, str) and reason:
+        raise Rejected(reason)
+    if isinstance(returned.get("metrics"), Mapping):
+        unknown = set(returned) - {"metrics", "instances", "error"}
+        if unknown:
+            raise Rejected(f"evaluate() returned 'metrics' beside other keys "
+                           f"{sorted(map(str, unknown))[:5]}; return either {{name: number}} "
+                           "or {'metrics': ..., 'instances': ...}")
+        metrics = _numbers(returned["metrics"], "metrics")
+        instances = _numbers(returned.get("instances") or {}, "instances")
+    else:
+        metrics = _numbers({k: v for k, v in returned.items()
+                            if not (k == "error" and v is None)}, "metrics")
+        instances = {}
     if metric not in metrics:
         raise Rejected(f"evaluate() returned no {metric!r} metric (got "
                        f"{sorted(metrics)[:10]}); the task optimizes {metric!r}")

@@ -118,6 +118,9 @@ def test_the_evaluation_mounts_the_frozen_copy_read_only_outside_the_workspace(
     ({"score": 2, "time": 0.5}, {"metrics": {"score": 2.0, "time": 0.5}, "instances": {}}),
     ({"metrics": {"score": 1.5}, "instances": {"a": 1.0, "b": 2.0}},
      {"metrics": {"score": 1.5}, "instances": {"a": 1.0, "b": 2.0}}),
+    ({"metrics": {"score": 1.5}, "error": None}, {"metrics": {"score": 1.5}, "instances": {}}),
+    # a metric called "error" is a number like any other
+    ({"score": 1, "error": 0.01}, {"metrics": {"score": 1.0, "error": 0.01}, "instances": {}}),
 ])
 def test_the_runner_accepts_numbers_flat_or_with_instances(returned: object,
                                                           expected: dict[str, object]) -> None:
