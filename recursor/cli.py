@@ -96,7 +96,7 @@ def run(
     direction: Direction = None,
 ) -> None:
     """Start a campaign: the built-in CFR campaign when no file is given, or your own program
-    with ``--program initial.py --evaluator evaluate.py``."""
+    with --program initial.py --evaluator evaluate.py."""
     from recursor.orchestrator.graph import run_campaign
 
     config = load_config(campaign)
