@@ -167,11 +167,13 @@ def run(evaluator: Path, program: Path, metric: str, split: str | None) -> dict[
     """Import the evaluator, call it on a private copy of ``program``, validate the result."""
     try:
         evaluate = load_evaluator(evaluator)
-        with tempfile.TemporaryDirectory(prefix="recursor-candidate-") as tmp:
+        # whatever the candidate leaves in the folder must not turn a score into a crash
+        with tempfile.TemporaryDirectory(prefix="recursor-candidate-",
+                                         ignore_cleanup_errors=True) as tmp:
             copy = private_copy(program, Path(tmp))
+            keywords = {} if split is None else {"split": split}
             try:
-                returned = evaluate(str(copy)) if split is None else evaluate(str(copy),
-                                                                               split=split)
+                returned = evaluate(str(copy), **keywords)
             except Exception:
                 raise Rejected(f"evaluate() raised:\n{_tail()}") from None
         return to_verdict(returned, metric)
