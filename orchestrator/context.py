@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import secrets
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,7 +30,7 @@ from recursor.orchestrator.progress import Reporter
 from recursor.orchestrator.trial import ProposalCheck
 from recursor.proposers import Proposer
 from recursor.proposers.ensemble import ProposerChoicePolicy, build_proposer_choice
-from recursor.proposers.registry import build_proposers
+from recursor.proposers.registry import build_proposers, use_instances
 from recursor.sandbox import Sandbox
 from recursor.sandbox.factory import build_sandbox
 from recursor.tasks import Task
@@ -117,8 +118,14 @@ def read_manifest(directory: Path) -> dict[str, str]:
 
 
 def open_context(directory: Path, reporter: Reporter,
-                 overrides: dict[str, Any] | None = None) -> CampaignContext:
-    """Open an existing campaign directory (created by :func:`create_campaign_dir`)."""
+                 overrides: dict[str, Any] | None = None,
+                 proposers: Sequence[Proposer] | None = None) -> CampaignContext:
+    """Open an existing campaign directory (created by :func:`create_campaign_dir`).
+
+    ``proposers``: proposer objects to use instead of building them from the config; the
+    config must have recorded exactly these (``{kind: instance, name}`` entries, see
+    ``recursor.proposers.registry.instance_configs``), else ConfigError.
+    """
     directory = Path(directory).resolve()
     manifest = read_manifest(directory)
     campaign_id, url = manifest["campaign_id"], manifest["archive_url"]
@@ -142,15 +149,16 @@ def open_context(directory: Path, reporter: Reporter,
             archive.update_campaign(campaign_id, config=config_to_dict(config))
         sandbox = build_sandbox(config.sandbox, hidden_paths=[directory])
         check = ProposalCheck(task, sandbox, config.sandbox, cache_dir)
-        proposers = {p.name: p for p in build_proposers(config.proposers, task, config.seed,
-                                                        check)}
-        chooser = build_proposer_choice(config.proposer_choice, list(proposers), config.seed)
+        built = (use_instances(config.proposers, proposers) if proposers is not None
+                 else build_proposers(config.proposers, task, config.seed, check))
+        by_name = {p.name: p for p in built}
+        chooser = build_proposer_choice(config.proposer_choice, list(by_name), config.seed)
         selection = build_selection(config.selection)
     except BaseException:
         archive.close()
         raise
     return CampaignContext(campaign_id, directory, config, archive, store, task, sandbox,
-                           proposers, chooser, reporter, cache_dir, check, selection=selection)
+                           by_name, chooser, reporter, cache_dir, check, selection=selection)
 
 
 def _merge(base: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:

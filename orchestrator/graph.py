@@ -19,6 +19,7 @@ clean stop, after ``kill -9``, or after a finished campaign whose budget was rai
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,8 @@ from recursor.orchestrator.context import CampaignContext, create_campaign_dir, 
 from recursor.orchestrator.progress import NullReporter, Reporter
 from recursor.orchestrator.steps import CampaignState
 from recursor.orchestrator.summary import CampaignSummary, summarize
+from recursor.proposers import Proposer
+from recursor.proposers.registry import instance_configs
 
 RECURSION_LIMIT = 1_000_000  # the loop ends by budget, never by LangGraph's step limit
 
@@ -88,10 +91,17 @@ def execute(ctx: CampaignContext) -> CampaignSummary:
 
 
 def run_campaign(config: CampaignConfig, directory: Path,
-                 reporter: Reporter | None = None) -> CampaignSummary:
-    """Start a new campaign in ``directory`` (which must not hold one) and run it."""
+                 reporter: Reporter | None = None,
+                 proposers: Sequence[Proposer] | None = None) -> CampaignSummary:
+    """Start a new campaign in ``directory`` (which must not hold one) and run it.
+
+    ``proposers``: proposer objects that replace the config's ``proposers:``; the stored
+    config names them (``{kind: instance, name}``), so a resume needs the same objects.
+    """
+    if proposers is not None:
+        config = config.model_copy(update={"proposers": instance_configs(proposers)})
     create_campaign_dir(directory, config)
-    ctx = open_context(directory, reporter or NullReporter())
+    ctx = open_context(directory, reporter or NullReporter(), proposers=proposers)
     try:
         return execute(ctx)
     finally:
@@ -99,9 +109,12 @@ def run_campaign(config: CampaignConfig, directory: Path,
 
 
 def resume_campaign(directory: Path, reporter: Reporter | None = None,
-                    overrides: dict[str, Any] | None = None) -> CampaignSummary:
-    """Continue the campaign in ``directory``; ``overrides`` may raise its budget."""
-    ctx = open_context(directory, reporter or NullReporter(), overrides=overrides)
+                    overrides: dict[str, Any] | None = None,
+                    proposers: Sequence[Proposer] | None = None) -> CampaignSummary:
+    """Continue the campaign in ``directory``; ``overrides`` may raise its budget;
+    ``proposers``: the same objects the campaign was started with, if it was."""
+    ctx = open_context(directory, reporter or NullReporter(), overrides=overrides,
+                       proposers=proposers)
     try:
         return execute(ctx)
     finally:

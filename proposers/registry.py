@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from recursor.config import (
+    InstanceProposerConfig,
     LLMProposerConfig,
     MutationProposerConfig,
     OptunaProposerConfig,
@@ -52,6 +53,11 @@ def build_proposer(config: ProposerConfig, task: Task, seed: int,
         return build_llm_proposer(config)
     if isinstance(config, PluginProposerConfig):
         return _plugin(config)
+    if isinstance(config, InstanceProposerConfig):
+        raise ConfigError(
+            f"proposers: {config.name!r} was passed as a Python object when the campaign "
+            "started; continue it from Python with the same objects: "
+            "recursor.resume(directory, proposers=[...])")
     raise ConfigError(f"proposers: unknown kind {config!r}")
 
 
@@ -85,4 +91,39 @@ def build_proposers(configs: Sequence[ProposerConfig], task: Task, seed: int,
     return out
 
 
-__all__ = ["BUILTIN", "ENTRY_POINT_GROUP", "build_proposer", "build_proposers"]
+def instance_configs(proposers: Sequence[Proposer]) -> list[InstanceProposerConfig]:
+    """How a campaign records proposer objects (by name); ConfigError for an object that is
+    not a Proposer, has no name, or repeats another's name."""
+    names: list[str] = []
+    for proposer in proposers:
+        if not isinstance(proposer, Proposer):
+            raise ConfigError(f"proposers: {type(proposer).__name__} is not a "
+                              "recursor.proposers.Proposer")
+        name = getattr(proposer, "name", None)
+        if not isinstance(name, str) or not name:
+            raise ConfigError(f"proposers: {type(proposer).__name__} has no `name` attribute")
+        if name in names:
+            raise ConfigError(f"proposers: two proposers are named {name!r}; give each "
+                              "instance its own `name`")
+        names.append(name)
+    if not names:
+        raise ConfigError("proposers: the list of proposer objects is empty")
+    return [InstanceProposerConfig(kind="instance", name=name) for name in names]
+
+
+def use_instances(configs: Sequence[ProposerConfig],
+                  proposers: Sequence[Proposer]) -> list[Proposer]:
+    """``proposers`` when they are exactly the objects ``configs`` recorded (by name, in
+    order), else ConfigError naming both lists."""
+    given = [c.name for c in instance_configs(proposers)]
+    recorded = [c.name if isinstance(c, InstanceProposerConfig) else f"<{c.kind}>"
+                for c in configs]
+    if given != recorded:
+        raise ConfigError(f"proposers: this campaign was started with proposers {recorded}; "
+                          f"it was given the objects {given}. Pass the same proposer objects "
+                          "(the same names, in the same order)")
+    return list(proposers)
+
+
+__all__ = ["BUILTIN", "ENTRY_POINT_GROUP", "build_proposer", "build_proposers",
+           "instance_configs", "use_instances"]

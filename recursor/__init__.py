@@ -1,5 +1,9 @@
-"""Recursor: unattended improvement campaigns with a persistent discovery tree."""
+"""Recursor: unattended improvement campaigns with a persistent discovery tree.
 
+``recursor.run(program=..., evaluator=...)`` improves a user's own program (``recursor.api``).
+"""
+
+from recursor.api import resume, run
 from recursor.errors import (
     ArchiveError,
     ConfigError,
@@ -27,4 +31,6 @@ __all__ = [
     "SandboxError",
     "TaskError",
     "__version__",
+    "resume",
+    "run",
 ]

@@ -21,7 +21,7 @@ from rich.text import Text
 
 from recursor import cli_archive, cli_job, cli_proposers, cli_replay, cli_sandbox, cli_ui
 from recursor.config import load_config
-from recursor.errors import RecursorError
+from recursor.errors import ConfigError, RecursorError
 from recursor.untrusted import for_terminal, rich_text
 
 app = typer.Typer(help="Recursor: unattended improvement campaigns with a discovery archive.",
@@ -40,6 +40,14 @@ MaxEvals = Annotated[int | None, typer.Option("--max-evals", min=1,
                                               help="override budget.max_evals")]
 CampaignFile = Annotated[Path | None, typer.Argument(help="campaign YAML (default: built-in)")]
 Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="no live progress")]
+Program = Annotated[Path | None, typer.Option(
+    "--program", help="your program, with EVOLVE-BLOCK-START/END regions (docs/your-task.md)")]
+Evaluator = Annotated[Path | None, typer.Option(
+    "--evaluator", help="a Python file defining evaluate(path) -> {metric: number}")]
+Metric = Annotated[str | None, typer.Option("--metric", help="with --program: the metric to "
+                                            "optimize (default: score)")]
+Direction = Annotated[str | None, typer.Option(
+    "--direction", help="with --program: maximize (default) or minimize")]
 
 
 def _reporter(quiet: bool) -> Any:
@@ -83,11 +91,21 @@ def run(
     directory: DirOption = None,
     max_evals: MaxEvals = None,
     quiet: Quiet = False,
+    program: Program = None,
+    evaluator: Evaluator = None,
+    metric: Metric = None,
+    direction: Direction = None,
 ) -> None:
-    """Start a campaign (the built-in CFR campaign when no file is given)."""
+    """Start a campaign: the built-in CFR campaign when no file is given, or your own program
+    with --program initial.py --evaluator evaluate.py."""
     from recursor.orchestrator.graph import run_campaign
 
     config = load_config(campaign)
+    if program is not None or evaluator is not None:
+        config = _program_config(config if campaign else None, program, evaluator, metric,
+                                 direction)
+    elif metric is not None or direction is not None:
+        raise ConfigError("--metric and --direction go with --program and --evaluator")
     if max_evals is not None:
         config.budget.max_evals = max_evals
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
@@ -121,6 +139,19 @@ def resume(
     finally:
         ctx.close()
     _finish(summary, directory, metric)
+
+
+def _program_config(base: Any, program: Path | None, evaluator: Path | None,
+                    metric: str | None, direction: str | None) -> Any:
+    from recursor.api import program_campaign
+
+    if program is None or evaluator is None:
+        raise ConfigError("give both --program FILE and --evaluator FILE")
+    if direction not in (None, "maximize", "minimize"):
+        raise ConfigError(f"--direction must be maximize or minimize, not {direction!r}")
+    return program_campaign(program, evaluator, metric=metric or "score",
+                            direction="minimize" if direction == "minimize" else "maximize",
+                            base=base)
 
 
 def _metric(config: Any) -> str:

@@ -62,8 +62,42 @@ class PluginTaskConfig(_Model):
     options: dict[str, Any] = Field(default_factory=dict)
 
 
-TaskConfig = Annotated[CfrTaskConfig | WorldsTaskConfig | PsroTaskConfig | PluginTaskConfig,
-                       Field(discriminator="kind")]
+class ProgramTaskConfig(_Model):
+    """A user's own problem: a program with EVOLVE-BLOCK regions and an ``evaluate(path)``
+    script (``recursor run --program P --evaluator E``; see docs/your-task.md).
+
+    Relative paths are resolved against the campaign file's folder (:func:`load_config`), or
+    against the working directory for a config built in Python.
+    """
+
+    kind: Literal["program"]
+    program: str = Field(min_length=1, description="the starting program, with EVOLVE-BLOCK-"
+                         "START/END regions (the only code proposers may change)")
+    evaluator: str = Field(min_length=1, description="a Python file defining evaluate(path) "
+                           "-> {metric: number} (or {'metrics': ..., 'instances': ...})")
+    evaluator_files: list[str] = Field(default_factory=list, description="helper files or "
+                                       "folders the evaluator imports, copied beside it")
+    metric: str = Field("score", min_length=1, description="the metric to optimize")
+    direction: Literal["minimize", "maximize"] = "maximize"
+    timeout_s: float = Field(60.0, gt=0, le=86_400, description="wall time of one evaluation "
+                             "(sandbox.timeout_s, when set, wins)")
+    memory_mb: int = Field(2048, ge=64, description="memory of one evaluation "
+                           "(sandbox.memory_mb, when set, wins)")
+    description: str | None = Field(None, description="what the program does and what a "
+                                    "better one looks like, shown to proposers")
+
+    def resolved(self, base: Path) -> ProgramTaskConfig:
+        """This config with every relative path made absolute against ``base``."""
+        def absolute(path: str) -> str:
+            return str((base / Path(path).expanduser()).resolve())
+        return self.model_copy(update={
+            "program": absolute(self.program), "evaluator": absolute(self.evaluator),
+            "evaluator_files": [absolute(p) for p in self.evaluator_files]})
+
+
+TaskConfig = Annotated[
+    CfrTaskConfig | WorldsTaskConfig | PsroTaskConfig | ProgramTaskConfig | PluginTaskConfig,
+    Field(discriminator="kind")]
 
 
 class MutationProposerConfig(_Model):
@@ -120,8 +154,17 @@ class LLMProposerConfig(_Model):
     templates_dir: str | None = Field(None, description="folder with system.md / user.md")
 
 
+class InstanceProposerConfig(_Model):
+    """A proposer passed as a Python object (``recursor.run(proposers=[...])``): only its name
+    is recorded, so a resumed campaign must be given the same instances again."""
+
+    kind: Literal["instance"]
+    name: str = Field(min_length=1, description="the instance's `name` attribute")
+
+
 ProposerConfig = Annotated[
-    MutationProposerConfig | OptunaProposerConfig | PluginProposerConfig | LLMProposerConfig,
+    MutationProposerConfig | OptunaProposerConfig | PluginProposerConfig | LLMProposerConfig
+    | InstanceProposerConfig,
     Field(discriminator="kind"),
 ]
 
@@ -174,13 +217,17 @@ ProposerChoiceConfig = Annotated[
 
 
 class _SandboxLimitsConfig(_Model):
-    """Limits every sandbox kind takes; a field left out keeps the task's suggestion."""
+    """Limits every sandbox kind takes; a field left out (None) keeps the task's suggestion.
 
-    timeout_s: float = Field(120.0, gt=0)
-    memory_mb: int = Field(2048, ge=64)
-    max_processes: int = Field(64, ge=1)
-    output_bytes: int = Field(64_000, ge=1024)
-    disk_mb: int = Field(1024, ge=16)
+    None rather than a default number, so that the choice survives the stored config's round
+    trip (``campaign.yaml`` holds every field; a default written there would look chosen).
+    """
+
+    timeout_s: float | None = Field(None, gt=0, description="default: the task's (cfr: 120)")
+    memory_mb: int | None = Field(None, ge=64, description="default: the task's (cfr: 2048)")
+    max_processes: int | None = Field(None, ge=1, description="default: the task's (64)")
+    output_bytes: int | None = Field(None, ge=1024, description="default: the task's (64000)")
+    disk_mb: int | None = Field(None, ge=16, description="default: the task's (1024)")
 
 
 class ProcessSandboxConfig(_SandboxLimitsConfig):
@@ -345,6 +392,14 @@ class CampaignConfig(_Model):
                     data[section] = _drop_legacy_fields(section, data[section])
         return data
 
+    @model_validator(mode="after")
+    def _program_component(self) -> CampaignConfig:
+        # The program task has one component, `program`; the default list names cfr's.
+        program = isinstance(self.task, ProgramTaskConfig)
+        if program and "components" not in self.model_fields_set:
+            self.components = ["program"]
+        return self
+
 
 def _format_errors(err: ValidationError, source: str) -> str:
     lines = [f"invalid campaign config ({source}):"]
@@ -387,7 +442,10 @@ def load_config(path: Path | None) -> CampaignConfig:
         data = yaml.safe_load(text)
     except yaml.YAMLError as err:
         raise ConfigError(f"{path}: not valid YAML: {err}") from None
-    return parse_config(data, str(path))
+    config = parse_config(data, str(path))
+    if isinstance(config.task, ProgramTaskConfig):  # paths in a file are relative to it
+        config.task = config.task.resolved(Path(path).resolve().parent)
+    return config
 
 
 def default_campaign() -> CampaignConfig:

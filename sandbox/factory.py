@@ -26,15 +26,16 @@ def build_sandbox(config: SandboxConfig, hidden_paths: Sequence[Path] = ()) -> S
 
 
 def limits_for(config: SandboxConfig, task_limits: SandboxLimits) -> SandboxLimits:
-    """The task's suggested limits, with every field the campaign sets explicitly overriding."""
-    chosen = config.model_fields_set
+    """The task's suggested limits, with every field the campaign sets (not None) overriding."""
+    def pick(chosen: float | None, suggested: float) -> float:
+        return suggested if chosen is None else chosen
+
     return SandboxLimits(
-        wall_time_s=config.timeout_s if "timeout_s" in chosen else task_limits.wall_time_s,
-        memory_mb=config.memory_mb if "memory_mb" in chosen else task_limits.memory_mb,
-        max_processes=(config.max_processes if "max_processes" in chosen
-                       else task_limits.max_processes),
-        output_bytes=config.output_bytes if "output_bytes" in chosen else task_limits.output_bytes,
-        disk_mb=config.disk_mb if "disk_mb" in chosen else task_limits.disk_mb,
+        wall_time_s=pick(config.timeout_s, task_limits.wall_time_s),
+        memory_mb=int(pick(config.memory_mb, task_limits.memory_mb)),
+        max_processes=int(pick(config.max_processes, task_limits.max_processes)),
+        output_bytes=int(pick(config.output_bytes, task_limits.output_bytes)),
+        disk_mb=int(pick(config.disk_mb, task_limits.disk_mb)),
     )
 
 

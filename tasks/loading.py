@@ -5,6 +5,7 @@ from __future__ import annotations
 from recursor.config import (
     CfrTaskConfig,
     PluginTaskConfig,
+    ProgramTaskConfig,
     PsroTaskConfig,
     TaskConfig,
     WorldsTaskConfig,
@@ -29,6 +30,10 @@ def build_task(config: TaskConfig) -> Task:
         from recursor.tasks.psro import PSROTask
 
         return PSROTask(iterations=config.iterations, solver_timeout_s=config.solver_timeout_s)
+    if isinstance(config, ProgramTaskConfig):
+        from recursor.tasks.program.task import ProgramTask
+
+        return ProgramTask(config)
     if isinstance(config, PluginTaskConfig):
         task: Task = instantiate(config.class_path, config.options, Task, "task")
         return task

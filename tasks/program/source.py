@@ -1,0 +1,103 @@
+"""Static checks of a user's program and evaluator: marked regions, the fixed frame, ``evaluate``.
+
+Nothing here executes the text it looks at: it runs on the controller's host for every
+proposal (``Task.static_check``) and once on the user's files when the task is built.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from recursor.mutation import BLOCK_END, BLOCK_START
+
+MAX_PROGRAM_CHARS = 500_000
+PLACEHOLDER = "\0evolve-block\0"
+
+
+class SourceError(ValueError):
+    """The program or evaluator text is unusable; the message says why and how to fix it."""
+
+
+def _parse(source: str, label: str) -> ast.Module:
+    if len(source) > MAX_PROGRAM_CHARS:
+        raise SourceError(f"{label} has {len(source)} characters; the limit is "
+                          f"{MAX_PROGRAM_CHARS}")
+    try:
+        return ast.parse(source)
+    except SyntaxError as exc:
+        raise SourceError(f"{label} does not parse: {exc.msg} (line {exc.lineno})") from None
+    except (MemoryError, RecursionError, ValueError) as exc:
+        raise SourceError(f"{label} does not parse: {type(exc).__name__} "
+                          "(nested too deeply?)") from None
+
+
+def frame(source: str, label: str) -> list[str]:
+    """The program's lines with each EVOLVE block's inside replaced by one placeholder.
+
+    Two versions of a program with the same frame differ only inside their marked regions.
+    Raises SourceError when a marker is unpaired or no region is marked.
+    """
+    out: list[str] = []
+    inside = False
+    blocks = 0
+    for number, line in enumerate(source.splitlines(), start=1):
+        text = line.strip()
+        if text.startswith(BLOCK_START):
+            if inside:
+                raise SourceError(f"{label}: line {number} opens an EVOLVE block inside "
+                                  "another; close the first with " + BLOCK_END)
+            inside, blocks = True, blocks + 1
+            out += [line, PLACEHOLDER]
+        elif text.startswith(BLOCK_END):
+            if not inside:
+                raise SourceError(f"{label}: line {number} closes an EVOLVE block that was "
+                                  "never opened")
+            inside = False
+            out.append(line)
+        elif not inside:
+            out.append(line)
+    if inside:
+        raise SourceError(f"{label}: an EVOLVE block is never closed; add a line "
+                          f"'{BLOCK_END}' after its code")
+    if blocks == 0:
+        raise SourceError(f"{label} has no marked region: put the lines proposers may change "
+                          f"between '{BLOCK_START}' and '{BLOCK_END}' comment lines")
+    return out
+
+
+def check_program(source: str, label: str, starting_frame: list[str] | None = None) -> None:
+    """Raise SourceError unless ``source`` parses, has well-formed marked regions and (when
+    ``starting_frame`` is given) is unchanged outside them."""
+    _parse(source, label)
+    mine = frame(source, label)
+    if starting_frame is not None and mine != starting_frame:
+        changed = next((i for i, (a, b) in enumerate(zip(mine, starting_frame, strict=False))
+                        if a != b), min(len(mine), len(starting_frame)))
+        raise SourceError(f"{label} changes code outside its EVOLVE-BLOCK regions (near frame "
+                          f"line {changed + 1}); only the marked regions may change")
+
+
+def check_evaluator(source: str, label: str) -> bool:
+    """Raise SourceError unless ``source`` defines a top-level ``evaluate`` taking a path.
+
+    Returns whether ``evaluate`` accepts a ``split`` keyword (then it is told ``dev`` or
+    ``heldout``).
+    """
+    module = _parse(source, label)
+    defined = [n for n in module.body
+               if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef) and n.name == "evaluate"]
+    if not defined:
+        raise SourceError(f"{label} defines no top-level function evaluate(path); it must take "
+                          "the path of a program file and return a mapping of metrics")
+    fn = defined[-1]
+    if isinstance(fn, ast.AsyncFunctionDef):
+        raise SourceError(f"{label}: evaluate must be a plain function, not async")
+    positional = [*fn.args.posonlyargs, *fn.args.args]
+    if not positional and fn.args.vararg is None:
+        raise SourceError(f"{label}: evaluate() takes no positional argument; it is called "
+                          "as evaluate(path)")
+    names = {a.arg for a in [*fn.args.args, *fn.args.kwonlyargs]}
+    return "split" in names or fn.args.kwarg is not None
+
+
+__all__ = ["MAX_PROGRAM_CHARS", "SourceError", "check_evaluator", "check_program", "frame"]

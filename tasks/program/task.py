@@ -1,0 +1,147 @@
+"""The ``program`` task's :class:`ProgramTask` (see the package docstring)."""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from recursor.config import ProgramTaskConfig
+from recursor.errors import ConfigError
+from recursor.sandbox import Mount, SandboxLimits, trusted_module_command
+from recursor.tasks._base import Component, EvaluationPlan, Objective, Task
+from recursor.tasks.program.source import SourceError, check_evaluator, check_program, frame
+from recursor.types import ChangeKind, Split
+
+EVALUATOR_TARGET = "/recursor-evaluator"  # read-only inside the sandbox; never in /workspace
+CACHE_FOLDER = "program-evaluator"
+RUNNER = "recursor.tasks.program.runner"
+# the runner's own start-up and the verdict, on top of the evaluator's time
+RUNNER_MARGIN_S = 10.0
+_IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc")
+
+
+def _read(path: Path, what: str) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"task.{what}: {path} does not exist") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"task.{what}: cannot read {path} as UTF-8 text: {exc}") from None
+
+
+def _digest(root: Path) -> str:
+    """A content hash of every file under ``root`` (relative paths and bytes)."""
+    digest = hashlib.sha256()
+    for path in sorted(p for p in root.rglob("*") if p.is_file()):
+        rel = path.relative_to(root).as_posix()
+        data = path.read_bytes()
+        digest.update(f"{len(rel)}:{rel}\0{len(data)}:".encode() + data)
+    return digest.hexdigest()
+
+
+def _publish(root: Path) -> None:
+    """Make the copy readable (not writable) by the sandbox's unprivileged user."""
+    root.chmod(0o755)
+    for path in root.rglob("*"):
+        path.chmod(0o755 if path.is_dir() else 0o644)
+
+
+class ProgramTask(Task):
+    """A user's program and evaluator (see the module docstring); one component, ``program``."""
+
+    name = "program"
+
+    def __init__(self, config: ProgramTaskConfig) -> None:
+        self.program = Path(config.program).resolve()
+        self.evaluator = Path(config.evaluator).resolve()
+        self.helpers = [Path(p).resolve() for p in config.evaluator_files]
+        self.path = self.program.name  # the candidate's file name in /workspace
+        self.timeout_s = config.timeout_s
+        self.memory_mb = config.memory_mb
+        self.objective = Objective(config.metric, config.direction)
+        self.source = _read(self.program, "program")
+        evaluator_source = _read(self.evaluator, "evaluator")
+        try:
+            check_program(self.source, self.path)
+            self.passes_split = check_evaluator(evaluator_source, self.evaluator.name)
+        except SourceError as exc:
+            raise ConfigError(f"task: {exc}") from None
+        self._frame = frame(self.source, self.path)
+        for helper in self.helpers:
+            if not helper.exists():
+                raise ConfigError(f"task.evaluator_files: {helper} does not exist")
+        self.description = config.description or (
+            f"Improve the program {self.path}. Only the code between '# EVOLVE-BLOCK-START' and "
+            f"'# EVOLVE-BLOCK-END' lines may change; everything else must stay as it is. "
+            f"A candidate is scored by the metric '{config.metric}' ({config.direction}).")
+
+    def components(self) -> Sequence[Component]:
+        return [Component("program", ChangeKind.ALGORITHM, [self.path])]
+
+    def seed_files(self) -> Mapping[str, str]:
+        return {self.path: self.source}
+
+    def _staged(self, root: Path) -> None:
+        root.mkdir(parents=True)
+        shutil.copyfile(self.evaluator, root / self.evaluator.name)
+        for helper in self.helpers:
+            if helper.is_dir():
+                shutil.copytree(helper, root / helper.name, ignore=_IGNORED)
+            else:
+                shutil.copyfile(helper, root / helper.name)
+        _publish(root)
+
+    def prepare(self, cache_dir: Path) -> None:
+        """Copy the evaluator and its helpers into the cache (once); ConfigError when the
+        copy made at the campaign's start differs from the files now (a changed evaluator
+        would make old and new scores incomparable)."""
+        target = Path(cache_dir) / CACHE_FOLDER
+        if not target.exists():
+            staging = Path(cache_dir) / f".{CACHE_FOLDER}.new"
+            shutil.rmtree(staging, ignore_errors=True)
+            self._staged(staging)
+            staging.rename(target)
+            return
+        fresh = Path(cache_dir) / f".{CACHE_FOLDER}.check"
+        shutil.rmtree(fresh, ignore_errors=True)
+        try:
+            self._staged(fresh)
+            changed = _digest(fresh) != _digest(target)
+        finally:
+            shutil.rmtree(fresh, ignore_errors=True)
+        if changed:
+            raise ConfigError(
+                f"the evaluator {self.evaluator} (or its evaluator_files) changed since this "
+                f"campaign started; its scores would not compare with the archived ones. "
+                f"Restore the files (the campaign's copy is in {target}) or start a new campaign")
+
+    def static_check(self, files: Mapping[str, str]) -> str | None:
+        """The program parses and differs from the starting one only inside its marked
+        regions. Executes nothing."""
+        source = files.get(self.path)
+        if source is None:
+            return f"missing {self.path}"
+        try:
+            check_program(source, self.path, self._frame)
+        except SourceError as exc:
+            return str(exc)
+        return None
+
+    def evaluation(self, split: Split, cache_dir: Path) -> EvaluationPlan:
+        command = trusted_module_command(
+            RUNNER, "--evaluator", f"{EVALUATOR_TARGET}/{self.evaluator.name}",
+            "--program", f"/workspace/{self.path}", "--metric", self.objective.metric,
+            "--split", Split(split).value)
+        if not self.passes_split:
+            command.append("--no-split")
+        mount = Mount(Path(cache_dir) / CACHE_FOLDER, EVALUATOR_TARGET)
+        return EvaluationPlan(command=command, mounts=[mount], limits=SandboxLimits(
+            wall_time_s=self.timeout_s + RUNNER_MARGIN_S, memory_mb=self.memory_mb))
+
+    def proposer_hints(self) -> str:
+        return self.description
+
+
+__all__ = ["CACHE_FOLDER", "EVALUATOR_TARGET", "ProgramTask"]
