@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -84,8 +85,10 @@ class RecordingProposer(Proposer):
             out.write(json.dumps(record) + "\n")
         source = context.parent.files[SOLVER_FILE]
         step = sum(1 for v in context.history if v.proposer == self.name) + 1
-        return Proposal(ChangeKind.ALGORITHM, f"blend {0.1 * step:.1f}",
-                        {SOLVER_FILE: source.replace("blend = 0.0", f"blend = {0.1 * step}")})
+        # a new blend whatever the parent's is (an unchanged file would be a duplicate, which
+        # does not count against the budget)
+        blended = re.sub(r"blend = [0-9.]+", f"blend = {0.1 * step:.1f}", source, count=1)
+        return Proposal(ChangeKind.ALGORITHM, f"blend {0.1 * step:.1f}", {SOLVER_FILE: blended})
 
 
 @pytest.mark.timeout(600)
