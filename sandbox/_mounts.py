@@ -58,7 +58,7 @@ def refuse_special(source: Path) -> None:
     special = special_files(source)
     if special:
         raise SandboxError(
-            f"writable mount {source} holds sockets, FIFOs or devices {special}, which would "
+            f"writable mount {source} holds sockets or FIFOs (or devices) {special}, which would "
             "reach host processes; mount a directory made for the job")
 
 
