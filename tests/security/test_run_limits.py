@@ -158,11 +158,13 @@ time.sleep(1)  # let the host's sampler find this process
 
 
 def test_many_empty_files_hit_a_limit(sandbox: Sandbox) -> None:
-    """500k empty files under 512 MB: the flood stops with ENOSPC (an inode cap), EDQUOT or
+    """500k empty files under 256 MB: the flood stops with ENOSPC (an inode cap), EDQUOT or
     ENOMEM (the memory cgroup their inodes are charged to), or the run ends not-ok (an OOM
     kill); and the host's kernel saw the run within ``memory_mb`` plus the helper allowance.
-    (podman 4 refuses ``nr_inodes`` on a container's tmpfs: docker may stop by memory alone.)"""
-    limits = SandboxLimits(wall_time_s=120, memory_mb=512, disk_mb=64)
+    (podman 4 refuses ``nr_inodes`` on a container's tmpfs: docker stops by memory alone. 500k
+    empty tmpfs files cost ~470 MB of kernel memory there, measured from the host, so they
+    cannot fit in 256 + 64 MB; under 512 MB they would, and nothing would need to stop.)"""
+    limits = SandboxLimits(wall_time_s=120, memory_mb=256, disk_mb=64)
     host = HostMemory(f"files-{uuid.uuid4().hex}")
     done = threading.Event()
 
