@@ -13,7 +13,7 @@ paths, are only:
   component folder of the project). Never the project root: not ``.git``, not ``campaigns/``,
   not ``tests``, not any other file that lives beside the packages.
 
-Writable space is one tmpfs per run, capped in bytes (``disk_mb``) and in inodes, mounted by a
+Writable space is one tmpfs per run, capped in bytes (``scratch_mb``) and in inodes, mounted by a
 setup step that runs inside the namespaces with ``CAP_SYS_ADMIN`` and ``CAP_SETPCAP`` (both
 meaningful only inside the run's own user namespace): its ``workspace``, ``tmp`` and ``shm``
 folders are bound at ``/workspace``, ``/tmp`` (``/var/tmp`` links there) and ``/dev/shm``, so
@@ -28,6 +28,8 @@ import os
 import sys
 from collections.abc import Iterable
 from pathlib import Path
+
+from ._base import SandboxLimits
 
 SYSTEM_DIRS = ("usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32")
 ETC_ENTRIES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "alternatives",
@@ -145,18 +147,26 @@ def hide_args(paths: Iterable[Path], sources: Iterable[Path]) -> list[str]:
     return args
 
 
-def writable_args(disk_mb: int, workdir: str, uid: int | None) -> tuple[list[str], list[str]]:
-    """The bwrap options and the command prefix that build the run's writable space; the
-    command then runs as ``uid`` of the namespace (None: stays the namespace's root)."""
+def scratch_mb(limits: SandboxLimits) -> int:
+    """The size of the run's one scratch tmpfs: ``min(disk_mb, memory_mb // 2)`` MB (at least
+    1). Its pages are charged to the run's memory cgroup, so a full scratch still leaves the
+    processes at least half of ``memory_mb``; it gets ``INODES_PER_MB`` inodes per MB."""
+    return max(1, min(limits.disk_mb, limits.memory_mb // 2))
+
+
+def writable_args(size_mb: int, workdir: str, uid: int | None) -> tuple[list[str], list[str]]:
+    """The bwrap options and the command prefix that build the run's writable space (a tmpfs
+    of ``size_mb`` MB, see ``scratch_mb``); the command then runs as ``uid`` of the namespace
+    (None: stays the namespace's root)."""
     options = ["--dir", "/workspace", "--dir", "/tmp", "--dir", SCRATCH, "--dir", "/var",
                "--symlink", "../tmp", "/var/tmp"]
     for cap in SETUP_CAPS:
         options += ["--cap-add", cap]
-    inodes = max(MIN_INODES, disk_mb * INODES_PER_MB)
-    prefix = ["/bin/sh", "-c", _SETUP, "setup", str(disk_mb << 20), str(inodes),
+    inodes = max(MIN_INODES, size_mb * INODES_PER_MB)
+    prefix = ["/bin/sh", "-c", _SETUP, "setup", str(size_mb << 20), str(inodes),
               "keep" if uid is None else str(uid), workdir]
     return options, prefix
 
 
-__all__ = ["INPUT_TARGET", "etc_binds", "hide_args", "interpreter_binds", "system_binds",
-           "visible_sources", "walkable_parents", "writable_args"]
+__all__ = ["INPUT_TARGET", "etc_binds", "hide_args", "interpreter_binds", "scratch_mb",
+           "system_binds", "visible_sources", "walkable_parents", "writable_args"]

@@ -28,7 +28,6 @@ crashed controller leaves none.
 from __future__ import annotations
 
 import contextlib
-import os
 import shutil
 import socket
 import stat
@@ -51,6 +50,7 @@ from recursor.types import RunStatus
 
 from ._base import Mount, Sandbox, SandboxLimits, SandboxRequest, SandboxResult, check_request
 from ._judge import MAX_RESULT_BYTES, judge
+from ._mounts import is_special, refuse_special, skip_special
 from .agent import INPUT_DIR, PROTOCOL, receive_message, send_message
 from .images import DEFAULT_RECIPE, connect, image_exists, make_readable, stage_source
 
@@ -132,7 +132,7 @@ class DockerSandbox(Sandbox):
         check_request(request)
         for mount in request.mounts:
             if mount.writable:
-                _refuse_sockets(mount.source)
+                refuse_special(mount.source)
         key = _PoolKey(tuple((str(m.source.resolve()), m.target, m.writable)
                              for m in request.mounts),
                        request.limits.memory_mb, request.limits.max_processes,
@@ -248,7 +248,7 @@ class DockerSandbox(Sandbox):
             if snapshot is None:
                 snapshot = Path(tempfile.mkdtemp(prefix="mount-", dir=self._scratch)) / "data"
                 if source.is_dir():
-                    shutil.copytree(source, snapshot, symlinks=True, ignore=_special_files)
+                    shutil.copytree(source, snapshot, symlinks=True, ignore=skip_special)
                 else:
                     shutil.copy2(source, snapshot)
                 make_readable(snapshot.parent)
@@ -323,27 +323,9 @@ def _bindable(path: Path) -> bool:
     for entry in entries:
         mode = entry.lstat().st_mode
         need = 0o005 if stat.S_ISDIR(mode) else 0o004
-        if _is_special(mode) or (not stat.S_ISLNK(mode) and mode & need != need):
+        if is_special(mode) or (not stat.S_ISLNK(mode) and mode & need != need):
             return False
     return True
-
-
-def _is_special(mode: int) -> bool:
-    return stat.S_ISSOCK(mode) or stat.S_ISFIFO(mode) or stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
-
-
-def _special_files(folder: str, names: list[str]) -> set[str]:
-    """For ``copytree``: the entries of ``folder`` that are sockets, FIFOs or devices."""
-    return {name for name in names if _is_special(os.lstat(os.path.join(folder, name)).st_mode)}
-
-
-def _refuse_sockets(source: Path) -> None:
-    """A writable mount is bound live, so a socket or FIFO in it would reach a host process."""
-    entries = [source, *source.rglob("*")] if source.is_dir() else [source]
-    special = [str(entry) for entry in entries if _is_special(entry.lstat().st_mode)]
-    if special:
-        raise SandboxError(f"writable mount {source} holds sockets or FIFOs {special[:3]}, "
-                           "which would reach host processes; mount a directory made for the job")
 
 
 def scratch_tmpfs(limits: SandboxLimits, inode_caps: bool = True) -> dict[str, str]:

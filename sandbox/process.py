@@ -13,9 +13,14 @@ What it covers (each item has a test in ``tests/security`` or ``tests/unit``):
   directory are covered as well.
 * **Files.** The workspace is copied to a fresh temp dir, bound read-only at
   ``/recursor-input`` and copied from there into ``/workspace``. ``/workspace``, ``/tmp``
-  (``/var/tmp``) and ``/dev/shm`` are folders of one tmpfs per run capped at
-  ``limits.disk_mb`` bytes and ``disk_mb * 64`` inodes; the rest of the file system is
-  read-only. A disk-filling or inode-filling candidate gets ENOSPC.
+  (``/var/tmp``) and ``/dev/shm`` are folders of one tmpfs per run (its "scratch") of
+  ``scratch_mb(limits)`` = ``min(disk_mb, memory_mb / 2)`` MB and 64 inodes per MB (at least
+  1024): it lives in the run's memory, so it is sized to leave the processes at least half of
+  ``memory_mb``. The rest of the file system is read-only. A disk-, ``/dev/shm``- or
+  inode-filling candidate gets ENOSPC.
+* **Task mounts.** Bound at their targets, read-only unless writable. A read-only source
+  holding a unix socket, FIFO or device is bound as a snapshot without them (a read-only bind
+  does not stop ``connect``); a writable one holding one is refused (``_mounts``).
 * **Verdict channel.** ``RECURSOR_RESULT`` is ``/proc/self/fd/N``, the write end of a pipe that
   only the command inherits (nothing in the file system): a child started with ``close_fds``
   (Python's default) cannot write it, and cannot reach it through ``/proc`` when the evaluator
@@ -30,11 +35,15 @@ What it covers (each item has a test in ``tests/security`` or ``tests/unit``):
   keyrings, no other syscall ABI.
 * **Limits.** Wall time (the whole process group is SIGKILLed; the pid namespace takes every
   descendant with it). Memory: where a memory cgroup can be created (``_cgroups``: v1, or v2
-  with the controller delegated) the *whole run* is capped at ``memory_mb + disk_mb`` (its
-  processes together plus its RAM-backed files and kernel objects; swap included); elsewhere
-  only ``RLIMIT_AS`` at ``memory_mb`` *per process* holds, and the tmpfs caps. Processes: a
-  pids cgroup with ``pids.max`` where one can be created, else ``RLIMIT_NPROC`` set to the
-  user's current count plus ``max_processes`` (ignored for root, see
+  with the controller delegated) the *whole run* is capped at ``memory_mb +
+  HELPER_MEMORY_MB`` (its processes together, its scratch tmpfs, kernel objects such as
+  inodes and SysV shared memory, swap included; the 64 MB are for bubblewrap's two processes
+  and the setup shell, as the docker agent gets its 64 MB). Where no memory cgroup can be made
+  (``caps_memory_per_run`` is False) only this holds: ``RLIMIT_AS`` at ``memory_mb`` *per
+  process*, the scratch's size and inode caps (at most ``memory_mb / 2`` of RAM-backed files)
+  and ``max_processes``, so a run of N processes may use up to about N times ``memory_mb``.
+  Processes: a pids cgroup with ``pids.max`` where one can be created, else ``RLIMIT_NPROC``
+  set to the user's current count plus ``max_processes`` (ignored for root, see
   ``enforces_process_limit``). ``RLIMIT_CORE=0``, ``RLIMIT_FSIZE`` 1 GiB per file;
   stdout/stderr are truncated to ``output_bytes``.
 
@@ -77,6 +86,7 @@ from ._binds import (
     etc_binds,
     hide_args,
     interpreter_binds,
+    scratch_mb,
     system_binds,
     visible_sources,
     walkable_parents,
@@ -84,6 +94,7 @@ from ._binds import (
 )
 from ._cgroups import RunCgroups, can_limit_memory, can_limit_processes
 from ._judge import MAX_RESULT_BYTES, judge
+from ._mounts import SpecialFreeSnapshots, refuse_special
 from ._seccomp import filter_program, syscall_number
 from ._userns import (
     SANDBOX_UID,
@@ -98,6 +109,9 @@ BWRAP = "/usr/bin/bwrap"
 FILE_SIZE_LIMIT = 1 << 30
 # bwrap runs as two processes of its own (outer monitor and pid-1 init) in the cgroup.
 BWRAP_OWN_PROCESSES = 2
+# What the run's memory cgroup allows beyond ``memory_mb``: bubblewrap's own processes and the
+# setup shell (trusted), the same allowance as the docker agent's.
+HELPER_MEMORY_MB = 64
 KEYCTL_JOIN_SESSION_KEYRING = 1
 PROC_MASKED = ("keys", "key-users")
 _KEYCTL = syscall_number("keyctl")
@@ -168,6 +182,7 @@ class ProcessSandbox(Sandbox):
         self._sources = visible_sources()
         self._seccomp = filter_program()
         self._drops_uid = drops_to_sandbox_uid()
+        self._snapshots = SpecialFreeSnapshots()
         self._check_works()
 
     def _check_works(self) -> None:
@@ -175,6 +190,10 @@ class ProcessSandbox(Sandbox):
         probe = self.run(SandboxRequest(command=["true"]))
         if probe.status is not RunStatus.OK:
             raise SandboxError(f"bubblewrap cannot create a sandbox here: {probe.stderr.strip()}")
+
+    def close(self) -> None:
+        """Remove the snapshots of read-only mounts that held special files."""
+        self._snapshots.close()
 
     @property
     def enforces_process_limit(self) -> bool:
@@ -203,6 +222,9 @@ class ProcessSandbox(Sandbox):
     def _prepare(self, request: SandboxRequest, workspace: Path) -> None:
         """Check the request and copy the workspace; a bad request is a SandboxError."""
         check_request(request)
+        for mount in request.mounts:
+            if mount.writable:
+                refuse_special(mount.source)
         if request.workspace is None:
             workspace.mkdir()
         else:
@@ -236,10 +258,13 @@ class ProcessSandbox(Sandbox):
         args += ["--ro-bind", str(workspace), INPUT_TARGET]
         args += walkable_parents(mount.target for mount in request.mounts)
         for mount in request.mounts:
-            flag = "--bind" if mount.writable else "--ro-bind"
-            args += [flag, str(mount.source.resolve()), mount.target]
+            if mount.writable:
+                args += ["--bind", str(mount.source.resolve()), mount.target]
+            else:
+                args += ["--ro-bind", str(self._snapshots.source_for(mount.source)),
+                         mount.target]
         uid = SANDBOX_UID if userns_fd is not None else None
-        writable, setup = writable_args(request.limits.disk_mb, request.workdir, uid)
+        writable, setup = writable_args(scratch_mb(request.limits), request.workdir, uid)
         args += writable + ["--remount-ro", "/"]
         for name, value in _environment(request, verdict_fd).items():
             args += ["--setenv", name, value]
@@ -252,7 +277,7 @@ class ProcessSandbox(Sandbox):
         limits = request.limits
         cgroups = RunCgroups.create(
             limits.max_processes + BWRAP_OWN_PROCESSES,
-            (limits.memory_mb + limits.disk_mb) << 20)
+            (limits.memory_mb + HELPER_MEMORY_MB) << 20)
         try:
             result, timed_out, verdict = self._supervise(build_argv, limits, cgroups)
             oom_killed = cgroups.oom_kills() > 0

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from recursor.errors import SandboxError
 from recursor.sandbox import Mount, Sandbox, SandboxLimits, SandboxRequest, SandboxResult
 from recursor.types import RunStatus
 
@@ -256,6 +257,25 @@ def test_no_host_unix_socket_is_reachable(sandbox: Sandbox,
     assert "TRIED" in result.stdout
     assert "CONNECTED" not in result.stdout, result.stdout
     assert hits == []
+
+
+def test_a_mount_never_carries_a_channel_to_a_host_process(sandbox: Sandbox,
+                                                          tmp_path: Path) -> None:
+    """A FIFO in a task mount: a read-only mount is shown without it (its files still there);
+    a writable one, the caller's live directory, is refused before anything runs."""
+    source = tmp_path / "data"
+    source.mkdir()
+    source.chmod(0o755)
+    (source / "data.txt").write_text("DATA-VISIBLE")
+    (source / "data.txt").chmod(0o644)
+    os.mkfifo(source / "host.fifo", 0o666)
+    code = ("import os; print(open('/data/data.txt').read(), "
+            "'FIFO' if os.path.exists('/data/host.fifo') else 'NO-FIFO')")
+    result = _python(sandbox, code, mounts=(Mount(source, "/data"),))
+    assert result.status is RunStatus.OK, (result.error, result.stderr)
+    assert result.stdout.split() == ["DATA-VISIBLE", "NO-FIFO"], result.stdout
+    with pytest.raises(SandboxError, match="sockets or FIFOs"):
+        _python(sandbox, "print(1)", mounts=(Mount(source, "/data", writable=True),))
 
 
 # -- system calls -----------------------------------------------------------------------------
