@@ -28,11 +28,18 @@ from recursor.types import RunStatus
 
 @dataclass(frozen=True)
 class Mount:
-    """A host path made visible inside the sandbox at ``target``, read-only unless ``writable``."""
+    """A host path made visible inside the sandbox at ``target``, read-only unless ``writable``.
+
+    ``feed`` marks a source that is a FIFO the host feeds for this one run (a one-way channel
+    a task made, such as the worlds task's data pipe, read to the end by the trusted evaluator
+    before any candidate code starts): the process sandbox binds it as it is. Any other
+    socket, FIFO or device in a mount is kept out (``sandbox/_mounts.py``).
+    """
 
     source: Path
     target: str
     writable: bool = False
+    feed: bool = False
 
 
 @dataclass(frozen=True)

@@ -68,6 +68,7 @@ import os
 import resource
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -260,6 +261,8 @@ class ProcessSandbox(Sandbox):
         for mount in request.mounts:
             if mount.writable:
                 args += ["--bind", str(mount.source.resolve()), mount.target]
+            elif mount.feed and stat.S_ISFIFO(mount.source.stat().st_mode):
+                args += ["--ro-bind", str(mount.source.resolve()), mount.target]
             else:
                 args += ["--ro-bind", str(self._snapshots.source_for(mount.source)),
                          mount.target]

@@ -142,7 +142,7 @@ class WorldsTask(PolicyTask):
             f"/worlds/{split}.pipe", "--policies", "/policies", *extra)
         return EvaluationPlan(
             command=command,
-            mounts=[Mount(pipe, f"/worlds/{split}.pipe"),
+            mounts=[Mount(pipe, f"/worlds/{split}.pipe", feed=True),
                     Mount(Path(cache_dir) / "policies", "/policies")],
             env={"OMP_NUM_THREADS": "2", "TOKENIZERS_PARALLELISM": "false"}, limits=limits)
 

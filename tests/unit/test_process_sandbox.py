@@ -259,3 +259,27 @@ def test_a_writable_mount_the_sandbox_uid_cannot_write_is_a_clear_error(
     with pytest.raises(SandboxError, match="chown 65534"):
         sandbox.run(SandboxRequest(command=["true"],
                                    mounts=[Mount(tmp_path / "out", "/out", writable=True)]))
+
+
+def test_a_feed_mount_binds_the_hosts_fifo_and_only_a_fifo(sandbox: ProcessSandbox,
+                                                           tmp_path: Path) -> None:
+    """A task's one-way data pipe (``Mount.feed``) is bound as it is; a feed flag on a folder
+    holding a FIFO does not let that FIFO through."""
+    import threading
+
+    fifo = tmp_path / "data.pipe"
+    os.mkfifo(fifo)
+    fifo.chmod(0o644)
+    feeder = threading.Thread(target=lambda: fifo.write_text("fed once"), daemon=True)
+    feeder.start()
+    fed = sandbox.run(SandboxRequest(command=["cat", "/data.pipe"], limits=SandboxLimits(10),
+                                     mounts=[Mount(fifo, "/data.pipe", feed=True)]))
+    feeder.join(5)
+    assert fed.status is RunStatus.OK and fed.stdout == "fed once"
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    os.mkfifo(folder / "inner.pipe")
+    (folder / "plain.txt").write_text("plain")
+    listed = sandbox.run(SandboxRequest(command=["ls", "/folder"], limits=SandboxLimits(10),
+                                        mounts=[Mount(folder, "/folder", feed=True)]))
+    assert listed.stdout.split() == ["plain.txt"]
