@@ -26,7 +26,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from ._base import SandboxLimits
@@ -43,6 +43,8 @@ STANDINS = {
 }
 INPUT_TARGET = "/recursor-input"
 SCRATCH = "/.recursor-scratch"
+SCRATCH_ROOTS = ("/tmp", "/var/tmp")
+KEEP = "/.recursor-keep"
 INODES_PER_MB = 64
 MIN_INODES = 1024
 SETPRIV = "/usr/bin/setpriv"
@@ -51,11 +53,30 @@ SETPRIV = "/usr/bin/setpriv"
 # bind its folders, then give up every capability for good (and become ``$3`` unless it is
 # "keep") and exec the command.
 _SETUP = f"""set -e
+size=$1 inodes=$2 who=$3
 mount -n -t tmpfs -o "size=$1,nr_inodes=$2,mode=0755,nosuid,nodev" recursor {SCRATCH}
 mkdir -m 1777 {SCRATCH}/workspace {SCRATCH}/tmp {SCRATCH}/shm
 mount -n --bind {SCRATCH}/workspace /workspace
 mount -n --bind {SCRATCH}/tmp /tmp
 mount -n --bind {SCRATCH}/shm /dev/shm
+groups=$4
+shift 4
+while [ "$groups" -gt 0 ]; do
+  top=$1 count=$2
+  shift 2
+  mkdir -p "$top"
+  mount -n -t tmpfs -o "size=1m,nr_inodes=1024,mode=0755" recursor-keep "$top"
+  while [ "$count" -gt 0 ]; do
+    if [ -d "$1" ]; then mkdir -p "$2"; else mkdir -p "$(dirname "$2")" && : > "$2"; fi
+    mount -n --bind "$1" "$2"
+    mount -n -o remount,bind,ro "$2"
+    shift 2
+    count=$((count - 1))
+  done
+  mount -n -o remount,ro "$top"
+  groups=$((groups - 1))
+done
+set -- "$size" "$inodes" "$who" "$@"
 ids=""
 if [ "$3" != keep ]; then
   ids="--reuid=$3 --regid=$3 --clear-groups"
@@ -109,16 +130,44 @@ def visible_sources() -> list[Path]:
     return [p for p in unique if not any(other in p.parents for other in unique)]
 
 
+def under_scratch(path: Path) -> bool:
+    """Whether ``path`` lies where the run's scratch space is mounted (``/tmp``, ``/var/tmp``):
+    a checkout or virtualenv there would be covered by it."""
+    return any(path == Path(root) or Path(root) in path.parents for root in SCRATCH_ROOTS)
+
+
 def interpreter_binds(sources: Iterable[Path]) -> list[str]:
-    """Read-only binds of ``sources`` (a venv's ``lib64`` symlink is recreated as one)."""
+    """Read-only binds of ``sources`` (a venv's ``lib64`` symlink is recreated as one). A
+    source under a scratch root is bound at ``KEEP/<n>`` instead, and the setup step binds it
+    back at its own path over the scratch space (``kept_args``)."""
     sources = list(sources)
-    args = walkable_parents(sources)
+    args = walkable_parents(s for s in sources if not under_scratch(s))
     prefix = Path(sys.prefix).resolve()
     lib64 = prefix / "lib64"
-    if lib64.is_symlink():
+    if lib64.is_symlink() and not under_scratch(lib64):
         args += ["--symlink", os.readlink(lib64), str(lib64)]
-    for source in sources:
-        args += ["--ro-bind", str(source), str(source)]
+    for index, source in enumerate(sources):
+        target = f"{KEEP}/{index}" if under_scratch(source) else str(source)
+        args += ["--ro-bind", str(source), target]
+    return args
+
+
+def kept_args(sources: Iterable[Path]) -> list[str]:
+    """The setup step's arguments for the sources under a scratch root: the number of groups,
+    then per group its top directory (the first one under the root), how many sources it
+    holds, and each one's stash and path. The setup step mounts a small tmpfs on each top,
+    binds the sources into it read-only and makes it read-only, so a candidate can neither
+    replace nor move them."""
+    groups: dict[str, list[str]] = {}
+    for index, source in enumerate(sources):
+        if under_scratch(source):
+            root = next(Path(r) for r in SCRATCH_ROOTS
+                        if Path(r) in source.parents or source == Path(r))
+            top = str(root / source.relative_to(root).parts[0])
+            groups.setdefault(top, []).extend([f"{KEEP}/{index}", str(source)])
+    args = [str(len(groups))]
+    for top, pairs in groups.items():
+        args += [top, str(len(pairs) // 2), *pairs]
     return args
 
 
@@ -154,19 +203,22 @@ def scratch_mb(limits: SandboxLimits) -> int:
     return max(1, min(limits.disk_mb, limits.memory_mb // 2))
 
 
-def writable_args(size_mb: int, workdir: str, uid: int | None) -> tuple[list[str], list[str]]:
+def writable_args(size_mb: int, workdir: str, uid: int | None,
+                  kept: Sequence[str] = ("0",)) -> tuple[list[str], list[str]]:
     """The bwrap options and the command prefix that build the run's writable space (a tmpfs
-    of ``size_mb`` MB, see ``scratch_mb``); the command then runs as ``uid`` of the namespace
-    (None: stays the namespace's root)."""
+    of ``size_mb`` MB, see ``scratch_mb``) and bind back the sources under it (``kept``, from
+    ``kept_args``); the command then runs as ``uid`` of the namespace (None: stays the
+    namespace's root)."""
     options = ["--dir", "/workspace", "--dir", "/tmp", "--dir", SCRATCH, "--dir", "/var",
                "--symlink", "../tmp", "/var/tmp"]
     for cap in SETUP_CAPS:
         options += ["--cap-add", cap]
     inodes = max(MIN_INODES, size_mb * INODES_PER_MB)
     prefix = ["/bin/sh", "-c", _SETUP, "setup", str(size_mb << 20), str(inodes),
-              "keep" if uid is None else str(uid), workdir]
+              "keep" if uid is None else str(uid), *kept, workdir]
     return options, prefix
 
 
-__all__ = ["INPUT_TARGET", "etc_binds", "hide_args", "interpreter_binds", "scratch_mb",
-           "system_binds", "visible_sources", "walkable_parents", "writable_args"]
+__all__ = ["INPUT_TARGET", "etc_binds", "hide_args", "interpreter_binds", "kept_args",
+           "scratch_mb", "system_binds", "under_scratch", "visible_sources", "walkable_parents",
+           "writable_args"]

@@ -20,8 +20,11 @@ from pathlib import Path
 from typing import Any
 
 PR_SET_DUMPABLE = 4
-# Directories a candidate can always write inside both sandboxes.
+# Directories a candidate can always write inside both sandboxes. Under the last four, an
+# entry on a read-only mount is accepted: a sandbox binds a checkout or virtualenv that lives
+# there (``/tmp/project/.venv``, say) back read-only, and no candidate can remount it.
 CANDIDATE_WRITABLE = ("/workspace", "/tmp", "/var/tmp", "/dev/shm", "/run")
+ALWAYS_REFUSED = ("/workspace",)
 # Set (to 1) only to run an evaluator directly on a development host, where the virtualenv is
 # the user's own and no isolation is claimed; the candidate-writable roots are refused anyway.
 # Sandboxes build the evaluator's environment themselves, so a candidate cannot set it.
@@ -42,25 +45,39 @@ def _nearest_existing(path: str) -> str:
     return path
 
 
+def _read_only_mount(path: str) -> bool:
+    try:
+        return bool(os.statvfs(_nearest_existing(path)).f_flag & os.ST_RDONLY)
+    except OSError:
+        return False
+
+
 def untrusted_path_entries(entries: Sequence[str] | None = None,
                            extra_roots: Sequence[str] = ()) -> list[str]:
     """The ``sys.path`` entries (default: this process's) a candidate could plant code in:
-    the working directory (``python -m`` puts it first), relative entries, those under a
-    candidate-writable root (the workspace, the temp dirs that hold ``$HOME``, ``extra_roots``),
-    and those this process may write (for an entry that does not exist yet: its nearest
-    existing parent; skipped when ``$RECURSOR_HOST_EVALUATOR`` is 1)."""
+    the working directory (``python -m`` puts it first), relative entries, those under the
+    workspace or ``extra_roots``, those under a temp dir (which holds ``$HOME``) unless on a
+    read-only mount, and those this process may write (for an entry that does not exist yet:
+    its nearest existing parent). With ``$RECURSOR_HOST_EVALUATOR`` 1 (an evaluator run on a
+    development host, outside any sandbox) the last two rules are skipped."""
     cwd = os.path.realpath(os.getcwd())
-    roots = [*CANDIDATE_WRITABLE, *extra_roots]
-    roots = [os.path.realpath(r) for r in roots] + list(roots)
-    check_writable = os.environ.get(HOST_RUN_ENV) != "1"
+    host_run = os.environ.get(HOST_RUN_ENV) == "1"
+
+    def with_real(roots: Sequence[str]) -> list[str]:
+        return [os.path.realpath(r) for r in roots] + list(roots)
+
+    refused = with_real([*ALWAYS_REFUSED, *extra_roots])
+    scratch = with_real([r for r in CANDIDATE_WRITABLE if r not in ALWAYS_REFUSED])
     bad = []
     for entry in sys.path if entries is None else entries:
         if not entry or not os.path.isabs(entry):
             bad.append(entry or "'' (the working directory)")
             continue
         real = os.path.realpath(entry)
-        writable = check_writable and os.access(_nearest_existing(real), os.W_OK)
-        if real == cwd or _inside(real, roots) or _inside(entry, roots) or writable:
+        in_scratch = (_inside(real, scratch) or _inside(entry, scratch)) and not host_run
+        writable = not host_run and os.access(_nearest_existing(real), os.W_OK)
+        if (real == cwd or _inside(real, refused) or _inside(entry, refused) or writable
+                or (in_scratch and not _read_only_mount(real))):
             bad.append(entry)
     return bad
 

@@ -87,6 +87,7 @@ from ._binds import (
     etc_binds,
     hide_args,
     interpreter_binds,
+    kept_args,
     scratch_mb,
     system_binds,
     visible_sources,
@@ -267,7 +268,8 @@ class ProcessSandbox(Sandbox):
                 args += ["--ro-bind", str(self._snapshots.source_for(mount.source)),
                          mount.target]
         uid = SANDBOX_UID if userns_fd is not None else None
-        writable, setup = writable_args(scratch_mb(request.limits), request.workdir, uid)
+        writable, setup = writable_args(scratch_mb(request.limits), request.workdir, uid,
+                                        kept_args(self._sources))
         args += writable + ["--remount-ro", "/"]
         for name, value in _environment(request, verdict_fd).items():
             args += ["--setenv", name, value]

@@ -46,11 +46,14 @@ def test_protect_verdict_refuses_an_evaluator_that_could_import_candidate_code(
 def test_untrusted_entries_are_found(monkeypatch: pytest.MonkeyPatch) -> None:
     from recursor.sandbox.guest import untrusted_path_entries
 
-    # the candidate-writable roots alone (this host's /usr may be writable: root runs tests)
+    # outside a sandbox the temp dirs are writable mounts: refused there
+    scratch = ["/tmp/.local/lib/site-packages", "/dev/shm/x", "/var/tmp/y"]
+    assert untrusted_path_entries(scratch) == scratch
+    # a host run (this host's /usr may be writable: root runs tests; a checkout may live in
+    # /tmp) still refuses the working directory, relative entries and the workspace
     monkeypatch.setenv(HOST_RUN_ENV, "1")
-    entries = ["", "rel", "/workspace", "/workspace/pkg", "/tmp/.local/lib/site-packages",
-               "/dev/shm/x", "/usr/lib/python3"]
-    assert untrusted_path_entries(entries) == ["'' (the working directory)", *entries[1:-1]]
+    entries = ["", "rel", "/workspace", "/workspace/pkg", "/usr/lib/python3", *scratch]
+    assert untrusted_path_entries(entries) == ["'' (the working directory)", *entries[1:4]]
 
 
 def test_write_verdict_prints_when_there_is_no_path(capsys) -> None:  # type: ignore[no-untyped-def]
