@@ -24,7 +24,7 @@ from langgraph.runtime import Runtime
 
 from recursor.archive.models import EvaluationRow, NodeRow
 from recursor.errors import ProposerError, ProposerUnavailable, RecursorError
-from recursor.orchestrator import coevolution
+from recursor.orchestrator import coevolution, goodhart
 from recursor.orchestrator.coevolution import initial_files
 from recursor.orchestrator.context import CampaignContext
 from recursor.orchestrator.duplicates import answer_duplicate
@@ -46,6 +46,7 @@ class CampaignState(TypedDict, total=False):
     phase: int  # co-evolution: index into the expanded schedule
     phase_round: int  # the round the phase started at
     step: str  # while a schedule runs: "harness" (propose) or "train"
+    goodhart_stop: str  # set by judge when the Goodhart guard's action is stop
 
 
 Ctx = Runtime[CampaignContext]
@@ -146,6 +147,7 @@ async def select(state: CampaignState, runtime: Ctx) -> dict[str, Any]:
     """Pick a parent for each slot of the round, or end the campaign when a budget is spent."""
     ctx, started = runtime.context, time.monotonic()
     left, reason = _budget_left(ctx, state)
+    reason = state.get("goodhart_stop") or reason
     if reason is not None:
         return {"done": True, "stop_reason": reason, "parents": []}
     scored = [(n.id, n.score) for n in ctx.archive.nodes(ctx.campaign_id)
@@ -461,7 +463,8 @@ async def judge(state: CampaignState, runtime: Ctx) -> dict[str, Any]:
         if not any(log.stream == "judge" for log in ctx.archive.logs(node.id)):
             await asyncio.to_thread(judge_node, ctx, node, _evaluate_split)
     ctx.reporter.update(snapshot(ctx))
-    return {"active_s": time.monotonic() - started}
+    stop = await asyncio.to_thread(goodhart.watch, ctx)
+    return {"active_s": time.monotonic() - started, **({"goodhart_stop": stop} if stop else {})}
 
 
 # record ----------------------------------------------------------------------------------

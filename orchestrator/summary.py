@@ -18,6 +18,7 @@ from rich.text import Text
 from recursor.archive.gitstore import GitStore
 from recursor.archive.store import Archive
 from recursor.errors import ArchiveError
+from recursor.orchestrator import goodhart
 from recursor.types import Split
 from recursor.untrusted import rich_text
 
@@ -53,6 +54,7 @@ class CampaignSummary:
     tokens: int = 0
     cost: float = 0.0
     milestones: list[str] = field(default_factory=list)  # the task's reference points
+    warnings: list[str] = field(default_factory=list)  # the Goodhart guard's findings
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -94,6 +96,7 @@ def summarize(ctx: Any, stop_reason: str) -> CampaignSummary:
     """The campaign's summary, with the task's milestones for the best node's dev metrics."""
     summary = campaign_summary(ctx.archive, ctx.campaign_id, stop_reason)
     summary.milestones = list(ctx.task.milestones(summary.best.dev.get("metrics", {})))
+    summary.warnings = goodhart.recorded(ctx.archive, ctx.campaign_id)
     return summary
 
 
@@ -128,6 +131,8 @@ def render_summary(summary: CampaignSummary, metric: str, console: Console) -> N
         console.print(Text(f"Model usage: {summary.tokens} tokens, ${summary.cost:.4f}."))
     for line in summary.milestones:
         console.print(Text(line))
+    for line in summary.warnings:
+        console.print(rich_text(f"warning: {line}"))
 
 
 def _number(value: Any) -> Text:

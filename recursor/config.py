@@ -311,6 +311,19 @@ def _drop_legacy_fields(section: str, data: Any) -> Any:
     return {k: v for k, v in data.items() if k not in owners or kind in owners[k].split()}
 
 
+class GoodhartConfig(_Model):
+    """The campaign-level Goodhart guard (``orchestrator/goodhart.py``)."""
+
+    window: int = Field(2, ge=1, description="promotions looked back over")
+    min_dev_gain: float = Field(0.0, ge=0, description="dev improvement over the window "
+                                "(objective units) above which it counts as a gain")
+    max_heldout_gain: float = Field(0.0, description="held-out improvement over the window at "
+                                    "or below which held-out did not follow")
+    action: Literal["flag", "stop"] = Field(
+        "flag", description="flag: warn (progress line, summary, archive); stop: also end "
+        "the campaign")
+
+
 class PromotionConfig(_Model):
     min_improvement: float = Field(
         1e-3, ge=0, description="smallest dev improvement (objective units) that counts"
@@ -319,6 +332,7 @@ class PromotionConfig(_Model):
     heldout_tolerance: float | None = Field(
         None, ge=0, description="largest held-out regression (objective units) allowed; "
         "default: the task's own (cfr and psro 0.1 log10 units, worlds 0.05)")
+    goodhart: GoodhartConfig = Field(default_factory=GoodhartConfig)
 
 
 class BudgetConfig(_Model):

@@ -1,0 +1,94 @@
+"""The campaign-level Goodhart guard: flag a dev metric that stopped tracking held-out.
+
+Every promotion is shown to be better on dev; held-out only guards against a regression
+beyond the tolerance. So a campaign can keep promoting dev gains that buy nothing on
+held-out: the dev split is being fitted, not the task. The test, run after every judge step:
+
+    over the last ``window`` promotions (the start counts as the first incumbent), the dev
+    score improved by more than ``min_dev_gain`` while the held-out score improved by at most
+    ``max_heldout_gain`` (default 0: not at all, or got worse within the tolerance).
+
+When it holds, the newest promotion gets a ``goodhart`` log entry with the numbers (once per
+promoted node), the progress line says so, the campaign summary lists it, and with
+``action: stop`` the campaign ends with that reason.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+
+from recursor.archive.models import NodeRow
+from recursor.archive.store import Archive
+from recursor.config import GoodhartConfig
+from recursor.orchestrator.context import CampaignContext
+from recursor.tasks import Objective
+
+LOG_STREAM = "goodhart"
+
+
+@dataclass(frozen=True)
+class Decoupling:
+    """Dev improved while held-out did not, between two incumbents ``window`` promotions
+    apart (objective units: positive is better)."""
+
+    first: str
+    last: str
+    window: int
+    dev_gain: float
+    heldout_gain: float
+
+    def describe(self) -> str:
+        return (f"dev stopped tracking held-out: over the last {self.window} promotions "
+                f"({self.first} -> {self.last}) dev improved by {self.dev_gain:.4g}, "
+                f"held-out by {self.heldout_gain:.4g}")
+
+
+def decoupling(path: Sequence[NodeRow], objective: Objective,
+               config: GoodhartConfig) -> Decoupling | None:
+    """The decoupling at the end of ``path`` (incumbents in promotion order), or None."""
+    scored = [n for n in path if n.score is not None and n.heldout_score is not None]
+    if len(scored) <= config.window:
+        return None
+    first, last = scored[-config.window - 1], scored[-1]
+    assert first.score is not None and last.score is not None
+    assert first.heldout_score is not None and last.heldout_score is not None
+    dev = objective.improvement(last.score, first.score)
+    heldout = objective.improvement(last.heldout_score, first.heldout_score)
+    if dev > config.min_dev_gain and heldout <= config.max_heldout_gain:
+        return Decoupling(first.id, last.id, config.window, dev, heldout)
+    return None
+
+
+def promotion_path(ctx: CampaignContext) -> list[NodeRow]:
+    """The incumbents in the order they were promoted (each once)."""
+    seen: dict[str, None] = {}
+    for row in ctx.archive.promotions(ctx.campaign_id):
+        seen.setdefault(row.node_id, None)
+    return [ctx.archive.node(node_id) for node_id in seen]
+
+
+def watch(ctx: CampaignContext) -> str | None:
+    """Check the guard after a judge step; record and report a new decoupling. Returns the
+    reason to stop the campaign (``action: stop``), else None."""
+    config = ctx.config.promotion.goodhart
+    found = decoupling(promotion_path(ctx), ctx.task.objective, config)
+    if found is None:
+        return None
+    if not any(log.stream == LOG_STREAM for log in ctx.archive.logs(found.last)):
+        ctx.archive.add_log(found.last, LOG_STREAM, json.dumps(asdict(found), sort_keys=True))
+        ctx.reporter.message(f"warning: {found.describe()}")
+    return f"Goodhart guard: {found.describe()}" if config.action == "stop" else None
+
+
+def recorded(archive: Archive, campaign_id: str) -> list[str]:
+    """Every decoupling recorded in a campaign, described (for the summary)."""
+    out = []
+    for node_id in dict.fromkeys(r.node_id for r in archive.promotions(campaign_id)):
+        out += [Decoupling(**json.loads(log.content)).describe()
+                for log in archive.logs(node_id) if log.stream == LOG_STREAM]
+    return out
+
+
+__all__ = ["Decoupling", "LOG_STREAM", "decoupling", "promotion_path", "recorded", "watch"]
