@@ -19,7 +19,8 @@ clean stop, after ``kill -9``, or after a finished campaign whose budget was rai
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+import concurrent.futures
+from collections.abc import Coroutine, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -73,11 +74,22 @@ async def _drive(ctx: CampaignContext) -> CampaignState:
         return values
 
 
+def _run_to_end(coroutine: Coroutine[Any, Any, CampaignState]) -> CampaignState:
+    """Run ``coroutine`` on a new event loop: in this thread, or in a worker thread when this
+    one already runs a loop (a notebook, an async caller, a test's browser driver)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coroutine)
+    with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="recursor-campaign") as pool:
+        return pool.submit(asyncio.run, coroutine).result()
+
+
 def execute(ctx: CampaignContext) -> CampaignSummary:
     """Drive ``ctx``'s campaign to its end; mark it finished; return its summary."""
     ctx.archive.update_campaign(ctx.campaign_id, status="running")
     try:
-        state = asyncio.run(_drive(ctx))
+        state = _run_to_end(_drive(ctx))
     except BaseException:
         ctx.archive.update_campaign(ctx.campaign_id, status="stopped")
         raise

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from recursor.sandbox import trusted_module_command
+from recursor.sandbox.guest import HOST_RUN_ENV
 from recursor.tasks.psro import PSROTask, games, solver_source
 from recursor.tasks.psro._protocol import SOLVER_FILE
 from recursor.tasks.psro.channel import SolverFailed, check_mixtures
@@ -136,7 +137,8 @@ def test_shadow_modules_and_patches_change_nothing(tmp_path: Path, cache: Path) 
     command = trusted_module_command("recursor.tasks.psro.evaluate", "--workspace",
                                      str(workspace), "--split", "dev", "--cache", str(cache),
                                      "--iterations", "5")
-    env = {**os.environ, "RECURSOR_RESULT": str(result)}
+    # run on this host, outside a sandbox: the writable virtualenv is allowed explicitly
+    env = {**os.environ, "RECURSOR_RESULT": str(result), HOST_RUN_ENV: "1"}
     subprocess.run(command, cwd=workspace, env=env, check=True, capture_output=True)
     verdict = json.loads(result.read_text())
     assert verdict["error"] is None
@@ -151,7 +153,7 @@ def test_the_solver_child_never_sees_the_verdict_path(tmp_path: Path, cache: Pat
     command = trusted_module_command("recursor.tasks.psro.evaluate", "--workspace",
                                      str(tmp_path), "--split", "dev", "--cache", str(cache),
                                      "--iterations", "2")
-    proc = subprocess.run(command, cwd=tmp_path, env={**os.environ,
+    proc = subprocess.run(command, cwd=tmp_path, env={**os.environ, HOST_RUN_ENV: "1",
                                                       "RECURSOR_RESULT": str(result)},
                           capture_output=True, text=True, check=False)
     assert proc.returncode == 1
