@@ -114,6 +114,16 @@ def protect_verdict() -> str | None:
     return os.environ.pop("RECURSOR_RESULT", None)
 
 
+def finish(path: str | None, verdict: dict[str, Any]) -> int:
+    """Write ``verdict`` (:func:`write_verdict`) and return the evaluator's exit status: 1,
+    with the reason on stderr, when it holds an ``error`` (the candidate is invalid), else 0."""
+    write_verdict(path, verdict)
+    if verdict.get("error"):
+        print(f"invalid candidate: {verdict['error']}", file=sys.stderr)
+        return 1
+    return 0
+
+
 def write_verdict(path: str | None, verdict: dict[str, Any]) -> None:
     """Write ``verdict`` as JSON to ``path``, or print it when there is no path."""
     text = json.dumps(verdict)

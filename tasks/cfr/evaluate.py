@@ -58,7 +58,7 @@ import numpy as np
 import numpy.lib.format  # noqa: F401 - pre-imported for np.load, see above
 
 from recursor.sandbox import trusted_module_command
-from recursor.sandbox.guest import protect_verdict, write_verdict
+from recursor.sandbox.guest import finish, protect_verdict
 from recursor.tasks.cfr._protocol import ERROR_FILE, HOOK_FILE
 from recursor.tasks.cfr.engine import CFREngine, HookError, check_policy, exploitability, load_hooks
 from recursor.tasks.cfr.games import SPLITS, GameTree, load_tree
@@ -260,11 +260,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     games = args.games.split(",") if args.games else None
     verdict = evaluate(args.workspace, args.split, args.cache, args.iterations, args.timeout,
                        games)
-    write_verdict(result_path, verdict)
-    if verdict["error"]:
-        print(f"invalid candidate: {verdict['error']}", file=sys.stderr)
-        return 1
-    return 0
+    return finish(result_path, verdict)
 
 
 if __name__ == "__main__":

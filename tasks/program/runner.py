@@ -40,7 +40,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from recursor.sandbox.guest import protect_verdict, untrusted_path_entries, write_verdict
+from recursor.sandbox.guest import finish, protect_verdict, untrusted_path_entries
 
 MAX_PROGRAM_BYTES = 1 << 20
 MAX_ERROR_CHARS = 4000
@@ -199,11 +199,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     seal_verdict_channel(result_path)
     verdict = run(args.evaluator, args.program, args.metric,
                   None if args.no_split else args.split)
-    write_verdict(result_path, verdict)
-    if verdict["error"]:
-        print(f"invalid candidate: {verdict['error']}", file=sys.stderr)
-        return 1
-    return 0
+    return finish(result_path, verdict)
 
 
 if __name__ == "__main__":

@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from recursor.sandbox.guest import protect_verdict, write_verdict
+from recursor.sandbox.guest import finish, protect_verdict
 from recursor.tasks.psro.channel import Budget, SolverFailed, SolverProcess, copy_regular
 from recursor.tasks.psro.engine import TreeGame, run_psro
 from recursor.tasks.psro.games import SPLITS, load_tree
@@ -108,11 +108,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     result_path = protect_verdict()
     args = _parser().parse_args(argv)
     verdict = evaluate(args.workspace, args.split, args.cache, args.iterations, args.timeout)
-    write_verdict(result_path, verdict)
-    if verdict["error"]:
-        print(f"invalid candidate: {verdict['error']}", file=sys.stderr)
-        return 1
-    return 0
+    return finish(result_path, verdict)
 
 
 if __name__ == "__main__":
