@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from recursor.cli_sandbox import app
+from recursor.cli.sandbox import app
 from recursor.sandbox.process import BWRAP
 
 runner = CliRunner()

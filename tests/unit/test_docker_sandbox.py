@@ -14,7 +14,7 @@ import docker.errors
 import pytest
 from typer.testing import CliRunner
 
-from recursor.cli_sandbox import app
+from recursor.cli.sandbox import app
 from recursor.errors import SandboxError
 from recursor.sandbox import SandboxLimits, SandboxRequest, SandboxResult
 from recursor.sandbox.docker import LABEL, DockerSandbox

@@ -15,7 +15,7 @@ from sqlalchemy.exc import OperationalError
 from typer.testing import CliRunner
 
 from recursor.cli import app as cli_app
-from recursor.cli_ui import is_loopback
+from recursor.cli.ui import is_loopback
 from recursor.errors import ConfigError
 from recursor.ui import Catalog, create_app
 from recursor.ui.escape import for_html, json_for_script, strip_controls

@@ -1,6 +1,6 @@
 """``recursor job``: run a training or evaluation job by hand, or from a script.
 
-Mounted by the main CLI as ``app.add_typer(cli_job.app, name="job")``. ``recursor job run
+Mounted by the main CLI as ``app.add_typer(job.app, name="job")``. ``recursor job run
 SPEC.yaml`` submits the job (re-attaching to it when the same spec already runs or ran), waits,
 records it in ``DIR/archive.sqlite`` and prints the finished record (``--json`` for scripts).
 Exit codes: 0 done, 1 failed or cancelled, 2 bad spec or an executor that cannot work.

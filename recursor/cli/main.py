@@ -19,7 +19,12 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
-from recursor import cli_archive, cli_job, cli_proposers, cli_replay, cli_sandbox, cli_ui
+from recursor.cli import archive as cli_archive
+from recursor.cli import job as cli_job
+from recursor.cli import proposers as cli_proposers
+from recursor.cli import replay as cli_replay
+from recursor.cli import sandbox as cli_sandbox
+from recursor.cli import ui as cli_ui
 from recursor.config import load_config
 from recursor.errors import ConfigError, RecursorError
 from recursor.untrusted import for_terminal, rich_text
@@ -171,6 +176,3 @@ def main() -> None:
         sys.stderr.write(for_terminal(traceback.format_exc()))
         raise SystemExit(1) from None
 
-
-if __name__ == "__main__":
-    main()

@@ -1,6 +1,6 @@
 """``recursor proposers``: what can drive a campaign here (built-ins and installed plug-ins).
 
-Mounted by the main CLI as ``app.add_typer(cli_proposers.app, name="proposers")``.
+Mounted by the main CLI as ``app.add_typer(proposers.app, name="proposers")``.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """``recursor sandbox``: run one command in a sandbox by hand, to try limits and isolation.
 
-Mounted by the main CLI as ``app.add_typer(cli_sandbox.app, name="sandbox")``.
+Mounted by the main CLI as ``app.add_typer(sandbox.app, name="sandbox")``.
 Exit codes: 0 when the run's status is ``ok``, 1 for any other status, 2 for bad usage or a
 sandbox that cannot work here. The run's output, error and result are the candidate's: on a
 terminal they go through :mod:`recursor.untrusted`; ``--json`` keeps them exact, JSON-escaped.
