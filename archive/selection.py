@@ -32,7 +32,7 @@ from recursor.config import (
 )
 from recursor.errors import RecursorError
 from recursor.plugins import instantiate
-from recursor.tasks._base import Objective
+from recursor.types import Objective
 
 
 def ranked(candidates: Sequence[tuple[str, float]], objective: Objective) -> list[str]:

@@ -16,10 +16,10 @@ import argparse
 import random
 import time
 
-from recursor.archive.replay import RecordedCampaign, RecordedNode, Simulator
-from recursor.archive.replay.policies import recorded_policy
-from recursor.archive.replay.report import evaluate_policy
 from recursor.config import parse_config
+from recursor.replay import RecordedCampaign, RecordedNode, Simulator
+from recursor.replay.policies import recorded_policy
+from recursor.replay.report import evaluate_policy
 from recursor.tasks._base import Objective
 
 

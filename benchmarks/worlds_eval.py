@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 
 from recursor.config import ProcessSandboxConfig
+from recursor.executors.tiny import build_model, build_tokenizer
 from recursor.orchestrator.evaluation import run_evaluation
 from recursor.sandbox.process import ProcessSandbox
 from recursor.tasks.worlds import POLICY_DEFAULTS, WorldsTask
@@ -37,7 +38,8 @@ def main() -> int:
         task = WorldsTask(universes={"train": 1, "dev": 3, "heldout": 1},
                           questions=args.questions)
         task.prepare(cache)
-        write_untrained(cache / "policies" / "bench", POLICY_DEFAULTS["model_options"])
+        write_untrained(cache / "policies" / "bench", POLICY_DEFAULTS["model_options"],
+                        build_tokenizer, build_model)
         files = {**task.seed_files(), "policy.json": json.dumps({"policy": "bench"})}
         files["harness.py"] = files["harness.py"].replace("RECOVER_INVALID = False",
                                                           "RECOVER_INVALID = True")

@@ -1,2 +1,14 @@
 """Executors for training and evaluation jobs: job specs and records, the local executor,
-TRL SFT/GRPO and generation/eval work (docs/executors.md). Heavy libraries load lazily."""
+TRL SFT/GRPO and generation/eval work (docs/executors.md). Heavy libraries load lazily.
+
+The names below are the executors' contract, the only ones the orchestrator imports.
+"""
+
+from recursor.executors._base import Executor, JobHandle
+from recursor.executors.deepspeed_executor import DeepSpeedExecutor
+from recursor.executors.local import LocalExecutor
+from recursor.executors.ray_executor import RayExecutor
+from recursor.executors.spec import JobRecord, JobSpec, JobStatus
+
+__all__ = ["DeepSpeedExecutor", "Executor", "JobHandle", "JobRecord", "JobSpec", "JobStatus",
+           "LocalExecutor", "RayExecutor"]

@@ -25,13 +25,13 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from recursor.archive.replay import Simulator, load_campaign
-from recursor.archive.replay.policies import build_policy, recorded_policy
-from recursor.archive.replay.report import Interval, bootstrap, evaluate_policy, recorded_reach
-from recursor.archive.replay.tune import tune
 from recursor.config import config_to_dict, default_campaign, parse_config
 from recursor.orchestrator.graph import run_campaign
 from recursor.orchestrator.progress import NullReporter
+from recursor.replay import Simulator, load_campaign
+from recursor.replay.policies import build_policy, recorded_policy
+from recursor.replay.report import Interval, bootstrap, evaluate_policy, recorded_reach
+from recursor.replay.tune import tune
 
 
 def record(directory: Path, seed: int, evals: int, fragment: dict[str, Any]) -> Path:

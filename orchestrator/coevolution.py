@@ -30,15 +30,14 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from recursor.archive.models import NodeRow
+from recursor.archive import NodeRow
 from recursor.config import ScheduleConfig, ScheduleStep
+from recursor.content import component_ids, content_id
 from recursor.errors import ConfigError
 from recursor.orchestrator.context import CampaignContext
 from recursor.orchestrator.evaluation import write_workspace
-from recursor.sandbox import SandboxRequest
-from recursor.sandbox.factory import limits_for
+from recursor.sandbox import SandboxRequest, limits_for
 from recursor.tasks import PolicyTask
-from recursor.tasks.worlds.evaluate import component_ids, content_id
 from recursor.types import ChangeKind, NodeStatus, RunStatus, Split
 
 HARNESS, POLICY = "harness", "policy"
@@ -74,14 +73,14 @@ SOURCES = ("solver", "policy", "rollout")
 ROW_FIELDS = ("prompt", "completion", "target")
 
 
-def stamp(files: Mapping[str, str], verdict: Mapping[str, Any],
-          policy: str) -> list[dict[str, Any]]:
+def stamp(files: Mapping[str, str], verdict: Mapping[str, Any], policy: str,
+          provenance_files: Mapping[str, str]) -> list[dict[str, Any]]:
     """The verdict's rows, each with the controller's provenance: the content hashes of the
     ``files`` it sent (never a hash the sandbox reports), the policy, and the evaluator's
     ``task`` and ``source`` labels. The evaluator hashed the workspace before any candidate
     code ran; a mismatch with ``files`` means the workspace was not what was sent, and the
     corpus is refused (RoutingError)."""
-    ids = component_ids(files)
+    ids = component_ids(files, provenance_files)
     if verdict.get("components") != ids:
         raise RoutingError(f"the corpus was built from components {verdict.get('components')}, "
                            f"not the ones sent {ids}")
@@ -152,16 +151,16 @@ def _executor(ctx: CampaignContext) -> Any:
     kind = schedule.executor if schedule else "local"
     root = jobs_root(ctx)
     if kind == "deepspeed":
-        from recursor.executors.deepspeed_executor import DeepSpeedExecutor
+        from recursor.executors import DeepSpeedExecutor
 
         return DeepSpeedExecutor(root)
     if kind == "ray":
         import os
 
-        from recursor.executors.ray_executor import RayExecutor
+        from recursor.executors import RayExecutor
 
         return RayExecutor(os.environ.get("RAY_ADDRESS", "http://127.0.0.1:8265"), root)
-    from recursor.executors.local import LocalExecutor
+    from recursor.executors import LocalExecutor
 
     return LocalExecutor(root)
 
@@ -187,7 +186,8 @@ def build_corpus(ctx: CampaignContext, files: Mapping[str, str], cycle: int, see
         reason = verdict.get("error") or result.error or result.status.value
         return None, {"stderr": result.stderr[-4000:]}, f"corpus: {reason}"
     try:
-        rows = stamp(files, verdict, str(json.loads(files[task.policy_path])["policy"]))
+        rows = stamp(files, verdict, str(json.loads(files[task.policy_path])["policy"]),
+                     task.provenance_files)
     except RoutingError as exc:
         return None, {"stderr": result.stderr[-4000:]}, f"corpus: {exc}"
     return rows, verdict, None
@@ -213,7 +213,7 @@ def train_policy(ctx: CampaignContext, files: Mapping[str, str], cycle: int, see
         return Trained(None, "corpus: the recipe selected no trajectories", evidence)
     data = write_corpus(routed, jobs_root(ctx) / "corpora")
     evidence["corpus"] = str(data)
-    from recursor.executors.spec import JobSpec
+    from recursor.executors import JobSpec
 
     parent_policy = json.loads(files[task.policy_path])["policy"]
     provenance = {"policy": parent_policy, "harness": adopted, "task": ctx.task.name,

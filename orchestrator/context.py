@@ -21,20 +21,27 @@ from typing import Any
 
 import yaml
 
-from recursor.archive.gitstore import GitStore
-from recursor.archive.selection import SelectionPolicy, TournamentSelection, build_selection
-from recursor.archive.store import Archive, sqlite_url
+from recursor.archive import (
+    Archive,
+    GitStore,
+    SelectionPolicy,
+    TournamentSelection,
+    build_selection,
+    sqlite_url,
+)
 from recursor.config import CampaignConfig, config_to_dict, parse_config
 from recursor.errors import ConfigError
 from recursor.orchestrator.progress import Reporter
 from recursor.orchestrator.trial import ProposalCheck
-from recursor.proposers import Proposer
-from recursor.proposers.ensemble import ProposerChoicePolicy, build_proposer_choice
-from recursor.proposers.registry import build_proposers, use_instances
-from recursor.sandbox import Sandbox
-from recursor.sandbox.factory import build_sandbox
-from recursor.tasks import Task
-from recursor.tasks.loading import build_task
+from recursor.proposers import (
+    Proposer,
+    ProposerChoicePolicy,
+    build_proposer_choice,
+    build_proposers,
+    use_instances,
+)
+from recursor.sandbox import Sandbox, build_sandbox
+from recursor.tasks import Task, build_task
 from recursor.types import ChangeKind
 
 MANIFEST = "campaign.json"

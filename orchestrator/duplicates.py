@@ -20,7 +20,7 @@ import hashlib
 import json
 from collections.abc import Mapping
 
-from recursor.archive.models import EvaluationRow, NodeRow
+from recursor.archive import EvaluationRow, NodeRow
 from recursor.orchestrator.context import CampaignContext
 from recursor.types import Split
 

@@ -23,8 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from recursor.config import SandboxConfig
-from recursor.sandbox import Sandbox, SandboxRequest, SandboxResult
-from recursor.sandbox.factory import limits_for
+from recursor.sandbox import Sandbox, SandboxRequest, SandboxResult, limits_for
 from recursor.tasks import Task
 from recursor.types import RunStatus, Split
 

@@ -19,8 +19,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
-from recursor.archive.models import NodeRow
-from recursor.archive.store import Archive
+from recursor.archive import Archive, NodeRow
 from recursor.config import GoodhartConfig
 from recursor.orchestrator.context import CampaignContext
 from recursor.tasks import Objective

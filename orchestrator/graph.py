@@ -33,8 +33,7 @@ from recursor.orchestrator.context import CampaignContext, create_campaign_dir, 
 from recursor.orchestrator.progress import NullReporter, Reporter
 from recursor.orchestrator.steps import CampaignState
 from recursor.orchestrator.summary import CampaignSummary, summarize
-from recursor.proposers import Proposer
-from recursor.proposers.registry import instance_configs
+from recursor.proposers import Proposer, instance_configs
 
 RECURSION_LIMIT = 1_000_000  # the loop ends by budget, never by LangGraph's step limit
 

@@ -11,7 +11,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from recursor.archive.models import NodeRow
+from recursor.archive import NodeRow
 from recursor.orchestrator.context import CampaignContext
 from recursor.orchestrator.promotion import dev_gate, heldout_gate
 from recursor.types import Split

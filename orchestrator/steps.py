@@ -22,7 +22,7 @@ from typing import Annotated, Any, TypedDict
 
 from langgraph.runtime import Runtime
 
-from recursor.archive.models import EvaluationRow, NodeRow
+from recursor.archive import EvaluationRow, NodeRow
 from recursor.errors import ProposerError, ProposerUnavailable, RecursorError
 from recursor.orchestrator import coevolution, goodhart
 from recursor.orchestrator.coevolution import initial_files

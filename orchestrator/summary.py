@@ -15,8 +15,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from recursor.archive.gitstore import GitStore
-from recursor.archive.store import Archive
+from recursor.archive import Archive, GitStore
 from recursor.errors import ArchiveError
 from recursor.orchestrator import goodhart
 from recursor.types import Split

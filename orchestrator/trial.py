@@ -21,8 +21,7 @@ from pathlib import Path
 
 from recursor.config import SandboxConfig
 from recursor.orchestrator.evaluation import interpret, write_workspace
-from recursor.sandbox import Sandbox, SandboxLimits, SandboxRequest
-from recursor.sandbox.factory import limits_for
+from recursor.sandbox import Sandbox, SandboxLimits, SandboxRequest, limits_for
 from recursor.tasks import Task
 from recursor.types import RunStatus
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import difflib
 import hashlib
 
-from recursor.archive.models import EvaluationRow, NodeRow
+from recursor.archive import EvaluationRow, NodeRow
 from recursor.orchestrator.context import CampaignContext
 from recursor.proposers import NodeView, Outcome, ProposalContext
 from recursor.types import ChangeKind, NodeStatus, Split

@@ -1,10 +1,10 @@
 """Proposers: where candidate changes come from."""
 
 from recursor.proposers._base import NodeView, Outcome, Proposal, ProposalContext, Proposer
-from recursor.proposers.ensemble import ProposerChoice
+from recursor.proposers.ensemble import ProposerChoice, ProposerChoicePolicy, build_proposer_choice
 from recursor.proposers.mutation import MutationProposer
 from recursor.proposers.optuna_tuner import OptunaProposer
-from recursor.proposers.registry import build_proposers
+from recursor.proposers.registry import build_proposers, instance_configs, use_instances
 
 __all__ = [
     "MutationProposer",
@@ -15,5 +15,9 @@ __all__ = [
     "ProposalContext",
     "Proposer",
     "ProposerChoice",
+    "ProposerChoicePolicy",
+    "build_proposer_choice",
     "build_proposers",
+    "instance_configs",
+    "use_instances",
 ]

@@ -1,8 +1,14 @@
-"""Building a campaign's proposers from its ``proposers:`` section."""
+"""Building a campaign's proposers from its ``proposers:`` section.
+
+The built-in proposers need two things from the campaign's task, its static check and its
+mutation primitives; :class:`TaskHooks` names them as a protocol (``recursor.tasks.Task``
+satisfies it), so that proposers never import the tasks component.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
 
 from recursor.config import (
     InstanceProposerConfig,
@@ -18,7 +24,6 @@ from recursor.proposers._base import Proposer
 from recursor.proposers.mutation.primitives import generic_primitives
 from recursor.proposers.mutation.proposer import MutationProposer, ValidityCheck
 from recursor.proposers.optuna_tuner import OptunaProposer
-from recursor.tasks import Task
 
 ENTRY_POINT_GROUP = "recursor.proposers"
 BUILTIN = {
@@ -28,11 +33,15 @@ BUILTIN = {
 }
 
 
-def _editable(task: Task) -> list[str]:
-    return [p for c in task.components() for p in c.paths]
+class TaskHooks(Protocol):
+    """What building the built-in proposers reads from a task (see ``recursor.tasks.Task``)."""
+
+    def static_check(self, files: Mapping[str, str]) -> str | None: ...
+
+    def mutation_primitives(self) -> Sequence[Any]: ...
 
 
-def build_proposer(config: ProposerConfig, task: Task, seed: int,
+def build_proposer(config: ProposerConfig, task: TaskHooks, seed: int,
                    check: ValidityCheck | None = None) -> Proposer:
     """One proposer; ConfigError when a plug-in cannot be loaded or built.
 
@@ -75,7 +84,7 @@ def _plugin(config: PluginProposerConfig) -> Proposer:
     return proposer
 
 
-def build_proposers(configs: Sequence[ProposerConfig], task: Task, seed: int,
+def build_proposers(configs: Sequence[ProposerConfig], task: TaskHooks, seed: int,
                     check: ValidityCheck | None = None) -> list[Proposer]:
     """All proposers, with unique names (a repeated kind gets a ``#2`` suffix); ``check`` as
     in :func:`build_proposer`."""

@@ -1,6 +1,17 @@
-"""Core enums shared by every component."""
+"""Core types shared by every component: run and node statuses, change kinds, splits, what a
+campaign optimizes (``Objective``) and what it may edit (``Component``).
 
+They live in the core because several components use them (the archive's selection policies
+rank by an ``Objective``, proposers read a task's ``Component`` paths) and components never
+import each other; ``recursor.tasks`` re-exports ``Objective`` and ``Component``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
 from enum import StrEnum
+from typing import Literal
 
 
 class RunStatus(StrEnum):
@@ -21,7 +32,7 @@ class NodeStatus(StrEnum):
     DONE = "done"
     FAILED = "failed"
 
-    def can_move_to(self, new: "NodeStatus") -> bool:
+    def can_move_to(self, new: NodeStatus) -> bool:
         order = {NodeStatus.PENDING: 0, NodeStatus.RUNNING: 1,
                  NodeStatus.DONE: 2, NodeStatus.FAILED: 2}
         return order[new] > order[self] or new == self
@@ -41,3 +52,34 @@ class ChangeKind(StrEnum):
 class Split(StrEnum):
     DEV = "dev"
     HELDOUT = "heldout"
+
+
+@dataclass(frozen=True)
+class Objective:
+    """What a campaign optimizes. ``heldout_tolerance`` is the largest held-out regression a
+    promotion may bring, in the metric's own units (``promotion.heldout_tolerance`` overrides
+    it): each task states what is meaningful for its metric (cfr, a log10 exploitability:
+    0.1, about 26% more exploitable; worlds, a success fraction: 0.05); the default allows
+    none."""
+
+    metric: str
+    direction: Literal["minimize", "maximize"] = "minimize"
+    heldout_tolerance: float = 0.0
+
+    def better(self, a: float, b: float) -> bool:
+        """True when ``a`` is strictly better than ``b``."""
+        return a < b if self.direction == "minimize" else a > b
+
+    def improvement(self, candidate: float, incumbent: float) -> float:
+        """Positive when the candidate is better, in the metric's units."""
+        d = incumbent - candidate
+        return d if self.direction == "minimize" else -d
+
+
+@dataclass(frozen=True)
+class Component:
+    """A named evolvable artifact: the files under ``paths`` in the workspace."""
+
+    name: str
+    kind: ChangeKind
+    paths: Sequence[str]

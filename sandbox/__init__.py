@@ -8,7 +8,8 @@ from recursor.sandbox._base import (
     SandboxResult,
     trusted_module_command,
 )
+from recursor.sandbox.factory import build_sandbox, limits_for
 from recursor.sandbox.process import ProcessSandbox
 
 __all__ = ["Mount", "ProcessSandbox", "Sandbox", "SandboxLimits", "SandboxRequest", "SandboxResult",
-           "trusted_module_command"]
+           "build_sandbox", "limits_for", "trusted_module_command"]

@@ -11,44 +11,22 @@ The verdict channel: the command may write a JSON object to ``$RECURSOR_RESULT``
 built-in backends ``/proc/self/fd/N``, a pipe that only the command itself inherits); the
 sandbox parses it into ``result``. Stdout/stderr are captured and truncated to
 ``limits.output_bytes``. Backends judge how a run ended alike (``_judge``).
+
+``Mount``, ``SandboxLimits`` and ``trusted_module_command`` are the core's (``recursor.plan``),
+re-exported here: tasks plan runs with them without importing a sandbox.
 """
 
 from __future__ import annotations
 
 import abc
-import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from recursor.errors import SandboxError
+from recursor.plan import Mount, SandboxLimits, trusted_module_command
 from recursor.types import RunStatus
-
-
-@dataclass(frozen=True)
-class Mount:
-    """A host path made visible inside the sandbox at ``target``, read-only unless ``writable``.
-
-    ``feed`` marks a source that is a FIFO the host feeds for this one run (a one-way channel
-    a task made, such as the worlds task's data pipe, read to the end by the trusted evaluator
-    before any candidate code starts): the process sandbox binds it as it is. Any other
-    socket, FIFO or device in a mount is kept out (``sandbox/_mounts.py``).
-    """
-
-    source: Path
-    target: str
-    writable: bool = False
-    feed: bool = False
-
-
-@dataclass(frozen=True)
-class SandboxLimits:
-    wall_time_s: float = 60.0
-    memory_mb: int = 2048
-    max_processes: int = 64
-    output_bytes: int = 64_000
-    disk_mb: int = 1024
 
 
 @dataclass(frozen=True)
@@ -85,20 +63,6 @@ class SandboxResult:
         }
 
 
-TRUSTED_PYTHON_FLAGS = ("-P", "-s")
-
-
-def trusted_module_command(module: str, *args: str) -> list[str]:
-    """The command line that runs the trusted module ``module`` inside a sandbox.
-
-    ``-P`` keeps the working directory (``/workspace``, which candidate code can write) off
-    ``sys.path``, so nothing a candidate drops there is ever imported by the trusted process,
-    however late the import; ``-s`` ignores a user site directory (``$HOME`` is writable).
-    Every evaluator command a task plans must be built with this function.
-    """
-    return [sys.executable, *TRUSTED_PYTHON_FLAGS, "-m", module, *args]
-
-
 def check_request(request: SandboxRequest) -> None:
     """Raise SandboxError for a request no sandbox can run (a missing workspace or mount)."""
     if request.workspace is not None and not request.workspace.is_dir():
@@ -121,3 +85,7 @@ class Sandbox(abc.ABC):
 
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release pooled resources; the default holds none."""
+
+
+__all__ = ["Mount", "Sandbox", "SandboxLimits", "SandboxRequest", "SandboxResult",
+           "check_request", "trusted_module_command"]

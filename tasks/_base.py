@@ -19,53 +19,11 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from recursor.sandbox import Mount, SandboxLimits
-from recursor.types import ChangeKind, Split
-
-
-@dataclass(frozen=True)
-class Objective:
-    """What a campaign optimizes. ``heldout_tolerance`` is the largest held-out regression a
-    promotion may bring, in the metric's own units (``promotion.heldout_tolerance`` overrides
-    it): each task states what is meaningful for its metric (cfr, a log10 exploitability:
-    0.1, about 26% more exploitable; worlds, a success fraction: 0.05); the default allows
-    none."""
-
-    metric: str
-    direction: Literal["minimize", "maximize"] = "minimize"
-    heldout_tolerance: float = 0.0
-
-    def better(self, a: float, b: float) -> bool:
-        """True when ``a`` is strictly better than ``b``."""
-        return a < b if self.direction == "minimize" else a > b
-
-    def improvement(self, candidate: float, incumbent: float) -> float:
-        """Positive when the candidate is better, in the metric's units."""
-        d = incumbent - candidate
-        return d if self.direction == "minimize" else -d
-
-
-@dataclass(frozen=True)
-class Component:
-    """A named evolvable artifact: the files under ``paths`` in the workspace."""
-
-    name: str
-    kind: ChangeKind
-    paths: Sequence[str]
-
-
-@dataclass(frozen=True)
-class EvaluationPlan:
-    """How to evaluate a workspace on one split inside a sandbox."""
-
-    command: Sequence[str]
-    mounts: Sequence[Mount] = ()
-    env: Mapping[str, str] = field(default_factory=dict)
-    limits: SandboxLimits = SandboxLimits()
+from recursor.plan import EvaluationPlan
+from recursor.types import Component, Objective, Split
 
 
 class Task(abc.ABC):
@@ -139,6 +97,9 @@ class PolicyTask(Task):
     """
 
     policy_path: str
+    # name -> workspace path of the components whose content ids (``recursor.content``) label
+    # every training row: the evaluator reports the ids it hashed, the controller checks them
+    provenance_files: Mapping[str, str]
 
     @abc.abstractmethod
     def corpus_plan(self, cache_dir: Path, cycle: int, seed: int,
@@ -160,3 +121,6 @@ class PolicyTask(Task):
     def install_policy(self, checkpoint: Path, cache_dir: Path, policy_id: str) -> str:
         """Make ``checkpoint`` available to evaluations as ``policy_id``; return the new
         content of ``policy_path``."""
+
+
+__all__ = ["Component", "EvaluationPlan", "Objective", "PolicyTask", "Task"]

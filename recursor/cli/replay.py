@@ -20,18 +20,18 @@ import yaml
 from rich.console import Console
 from rich.table import Table
 
-from recursor.archive.replay.policies import policies
-from recursor.archive.replay.record import RecordedCampaign, load_campaign, load_from_archive
-from recursor.archive.replay.report import (
+from recursor.errors import ConfigError
+from recursor.replay.policies import policies
+from recursor.replay.record import RecordedCampaign, load_campaign, load_from_archive
+from recursor.replay.report import (
     Fidelity,
     PolicyResult,
     default_targets,
     evaluate_policy,
     fidelity,
 )
-from recursor.archive.replay.simulator import Simulator
-from recursor.archive.replay.tune import Goal, tune
-from recursor.errors import ConfigError
+from recursor.replay.simulator import Simulator
+from recursor.replay.tune import Goal, tune
 
 app = typer.Typer(help="Simulate search policies over recorded campaigns (and tune them).",
                   invoke_without_command=True)

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from recursor.mutation import MutationPrimitive
-from recursor.sandbox import Mount, SandboxLimits, trusted_module_command
+from recursor.plan import Mount, SandboxLimits, trusted_module_command
 from recursor.tasks._base import Component, EvaluationPlan, Objective, Task
 from recursor.tasks.cfr import games
 from recursor.tasks.cfr._protocol import HOOK_FILE

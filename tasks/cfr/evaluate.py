@@ -19,7 +19,7 @@ environment; the child runs the engine with the hooks and hands back only the av
 (an ``.npz`` of arrays). This process validates them and computes exploitability with its own
 code, so a hook that patches the engine or the exploitability function changes nothing, and
 the verdict file is written last, after the child has exited. The process is non-dumpable
-(``recursor.sandbox.guest``), so the child cannot reach its file descriptors or environment.
+(``recursor.guest``), so the child cannot reach its file descriptors or environment.
 
 Nothing the child writes is trusted. The child runs on its *own copy* of the hook file in a
 fresh temporary directory (its working directory); this process loads the game trees and
@@ -57,8 +57,8 @@ from typing import Any
 import numpy as np
 import numpy.lib.format  # noqa: F401 - pre-imported for np.load, see above
 
-from recursor.sandbox import trusted_module_command
-from recursor.sandbox.guest import finish, protect_verdict
+from recursor.guest import finish, protect_verdict
+from recursor.plan import trusted_module_command
 from recursor.tasks.cfr._protocol import ERROR_FILE, HOOK_FILE
 from recursor.tasks.cfr.engine import CFREngine, HookError, check_policy, exploitability, load_hooks
 from recursor.tasks.cfr.games import SPLITS, GameTree, load_tree

@@ -17,7 +17,7 @@ What the runner cannot protect (an evaluator that runs the candidate in its own 
 ``docs/your-task.md``.
 
 The package's ``__init__`` stays import-free: the runner (``recursor.tasks.program.runner``)
-runs inside the sandbox, where only the standard library and ``recursor.sandbox.guest`` may be
+runs inside the sandbox, where only the standard library and ``recursor.guest`` may be
 needed (the docker image has no pydantic or PyYAML), so :class:`ProgramTask` is loaded on
 first use.
 """

@@ -7,7 +7,7 @@ Usage (built by ``ProgramTask.evaluation`` with ``trusted_module_command``)::
 
 Order of work, and why:
 
-1. :func:`~recursor.sandbox.guest.protect_verdict`: ``sys.path`` holds nothing a candidate can
+1. :func:`~recursor.guest.protect_verdict`: ``sys.path`` holds nothing a candidate can
    write, this process becomes non-dumpable, ``RECURSOR_RESULT`` leaves the environment, and
    the verdict descriptor is made non-inheritable, so a child started by ``os.system`` or
    ``os.exec*`` cannot write a verdict either.
@@ -18,7 +18,7 @@ Order of work, and why:
 3. The candidate file is read as bounded bytes from a regular file (no symlink, FIFO or
    device) and copied into a fresh private folder; ``evaluate`` gets that copy's path.
 4. The returned mapping is validated (numbers, finite, the objective present) and the
-   verdict is written last with :func:`~recursor.sandbox.guest.write_verdict`.
+   verdict is written last with :func:`~recursor.guest.write_verdict`.
 
 An exception from ``evaluate`` (which may be the candidate's, re-raised) becomes the
 verdict's ``error``; the exit status is then 1.
@@ -40,7 +40,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from recursor.sandbox.guest import finish, protect_verdict, untrusted_path_entries
+from recursor.guest import finish, protect_verdict, untrusted_path_entries
 
 MAX_PROGRAM_BYTES = 1 << 20
 MAX_ERROR_CHARS = 4000

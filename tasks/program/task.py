@@ -9,7 +9,7 @@ from pathlib import Path
 
 from recursor.config import ProgramTaskConfig
 from recursor.errors import ConfigError
-from recursor.sandbox import Mount, SandboxLimits, trusted_module_command
+from recursor.plan import Mount, SandboxLimits, trusted_module_command
 from recursor.tasks._base import Component, EvaluationPlan, Objective, Task
 from recursor.tasks.program.source import SourceError, check_evaluator, check_program, frame
 from recursor.types import ChangeKind, Split

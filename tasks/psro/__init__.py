@@ -16,7 +16,7 @@ import ast
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from recursor.sandbox import Mount, SandboxLimits, trusted_module_command
+from recursor.plan import Mount, SandboxLimits, trusted_module_command
 from recursor.tasks._base import Component, EvaluationPlan, Objective, Task
 from recursor.tasks.psro import games
 from recursor.tasks.psro._protocol import SOLVER_ARITY, SOLVER_FILE, SOLVER_FUNCTION

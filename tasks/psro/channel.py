@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from recursor.sandbox import trusted_module_command
+from recursor.plan import trusted_module_command
 from recursor.tasks.psro._protocol import SOLVER_FILE
 
 MIXTURE_TOLERANCE = 1e-6

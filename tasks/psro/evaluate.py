@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from recursor.sandbox.guest import finish, protect_verdict
+from recursor.guest import finish, protect_verdict
 from recursor.tasks.psro.channel import Budget, SolverFailed, SolverProcess, copy_regular
 from recursor.tasks.psro.engine import TreeGame, run_psro
 from recursor.tasks.psro.games import SPLITS, load_tree

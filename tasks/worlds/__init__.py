@@ -27,10 +27,10 @@ from pathlib import Path
 from typing import Any
 
 from recursor.mutation import MutationPrimitive
-from recursor.sandbox import Mount, SandboxLimits, trusted_module_command
+from recursor.plan import Mount, SandboxLimits, trusted_module_command
 from recursor.tasks._base import Component, EvaluationPlan, Objective, PolicyTask
 from recursor.tasks.worlds import world
-from recursor.tasks.worlds.evaluate import CURRICULUM, HARNESS, POLICY, RECIPE
+from recursor.tasks.worlds.evaluate import COMPONENT_FILES, CURRICULUM, HARNESS, POLICY, RECIPE
 from recursor.tasks.worlds.policy import readable_by_all
 from recursor.tasks.worlds.primitives import worlds_primitives
 from recursor.tasks.worlds.stage import serve_once
@@ -69,6 +69,7 @@ class WorldsTask(PolicyTask):
     # success is a fraction of questions: a held-out drop of at most 5 points
     objective = Objective("success", "maximize", heldout_tolerance=0.05)
     policy_path = POLICY
+    provenance_files = COMPONENT_FILES
 
     def __init__(self, universes: Mapping[str, int] | None = None, questions: int = 24,
                  world_seed: int | None = None, policy: Mapping[str, Any] | None = None) -> None:

@@ -14,7 +14,7 @@ any file this process can read, they could read too; the answer key therefore ne
 a file in the sandbox. The split's universes arrive through ``--worlds``, a named pipe that
 the host feeds once (:mod:`recursor.tasks.worlds.stage`): this process reads it to the end
 before any candidate code starts, after which the pipe holds nothing. This process is made
-non-dumpable first (``recursor.sandbox.guest.protect_verdict``), so a child without
+non-dumpable first (``recursor.guest.protect_verdict``), so a child without
 capabilities cannot read its memory, descriptors or environment through ``/proc``; a child
 is started with ``exec``, so it inherits none of this process's memory either.
 
@@ -31,7 +31,6 @@ process exit non-zero with the traceback on stderr, and no verdict.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import shutil
 import sys
@@ -42,7 +41,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from recursor.sandbox.guest import protect_verdict, write_verdict
+from recursor import content
+from recursor.guest import protect_verdict, write_verdict
 from recursor.tasks.worlds import world
 from recursor.tasks.worlds.data import choose_tasks, selected, use_policy_rollouts
 from recursor.tasks.worlds.episodes import Complete, Harness, rendered_demonstrations, run_episodes
@@ -56,16 +56,12 @@ COMPONENT_FILES = {"harness": HARNESS, "recipe": RECIPE, "curriculum": CURRICULU
 MAX_FILE_CHARS = 1_000_000
 
 __all__ = ["COMPONENT_FILES", "CURRICULUM", "HARNESS", "POLICY", "RECIPE", "ChildCrashed",
-           "component_ids", "content_id", "corpus", "evaluate", "main", "read_workspace"]
-
-
-def content_id(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()[:12]
+           "component_ids", "corpus", "evaluate", "main", "read_workspace"]
 
 
 def component_ids(files: Mapping[str, str]) -> dict[str, str]:
     """The content hash of each training-relevant component (the provenance of a row)."""
-    return {name: content_id(files.get(path, "")) for name, path in COMPONENT_FILES.items()}
+    return content.component_ids(files, COMPONENT_FILES)
 
 
 def read_workspace(workspace: Path) -> dict[str, str]:

@@ -7,7 +7,7 @@ harness that renders too much loses the question first: its context budget is it
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -59,10 +59,14 @@ def readable_by_all(root: Path) -> None:
             path.chmod(0o755 if path.is_dir() else 0o644)
 
 
-def write_untrained(folder: Path, model_options: dict[str, Any]) -> None:
+def write_untrained(folder: Path, model_options: dict[str, Any],
+                    build_tokenizer: Callable[[list[str]], Any],
+                    build_model: Callable[[Any, dict[str, Any]], Any]) -> None:
     """Save a freshly initialised tiny GPT-2 whose tokenizer knows every name and the seed
-    harness's words: a stand-in policy for tests and benchmarks of the harness's side."""
-    from recursor.executors.tiny import build_model, build_tokenizer
+    harness's words: a stand-in policy for tests and benchmarks of the harness's side.
+
+    The builders are passed in (``recursor.executors.tiny``'s, in the tests and benchmarks):
+    a task never imports an executor, the component that owns model building."""
     from recursor.tasks.worlds import world
 
     names = [n for kind in world.POOL_SIZES for n in world.name_pool(kind)]

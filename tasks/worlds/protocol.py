@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 from typing import IO, Any
 
-from recursor.sandbox import trusted_module_command
+from recursor.plan import trusted_module_command
 
 MAX_REPLY_BYTES = 8 << 20
 REPLY_DEADLINE_S = 120.0

@@ -10,11 +10,11 @@ import pytest
 
 from recursor.archive.models import EvaluationRow, NodeRow
 from recursor.config import parse_config
+from recursor.content import content_id
 from recursor.orchestrator.context import create_campaign_dir, open_context
 from recursor.orchestrator.graph import run_campaign
 from recursor.orchestrator.judging import judge_node
 from recursor.orchestrator.progress import NullReporter
-from recursor.tasks.worlds.evaluate import content_id
 from tests.helpers.worlds_harnesses import ORACLE
 
 TASK = {"kind": "worlds", "universes": {"train": 3, "dev": 2, "heldout": 2}, "questions": 8,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import random
 
-from recursor.archive.replay import OutcomeModel, RecordedCampaign, RecordedNode
 from recursor.config import parse_config
+from recursor.replay import OutcomeModel, RecordedCampaign, RecordedNode
 from recursor.tasks._base import Objective
 
 

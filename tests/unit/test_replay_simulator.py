@@ -6,11 +6,11 @@ import random
 
 import pytest
 
-from recursor.archive.replay import RecordedCampaign, RecordedNode, Simulator
-from recursor.archive.replay.policies import build_policy
-from recursor.archive.replay.report import evaluate_policy, fidelity, reach
-from recursor.archive.replay.tune import tune
 from recursor.config import config_to_dict, parse_config
+from recursor.replay import RecordedCampaign, RecordedNode, Simulator
+from recursor.replay.policies import build_policy
+from recursor.replay.report import evaluate_policy, fidelity, reach
+from recursor.replay.tune import tune
 from recursor.tasks._base import Objective
 
 BAD, DEPTH = 9, 5  # the root's bad children; the depth of the target on the good branch

@@ -8,12 +8,13 @@ from pathlib import Path
 
 import pytest
 
+from recursor.content import content_id
 from recursor.orchestrator.coevolution import RoutingError, check_single_harness, route, stamp
 from recursor.sandbox import trusted_module_command
 from recursor.sandbox.guest import HOST_RUN_ENV
 from recursor.tasks.worlds import WorldsTask, world
 from recursor.tasks.worlds.episodes import Harness, HarnessError, run_episodes
-from recursor.tasks.worlds.evaluate import child, content_id, corpus
+from recursor.tasks.worlds.evaluate import COMPONENT_FILES, child, corpus
 from recursor.tasks.worlds.protocol import ChildCrashed
 from recursor.tasks.worlds.solver import plan, solve, verified
 from recursor.tasks.worlds.tools import Episode, index_for
@@ -113,7 +114,7 @@ def test_corpus_rows_carry_the_workspace_harness() -> None:
     files = _files()
     verdict = corpus(files, world.split_universes("train", 2, 8), None, cycle=0, seed=0)
     assert verdict["error"] is None
-    rows = stamp(files, verdict, "none")
+    rows = stamp(files, verdict, "none", COMPONENT_FILES)
     assert rows
     harness = content_id(files["harness.py"])
     assert {r["provenance"]["harness"] for r in rows} == {harness}

@@ -14,8 +14,8 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from recursor.archive.replay.record import RecordedCampaign
-from recursor.archive.replay.simulator import Policy, Simulator, Trace, policy_from_config
+from recursor.replay.record import RecordedCampaign
+from recursor.replay.simulator import Policy, Simulator, Trace, policy_from_config
 
 BOOTSTRAP_RESAMPLES = 1000
 

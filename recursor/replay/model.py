@@ -21,7 +21,7 @@ import bisect
 import random
 from dataclasses import dataclass
 
-from recursor.archive.replay.record import RecordedCampaign, RecordedNode
+from recursor.replay.record import RecordedCampaign, RecordedNode
 
 DEPTH_BUCKETS = 3  # depths 0, 1, 2 and "3 or more"
 

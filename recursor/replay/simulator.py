@@ -21,12 +21,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from recursor.archive.replay.model import OutcomeModel
-from recursor.archive.replay.record import RecordedCampaign, RecordedNode
 from recursor.archive.selection import RankedSelectionPolicy, SelectionPolicy, build_selection
 from recursor.config import CampaignConfig
 from recursor.proposers._base import Outcome
 from recursor.proposers.ensemble import ProposerChoicePolicy, build_proposer_choice
+from recursor.replay.model import OutcomeModel
+from recursor.replay.record import RecordedCampaign, RecordedNode
 
 MIN_UNEVALUATED_CAP = 10  # as orchestrator.steps
 

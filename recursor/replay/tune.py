@@ -18,10 +18,10 @@ from typing import Any, Literal
 
 import optuna
 
-from recursor.archive.replay.policies import build_policy, recorded_policy
-from recursor.archive.replay.report import PolicyResult, evaluate_policy
-from recursor.archive.replay.simulator import Simulator
 from recursor.config import CampaignConfig
+from recursor.replay.policies import build_policy, recorded_policy
+from recursor.replay.report import PolicyResult, evaluate_policy
+from recursor.replay.simulator import Simulator
 
 Goal = Literal["evals_to_target", "best_at_budget"]
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from recursor.config import CampaignConfig, parse_config
 from recursor.errors import ConfigError
-from recursor.tasks._base import Objective
+from recursor.types import Objective
 
 
 @dataclass(frozen=True)

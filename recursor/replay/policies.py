@@ -13,9 +13,9 @@ from typing import Any
 
 import yaml
 
-from recursor.archive.replay.simulator import Policy, policy_from_config
 from recursor.config import CampaignConfig, config_to_dict, parse_config
 from recursor.errors import ConfigError
+from recursor.replay.simulator import Policy, policy_from_config
 
 SECTIONS = ("selection", "proposer_choice", "concurrency")
 

@@ -1,0 +1,69 @@
+"""What a sandboxed run is made of: mounts, limits, the evaluation plan and the trusted command.
+
+Tasks plan evaluations with these and sandboxes run them, and neither component imports the
+other; so the shared vocabulary lives here, in the core. ``recursor.sandbox`` re-exports
+``Mount``, ``SandboxLimits`` and ``trusted_module_command``, and ``recursor.tasks`` re-exports
+``EvaluationPlan``, at the paths task authors know.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class Mount:
+    """A host path made visible inside the sandbox at ``target``, read-only unless ``writable``.
+
+    ``feed`` marks a source that is a FIFO the host feeds for this one run (a one-way channel
+    a task made, such as the worlds task's data pipe, read to the end by the trusted evaluator
+    before any candidate code starts): the process sandbox binds it as it is. Any other
+    socket, FIFO or device in a mount is kept out (``sandbox/_mounts.py``).
+    """
+
+    source: Path
+    target: str
+    writable: bool = False
+    feed: bool = False
+
+
+@dataclass(frozen=True)
+class SandboxLimits:
+    """The resources one sandboxed run may use; a run that exceeds one ends with a status."""
+
+    wall_time_s: float = 60.0
+    memory_mb: int = 2048
+    max_processes: int = 64
+    output_bytes: int = 64_000
+    disk_mb: int = 1024
+
+
+@dataclass(frozen=True)
+class EvaluationPlan:
+    """How to evaluate a workspace on one split inside a sandbox."""
+
+    command: Sequence[str]
+    mounts: Sequence[Mount] = ()
+    env: Mapping[str, str] = field(default_factory=dict)
+    limits: SandboxLimits = SandboxLimits()
+
+
+TRUSTED_PYTHON_FLAGS = ("-P", "-s")
+
+
+def trusted_module_command(module: str, *args: str) -> list[str]:
+    """The command line that runs the trusted module ``module`` inside a sandbox.
+
+    ``-P`` keeps the working directory (``/workspace``, which candidate code can write) off
+    ``sys.path``, so nothing a candidate drops there is ever imported by the trusted process,
+    however late the import; ``-s`` ignores a user site directory (``$HOME`` is writable).
+    Every evaluator command a task plans must be built with this function.
+    """
+    return [sys.executable, *TRUSTED_PYTHON_FLAGS, "-m", module, *args]
+
+
+__all__ = ["TRUSTED_PYTHON_FLAGS", "EvaluationPlan", "Mount", "SandboxLimits",
+           "trusted_module_command"]

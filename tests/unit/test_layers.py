@@ -1,0 +1,178 @@
+"""The import rules between Recursor's layers, checked on every module's source with ``ast``.
+
+Layers, bottom to top (docs/architecture.md):
+
+- **core**: the modules directly in ``recursor/`` (``types``, ``errors``, ``config``, ``plan``,
+  ``guest``, ``content``, ...). It imports no other layer.
+- **components**: ``archive``, ``sandbox``, ``executors``, ``proposers``, ``tasks``. Each imports
+  the core and itself, never another component.
+- **orchestrator**: imports the core and a component only through its package (its contract,
+  ``from recursor.tasks import Task``), never a component's module (``recursor.tasks.worlds``).
+- **front ends**: ``recursor`` itself, ``recursor.api``, ``recursor.cli``, ``recursor.replay``,
+  ``recursor.ui``: anything below them.
+
+Every import counts, including those inside functions and under ``TYPE_CHECKING``: a lazy import
+is still a dependency. ``import recursor`` alone is allowed everywhere (it names the installed
+package, e.g. to find its folder).
+"""
+
+from __future__ import annotations
+
+import ast
+import tomllib
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+COMPONENTS = frozenset({"archive", "sandbox", "executors", "proposers", "tasks"})
+ORCHESTRATOR = "orchestrator"
+FRONT_ENDS = frozenset({"api", "cli", "replay", "ui"})
+
+
+def package_folders(root: Path) -> dict[str, Path]:
+    """The installed package name -> source folder, from pyproject's package-dir mapping."""
+    config = tomllib.loads((root / "pyproject.toml").read_text())
+    mapping = config["tool"]["setuptools"]["package-dir"]
+    return {name: root / folder for name, folder in mapping.items()}
+
+
+def module_files(folders: Mapping[str, Path]) -> dict[str, Path]:
+    """Every module's dotted name -> its file. A folder mapped to a package of its own (a
+    component inside ``recursor/`` would be one) is walked under that package only."""
+    out: dict[str, Path] = {}
+    for package, folder in sorted(folders.items(), key=lambda item: len(item[0])):
+        for path in sorted(folder.rglob("*.py")):
+            rel = path.relative_to(folder).with_suffix("")
+            parts = [p for p in rel.parts if p != "__init__"]
+            name = ".".join([package, *parts])
+            out.setdefault(name, path)
+    return out
+
+
+def layer(module: str, modules: Mapping[str, Path]) -> str:
+    """``root``, ``core``, ``component:<name>``, ``orchestrator`` or ``front end``; ValueError
+    for a package no rule covers (classify it in this file)."""
+    parts = module.split(".")
+    if parts == ["recursor"]:
+        return "root"
+    top = parts[1]
+    if top in COMPONENTS:
+        return f"component:{top}"
+    if top == ORCHESTRATOR:
+        return "orchestrator"
+    if top in FRONT_ENDS:
+        return "front end"
+    if len(parts) == 2 and module in modules and modules[module].name != "__init__.py":
+        return "core"
+    raise ValueError(f"{module} belongs to no layer: add its package to COMPONENTS or FRONT_ENDS "
+                     "in tests/unit/test_layers.py (a subpackage of recursor/ is not core)")
+
+
+def imported(module: str, path: Path, modules: Mapping[str, Path]) -> Iterator[tuple[int, str]]:
+    """(line, module) for every first-party module that ``module`` imports."""
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield node.lineno, alias.name
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*anchor, *([base] if base else [])])
+            for alias in node.names:
+                sub = f"{base}.{alias.name}"
+                yield node.lineno, sub if sub in modules else base
+
+
+def rule_broken(source: str, target: str, modules: Mapping[str, Path]) -> str | None:
+    """The rule that ``source`` importing ``target`` breaks, or None."""
+    if target != "recursor" and not target.startswith("recursor."):
+        return None
+    mine, theirs = layer(source, modules), layer(target, modules)
+    if theirs == "root" or mine in ("root", "front end") or theirs == "core":
+        return None
+    if mine == theirs and mine != "core":
+        return None
+    if mine == "core":
+        return "the core imports no component, controller or front end"
+    if mine.startswith("component:"):
+        return ("a component imports only the core and itself (move what two components "
+                "share into the core, or pass it in)")
+    if mine == "orchestrator" and theirs.startswith("component:"):
+        package = "recursor." + theirs.split(":")[1]
+        if target == package:
+            return None
+        return (f"the orchestrator imports a component only through its package: export the "
+                f"name from {package} and import it from there")
+    return "the orchestrator imports no front end"
+
+
+def violations(folders: Mapping[str, Path]) -> list[str]:
+    modules = module_files(folders)
+    out = []
+    for name, path in sorted(modules.items()):
+        for line, target in sorted(set(imported(name, path, modules))):
+            reason = rule_broken(name, target, modules)
+            if reason:
+                out.append(f"{path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}:"
+                           f"{line}: {name} imports {target}: {reason}")
+    return out
+
+
+def test_every_import_follows_the_layer_rules() -> None:
+    found = violations(package_folders(ROOT))
+    assert not found, "imports that break the layer rules:\n" + "\n".join(found)
+
+
+def _plant(root: Path, files: Mapping[str, str]) -> dict[str, Path]:
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    return {"recursor": root / "recursor", "recursor.tasks": root / "tasks",
+            "recursor.sandbox": root / "sandbox", "recursor.orchestrator": root / "orch"}
+
+
+def test_a_planted_cross_component_import_is_named_with_its_rule(tmp_path: Path) -> None:
+    folders = _plant(tmp_path, {
+        "recursor/__init__.py": "", "recursor/types.py": "",
+        "sandbox/__init__.py": "from recursor.types import X\n",
+        "sandbox/limits.py": "", "orch/__init__.py": "",
+        "tasks/__init__.py": "def f():\n    from recursor.sandbox.limits import L\n",
+    })
+    [found] = violations(folders)
+    assert "recursor.tasks imports recursor.sandbox.limits" in found
+    assert "a component imports only the core and itself" in found
+    assert found.startswith(f"{tmp_path / 'tasks' / '__init__.py'}:2:")
+
+
+def test_planted_core_and_orchestrator_violations_are_caught(tmp_path: Path) -> None:
+    folders = _plant(tmp_path, {
+        "recursor/__init__.py": "from recursor.cli import app\n",
+        "recursor/types.py": "from . import config\nfrom recursor import tasks\n",
+        "recursor/config.py": "", "recursor/cli/__init__.py": "",
+        "sandbox/__init__.py": "", "sandbox/docker.py": "from ._base import B\n",
+        "sandbox/_base.py": "",
+        "tasks/__init__.py": "", "tasks/loading.py": "",
+        "orch/__init__.py": "from recursor.tasks import Task\n",
+        "orch/run.py": "import recursor.tasks.loading\nfrom recursor.cli import app\n",
+    })
+    found = violations(folders)
+    assert len(found) == 3, found
+    assert "recursor.types imports recursor.tasks: the core imports no component" in found[2]
+    assert ("recursor.orchestrator.run imports recursor.tasks.loading: the orchestrator imports "
+            "a component only through its package") in found[0]
+    assert "imports recursor.cli: the orchestrator imports no front end" in found[1]
+
+
+def test_a_package_of_no_layer_is_reported(tmp_path: Path) -> None:
+    folders = _plant(tmp_path, {"recursor/__init__.py": "", "recursor/newpkg/__init__.py": "",
+                                "recursor/types.py": "from recursor.newpkg import x\n",
+                                "sandbox/__init__.py": "", "tasks/__init__.py": "",
+                                "orch/__init__.py": ""})
+    try:
+        violations(folders)
+    except ValueError as exc:
+        assert "recursor.newpkg belongs to no layer" in str(exc)
+    else:
+        raise AssertionError("an unclassified package passed the layer check")
