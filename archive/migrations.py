@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from sqlalchemy import Connection, Engine, inspect, select, text
+from sqlalchemy import Connection, Engine, insert, inspect, select, text
 from sqlalchemy.exc import IntegrityError, OperationalError
 
 from recursor.archive.models import Base, JobRow, PromotionRow, SchemaVersion
@@ -103,5 +103,5 @@ def _migrate_once(engine: Engine) -> int:
         for number in range(version + 1, LATEST + 1):
             MIGRATIONS[number - 1](conn)
             SchemaVersion.metadata.create_all(conn, tables=[SchemaVersion.__table__])  # type: ignore[list-item]
-            conn.execute(SchemaVersion.__table__.insert().values(version=number))
+            conn.execute(insert(SchemaVersion).values(version=number))
     return LATEST

@@ -26,7 +26,8 @@ class Generator:
         self.name = model_dir
         self.tokenizer = AutoTokenizer.from_pretrained(model_dir)
         self.tokenizer.padding_side = "left"
-        self.model = AutoModelForCausalLM.from_pretrained(model_dir).eval()
+        # transformers leaves Module.eval unannotated
+        self.model = AutoModelForCausalLM.from_pretrained(model_dir).eval()  # type: ignore[no-untyped-call]
         self.lock = threading.Lock()
 
     def complete(self, prompt: str, max_tokens: int, temperature: float,

@@ -29,7 +29,8 @@ def build_tokenizer(texts: Iterable[str], vocab_size: int = 4000) -> Any:
     bos = SPECIALS["bos_token"]
     core.post_processor = processors.TemplateProcessing(
         single=f"{bos} $A", pair=f"{bos} $A $B", special_tokens=[(bos, core.token_to_id(bos))])
-    tokenizer = PreTrainedTokenizerFast(tokenizer_object=core, **SPECIALS)
+    # transformers leaves this constructor unannotated
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=core, **SPECIALS)  # type: ignore[no-untyped-call]
     tokenizer.padding_side = "left"  # generation continues on the right
     return tokenizer
 

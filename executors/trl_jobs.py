@@ -93,7 +93,9 @@ def grpo(spec: JobSpec, out: Path) -> dict[str, Any]:
     model, tokenizer = load_model(spec, _texts(rows))
     options = {**GRPO_DEFAULTS, "use_vllm": False, **spec.config}  # on GPU: vllm_mode server
     args = GRPOConfig(**_common(spec, out), **options)
-    trainer = GRPOTrainer(model=model, reward_funcs=reward, args=args,
+    # TRL types a reward as returning list[float | None]: ours (list[float]) fits, but list is
+    # invariant
+    trainer = GRPOTrainer(model=model, reward_funcs=reward, args=args,  # type: ignore[arg-type]
                           train_dataset=Dataset.from_list(rows), processing_class=tokenizer)
     started = time.monotonic()
     trainer.train()

@@ -22,7 +22,7 @@ import asyncio
 import concurrent.futures
 from collections.abc import Coroutine, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from langgraph.graph import END, START, StateGraph
 
@@ -69,7 +69,7 @@ async def _drive(ctx: CampaignContext) -> CampaignState:
         async for _ in app.astream(start, config, context=ctx, durability="sync"):
             pass
         final = await app.aget_state(config)
-        values: CampaignState = final.values
+        values = cast(CampaignState, final.values)
         return values
 
 

@@ -14,7 +14,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+)
 
 from recursor.untrusted import rich_text
 
@@ -59,7 +66,7 @@ class RichReporter(Reporter):
     def __init__(self, console: Console | None = None) -> None:
         self.console = console or Console()
         self._progress: Progress | None = None
-        self._task_id: int | None = None
+        self._task_id: TaskID | None = None
 
     @staticmethod
     def _describe(s: Snapshot) -> str:

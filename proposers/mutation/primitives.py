@@ -20,6 +20,7 @@ from __future__ import annotations
 import ast
 import copy
 import random
+from typing import TypeGuard
 
 from recursor.mutation import MutationPrimitive
 from recursor.proposers.mutation.scope import BlockScope, ContextualPrimitive
@@ -31,7 +32,7 @@ EXPONENTS: tuple[float, ...] = (0.5, 1.0, 1.5, 2.0, 3.0)
 _NON_COMMUTATIVE = (ast.Sub, ast.Div, ast.FloorDiv, ast.Mod, ast.Pow)
 
 
-def is_number(node: ast.AST) -> bool:
+def is_number(node: ast.AST) -> TypeGuard[ast.Constant]:
     """A numeric literal (not a bool)."""
     return (isinstance(node, ast.Constant) and isinstance(node.value, int | float)
             and not isinstance(node.value, bool))
@@ -127,7 +128,7 @@ class _InsertBound(_ScopedPrimitive):
         self.counter = counter
 
     def applies(self, node: ast.AST) -> bool:
-        return is_number(node) and node.value != 0  # type: ignore[attr-defined]
+        return is_number(node) and node.value != 0
 
     def mutate(self, node: ast.AST, rng: random.Random) -> ast.AST | None:
         assert isinstance(node, ast.Constant) and isinstance(node.value, int | float)

@@ -103,9 +103,10 @@ def list_campaigns(directory: Dir = None, url: Url = None, as_json: Json = False
     """The campaigns in an archive."""
     with _open(directory, url) as archive:
         rows = archive.campaigns()
-        data = [{"id": c.id, "name": c.name, "task": c.task, "status": c.status,
-                 "nodes": len(archive.nodes(c.id)), "created_at": c.created_at.isoformat()}
-                for c in rows]
+        data: list[dict[str, Any]] = [
+            {"id": c.id, "name": c.name, "task": c.task, "status": c.status,
+             "nodes": len(archive.nodes(c.id)), "created_at": c.created_at.isoformat()}
+            for c in rows]
     if as_json:
         _emit_json(data)
         return

@@ -11,11 +11,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from recursor.config import CampaignConfig, parse_config
 from recursor.errors import ConfigError
 from recursor.types import Objective
+
+if TYPE_CHECKING:
+    from recursor.archive.models import CampaignRow
 
 
 @dataclass(frozen=True)
@@ -100,7 +103,7 @@ def load_from_archive(url: str, campaign_id: str | None = None,
     archive = Archive(url)
     try:
         if campaign_id is None:
-            row = archive.only_campaign()
+            row: CampaignRow | None = archive.only_campaign()
         else:
             row = next((c for c in archive.campaigns() if c.id == campaign_id), None)
         if row is None:

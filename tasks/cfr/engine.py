@@ -257,7 +257,7 @@ class CFREngine:
         total = (self.cum_policy * legal).sum(axis=1, keepdims=True)
         uniform = legal / np.maximum(legal.sum(axis=1, keepdims=True), 1.0)
         safe = np.where(total > 0, total, 1.0)
-        average = np.where(total > 0, self.cum_policy * legal / safe, uniform)
+        average: np.ndarray = np.where(total > 0, self.cum_policy * legal / safe, uniform)
         check_policy("average policy", average, legal)
         return average
 

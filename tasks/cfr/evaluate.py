@@ -76,7 +76,7 @@ def solve(workspace: Path, games: Sequence[str], cache: Path | None, iterations:
     Raises HookError when the hooks fail or produce an invalid policy.
     """
     hooks = load_hooks(workspace / HOOK_FILE)
-    policies = {}
+    policies: dict[str, Any] = {}  # np.savez types **kwargs apart from allow_pickle: bool
     for game in games:
         tree = load_tree(game, cache)
         policies[game] = CFREngine(tree, hooks).run(iterations)

@@ -24,7 +24,7 @@ import secrets
 import shutil
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from recursor.mutation import MutationPrimitive
 from recursor.plan import Mount, SandboxLimits, trusted_module_command
@@ -61,6 +61,9 @@ pays off fully only after the policy is retrained under it.
 """
 
 
+WorldSplit = Literal["train", "dev", "heldout"]
+
+
 class WorldsTask(PolicyTask):
     """Co-evolve a search agent's harness and policy; held-out universes are never shown."""
 
@@ -71,7 +74,7 @@ class WorldsTask(PolicyTask):
     policy_path = POLICY
     provenance_files = COMPONENT_FILES
 
-    def __init__(self, universes: Mapping[str, int] | None = None, questions: int = 24,
+    def __init__(self, universes: Mapping[WorldSplit, int] | None = None, questions: int = 24,
                  world_seed: int | None = None, policy: Mapping[str, Any] | None = None) -> None:
         self.universes = {"train": 10, "dev": 3, "heldout": 3, **(universes or {})}
         self.questions = questions

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import functools
 import importlib.util
 import json
 import os
@@ -134,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
             _reply(channel, {"error": f"unknown request {request.get('op')!r}"})
             continue
         args_ = request.get("args")
-        _reply(channel, _attempt(lambda op=op, args_=args_: op(args_)))
+        _reply(channel, _attempt(functools.partial(op, args_)))
     return 0
 
 

@@ -26,7 +26,7 @@ class Policy:
         self.tokenizer: Any = AutoTokenizer.from_pretrained(checkpoint)
         self.tokenizer.padding_side = "left"
         self.model: Any = AutoModelForCausalLM.from_pretrained(checkpoint)
-        self.model.eval()
+        self.model.eval()  # type: ignore[no-untyped-call]  # transformers leaves it unannotated
         self.context = int(self.model.config.n_positions) - MAX_NEW_TOKENS
 
     def complete(self, prompts: Sequence[str]) -> list[str]:
