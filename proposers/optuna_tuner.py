@@ -51,10 +51,6 @@ class Literal:
     node: ast.expr
     value: float | int
 
-    @property
-    def is_int(self) -> bool:
-        return isinstance(self.value, int)
-
 
 def _number(node: ast.expr) -> float | int:
     assert isinstance(node, ast.Constant) and isinstance(node.value, int | float)

@@ -12,7 +12,6 @@ from recursor.errors import (
     ProposerUnavailable,
     RecursorError,
     SandboxError,
-    TaskError,
 )
 from recursor.types import ChangeKind, NodeStatus, RunStatus
 
@@ -29,7 +28,6 @@ __all__ = [
     "RecursorError",
     "RunStatus",
     "SandboxError",
-    "TaskError",
     "__version__",
     "resume",
     "run",

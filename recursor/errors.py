@@ -33,7 +33,3 @@ class ExecutorError(RecursorError):
 
 class ArchiveError(RecursorError):
     """The archive store or git artifact store is unusable or inconsistent."""
-
-
-class TaskError(RecursorError):
-    """A task is misconfigured or unknown."""

@@ -58,10 +58,6 @@ class RunCgroups:
         return cgroups
 
     @property
-    def limits_pids(self) -> bool:
-        return "pids" in self._paths
-
-    @property
     def limits_memory(self) -> bool:
         return "memory" in self._paths
 
@@ -81,15 +77,6 @@ class RunCgroups:
             if key == "oom_kill" and value.strip().isdigit():
                 return int(value)
         return 0
-
-    def memory_peak(self) -> int | None:
-        """The run's peak memory in bytes, as the kernel counted it (None without a cgroup)."""
-        path = self._paths.get("memory")
-        if path is None:
-            return None
-        name = "memory.max_usage_in_bytes" if self._versions[path] == 1 else "memory.peak"
-        text = _read(path / name).strip()
-        return int(text) if text.isdigit() else None
 
     def remove(self) -> None:
         """Kill whatever is left in the cgroups (only sandbox processes) and remove them."""

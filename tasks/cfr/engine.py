@@ -112,7 +112,6 @@ class _Layout:
         decision_action = tree.node_action[self.decision_child]
         self.decision_flat = tree.node_infoset[decision_parent] * tree.num_actions + decision_action
         self.decision_player = player[decision_parent]
-        self.chance_reach = self._chance_reach()
         self.terminal = player == TERMINAL
         self.own_edge = [player[parent] == p for p in range(tree.num_players)]
         for mask in self.own_edge:
@@ -130,12 +129,6 @@ class _Layout:
             tree.node_infoset[nodes_p] - int(tree.player_start[p])
             for p, nodes_p in enumerate(self.player_nodes)
         ]
-
-    def _chance_reach(self) -> np.ndarray:
-        reach = np.ones(self.tree.num_nodes)
-        for (s, e), par in zip(self.levels[1:], self.child_parent, strict=True):
-            reach[s:e] = reach[par] * self.tree.node_chance_prob[s:e]
-        return reach
 
     def edge_prob(self, policy: np.ndarray) -> np.ndarray:
         """Probability of each node's incoming edge under ``policy`` ([num_infosets, A])."""
