@@ -20,7 +20,7 @@ from recursor.config import parse_config
 from recursor.replay import RecordedCampaign, RecordedNode, Simulator
 from recursor.replay.policies import recorded_policy
 from recursor.replay.report import evaluate_policy
-from recursor.tasks._base import Objective
+from recursor.types import Objective
 
 
 def synthetic(nodes: int, seed: int = 0) -> RecordedCampaign:

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from recursor.sandbox.guest import HOST_RUN_ENV
+from recursor.guest import HOST_RUN_ENV
 
 CHECK = """
 import ctypes, json, os, sys
-from recursor.sandbox.guest import protect_verdict, write_verdict
+from recursor.guest import protect_verdict, write_verdict
 path = protect_verdict()
 libc = ctypes.CDLL(None)
 dumpable = libc.prctl(3, 0, 0, 0, 0)  # PR_GET_DUMPABLE
@@ -44,7 +44,7 @@ def test_protect_verdict_refuses_an_evaluator_that_could_import_candidate_code(
 
 
 def test_untrusted_entries_are_found(monkeypatch: pytest.MonkeyPatch) -> None:
-    from recursor.sandbox.guest import untrusted_path_entries
+    from recursor.guest import untrusted_path_entries
 
     # outside a sandbox the temp dirs are writable mounts: refused there
     scratch = ["/tmp/.local/lib/site-packages", "/dev/shm/x", "/var/tmp/y"]
@@ -57,7 +57,7 @@ def test_untrusted_entries_are_found(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_write_verdict_prints_when_there_is_no_path(capsys) -> None:  # type: ignore[no-untyped-def]
-    from recursor.sandbox.guest import write_verdict
+    from recursor.guest import write_verdict
 
     write_verdict(None, {"metrics": {"score": 1.0}})
     assert json.loads(capsys.readouterr().out) == {"metrics": {"score": 1.0}}

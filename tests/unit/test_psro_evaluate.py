@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
+from recursor.guest import HOST_RUN_ENV
 from recursor.sandbox import trusted_module_command
-from recursor.sandbox.guest import HOST_RUN_ENV
 from recursor.tasks.psro import PSROTask, games, solver_source
 from recursor.tasks.psro._protocol import SOLVER_FILE
 from recursor.tasks.psro.channel import SolverFailed, check_mixtures

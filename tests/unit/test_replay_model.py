@@ -6,7 +6,7 @@ import random
 
 from recursor.config import parse_config
 from recursor.replay import OutcomeModel, RecordedCampaign, RecordedNode
-from recursor.tasks._base import Objective
+from recursor.types import Objective
 
 
 def _campaign() -> RecordedCampaign:

@@ -11,7 +11,7 @@ from recursor.replay import RecordedCampaign, RecordedNode, Simulator
 from recursor.replay.policies import build_policy
 from recursor.replay.report import evaluate_policy, fidelity, reach
 from recursor.replay.tune import tune
-from recursor.tasks._base import Objective
+from recursor.types import Objective
 
 BAD, DEPTH = 9, 5  # the root's bad children; the depth of the target on the good branch
 

@@ -17,7 +17,7 @@ from recursor.archive.selection import (
 from recursor.config import SELECTION_ADAPTER, parse_config
 from recursor.errors import ConfigError, RecursorError
 from recursor.proposers.ensemble import ProposerChoicePolicy, build_proposer_choice
-from recursor.tasks._base import Objective
+from recursor.types import Objective
 
 MIN = Objective("loss", "minimize")
 NODES = [(f"n{i:02d}", float((i * 7) % 11)) for i in range(23)]

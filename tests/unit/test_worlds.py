@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from recursor.content import content_id
+from recursor.guest import HOST_RUN_ENV
 from recursor.orchestrator.coevolution import RoutingError, check_single_harness, route, stamp
 from recursor.sandbox import trusted_module_command
-from recursor.sandbox.guest import HOST_RUN_ENV
 from recursor.tasks.worlds import WorldsTask, world
 from recursor.tasks.worlds.episodes import Harness, HarnessError, run_episodes
 from recursor.tasks.worlds.evaluate import COMPONENT_FILES, child, corpus
