@@ -19,6 +19,9 @@ package, e.g. to find its folder).
 from __future__ import annotations
 
 import ast
+import re
+import subprocess
+import sys
 import tomllib
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -123,6 +126,35 @@ def violations(folders: Mapping[str, Path]) -> list[str]:
 def test_every_import_follows_the_layer_rules() -> None:
     found = violations(package_folders(ROOT))
     assert not found, "imports that break the layer rules:\n" + "\n".join(found)
+
+
+# What the sandbox image lacks: an evaluator that imports one of these fails there
+NOT_IN_THE_IMAGE = ("pydantic", "yaml", "sqlalchemy", "git")
+
+
+def evaluator_modules(folders: Mapping[str, Path]) -> list[str]:
+    """The modules that tasks start inside a sandbox: every literal module name passed to
+    ``trusted_module_command`` (or bound to a ``RUNNER`` constant) under ``tasks/``."""
+    pattern = re.compile(r'(?:trusted_module_command\(\s*|RUNNER = )"(recursor\.[\w.]+)"')
+    found = {m for path in folders["recursor.tasks"].rglob("*.py")
+             for m in pattern.findall(path.read_text())}
+    return sorted(found)
+
+
+def test_the_modules_evaluators_start_import_nothing_the_sandbox_image_lacks() -> None:
+    """The core types tasks share (``recursor.plan``, ``recursor.guest``, ...) are standard
+    library only, and a package ``__init__`` on an evaluator's import path loads nothing that
+    needs pydantic, PyYAML, SQLAlchemy or GitPython (the docker image has none of them)."""
+    modules = [*evaluator_modules(package_folders(ROOT)), "recursor.sandbox.guest"]
+    assert {"recursor.tasks.cfr.evaluate", "recursor.tasks.program.runner",
+            "recursor.tasks.psro.child", "recursor.tasks.worlds.child"} <= set(modules), modules
+    for module in modules:
+        probe = (f"import sys, {module}\n"
+                 f"print(sorted({{m.split('.')[0] for m in sys.modules}} "
+                 f"& {set(NOT_IN_THE_IMAGE)}))")
+        out = subprocess.run([sys.executable, "-P", "-s", "-c", probe], capture_output=True,
+                             text=True, check=True).stdout.strip()
+        assert out == "[]", f"importing {module} (as an evaluator does) loads {out}"
 
 
 def _plant(root: Path, files: Mapping[str, str]) -> dict[str, Path]:
