@@ -39,6 +39,10 @@ class Reporter:
     def update(self, snapshot: Snapshot) -> None:
         """Counts changed."""
 
+    def step(self, name: str, round_: int) -> None:
+        """The controller enters graph node ``name`` (``recursor.orchestrator.nodes.NodeName``)
+        in round ``round_`` (0: the starting point)."""
+
     def node(self, line: str) -> None:
         """One node finished (a one-line description)."""
 

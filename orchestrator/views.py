@@ -10,13 +10,14 @@ import difflib
 import hashlib
 
 from recursor.archive.models import EvaluationRow, NodeRow
-from recursor.orchestrator.context import CampaignContext
+from recursor.orchestrator.context import CampaignContext, Scope
 from recursor.proposers import NodeView, Outcome, ProposalContext
 from recursor.types import ChangeKind, NodeStatus, Split
 
 INSPIRATIONS = 3
 RECENT_FAILURES = 5
 DIVERSITY_WINDOW = 50  # the diverse inspiration is sought among this many newest nodes
+SEARCH_SET_SHOWN = 12  # instances of a search set named in the hints
 
 
 def slot_seed(seed: int, round_: int, slot: int) -> int:
@@ -40,19 +41,21 @@ def node_view(ctx: CampaignContext, node: NodeRow, dev: EvaluationRow | None) ->
     )
 
 
-def _hints(ctx: CampaignContext) -> str:
-    """The task's hints, plus a co-evolution harness step's search set (dev tasks the
-    incumbent still fails)."""
-    hard = list(ctx.extra.get("search_set", []))
-    if not hard:
+def _hints(ctx: CampaignContext, search_set: list[str]) -> str:
+    """The task's hints, plus a schedule step's search set (dev tasks the incumbent still
+    fails)."""
+    if not search_set:
         return ctx.task.proposer_hints()
-    shown = ", ".join(hard[:12]) + (f" and {len(hard) - 12} more" if len(hard) > 12 else "")
+    n, shown = len(search_set), ", ".join(search_set[:SEARCH_SET_SHOWN])
+    more = f" and {n - SEARCH_SET_SHOWN} more" if n > SEARCH_SET_SHOWN else ""
     return (f"{ctx.task.proposer_hints()}\nSearch set: the current policy still fails "
-            f"{len(hard)} dev tasks ({shown}); aim the harness change at them.")
+            f"{n} dev tasks ({shown}{more}); aim the harness change at them.")
 
 
-def proposal_context(ctx: CampaignContext, parent_id: str, seed: int) -> ProposalContext:
-    """The context for one proposal on ``parent_id``, built from the archive as it stands."""
+def proposal_context(ctx: CampaignContext, parent_id: str, seed: int,
+                     scope: Scope) -> ProposalContext:
+    """The context for one proposal on ``parent_id`` within ``scope``, built from the archive
+    as it stands."""
     nodes = ctx.archive.nodes(ctx.campaign_id)
     devs = dev_evaluations(ctx, nodes)
     by_id = {n.id: n for n in nodes}
@@ -64,10 +67,10 @@ def proposal_context(ctx: CampaignContext, parent_id: str, seed: int) -> Proposa
     failures = [node_view(ctx, n, None) for n in reversed(failed)]  # newest first
     objective = ctx.task.objective
     return ProposalContext(
-        task_name=ctx.task.name, task_description=_hints(ctx),
+        task_name=ctx.task.name, task_description=_hints(ctx, scope.search_set),
         objective_metric=objective.metric, objective_direction=objective.direction,
         parent=node_view(ctx, by_id[parent_id], devs.get(parent_id)),
-        editable_paths=ctx.editable_paths, allowed_kinds=ctx.allowed_kinds,
+        editable_paths=list(scope.paths), allowed_kinds=list(scope.kinds),
         inspirations=inspirations, recent_failures=failures, history=views, seed=seed,
     )
 

@@ -21,6 +21,7 @@ from pydantic import (
     Tag,
     TypeAdapter,
     ValidationError,
+    field_validator,
     model_validator,
 )
 
@@ -347,29 +348,57 @@ class BudgetConfig(_Model):
     max_cost: float | None = Field(None, gt=0, description="dollars spent on models")
 
 
-class ScheduleStep(_Model):
-    """One step of a co-evolution schedule."""
+class SearchStep(_Model):
+    """A schedule step that searches the named components: the usual propose -> evaluate ->
+    judge loop with only those components editable and every candidate a child of the
+    incumbent."""
 
-    step: Literal["harness", "policy"]
-    evals: int = Field(4, ge=1, description="candidates this step evaluates (harness step), "
-                       "or policies it trains (policy step)")
-    adapt: bool = Field(False, description="harness step: judge each harness candidate with a "
-                        "policy retrained under it, instead of the fixed incumbent policy")
+    step: Literal["search"]
+    components: list[str] = Field(min_length=1, description="the task components this step's "
+                                  "proposals may change")
+    evals: int = Field(4, ge=1, description="candidates this step evaluates")
+    adapt: bool = Field(False, description="judge each candidate with a policy retrained under "
+                        "it, instead of the fixed incumbent policy (a task with a trained policy)")
+
+
+class TrainStep(_Model):
+    """A schedule step that trains the task's policy (a task with a trained policy)."""
+
+    step: Literal["train"]
+    evals: int = Field(4, ge=1, description="policies this step trains")
     method: Literal["sft", "grpo"] = Field(
-        "sft", description="policy step: sft (from scratch, on verified trajectories rendered "
-        "under the adopted harness) or grpo (from the incumbent, on its fresh rollouts there)")
+        "sft", description="sft (from scratch, on verified trajectories rendered under the "
+        "adopted harness) or grpo (from the incumbent, on its fresh rollouts there)")
+
+
+ScheduleStep = Annotated[SearchStep | TrainStep, Field(discriminator="step")]
+
+# the schedule's first step names, still read from stored configs: {step: harness} searched
+# the worlds task's harness, {step: policy} trained its policy
+_LEGACY_STEPS: dict[str, dict[str, Any]] = {
+    "harness": {"step": "search", "components": ["harness"]}, "policy": {"step": "train"}}
+
+
+def _legacy_step(data: Any) -> Any:
+    if isinstance(data, dict) and data.get("step") in _LEGACY_STEPS:
+        return {**data, **_LEGACY_STEPS[data["step"]]}
+    return data
 
 
 class ScheduleConfig(_Model):
-    """Co-evolution (tasks with a trained policy): the steps, run in order ``cycles`` times."""
+    """A schedule: its steps, run in order ``cycles`` times (train steps need a task with a
+    trained policy)."""
 
-    steps: list[ScheduleStep] = Field(
-        default_factory=lambda: [ScheduleStep(step="harness"), ScheduleStep(step="policy")],
-        min_length=1)
+    steps: list[ScheduleStep] = Field(min_length=1)
     cycles: int = Field(2, ge=1, le=100)
     executor: Literal["local", "deepspeed", "ray"] = "local"
     jobs_dir: str | None = Field(None, description="where training jobs run; default: the "
                                  "campaign's jobs/ (campaigns sharing one reuse equal jobs)")
+
+    @field_validator("steps", mode="before")
+    @classmethod
+    def _legacy_steps(cls, data: Any) -> Any:
+        return [_legacy_step(step) for step in data] if isinstance(data, list) else data
 
 
 class ArchiveConfig(_Model):
@@ -393,7 +422,8 @@ class CampaignConfig(_Model):
     concurrency: int = Field(2, ge=1, le=256)
     archive: ArchiveConfig = Field(default_factory=ArchiveConfig)
     schedule: ScheduleConfig | None = Field(
-        None, description="co-evolution: alternate harness and policy steps")
+        None, description="run these steps in order (e.g. co-evolution: alternate harness "
+        "search and policy training)")
     seed: int = 0
 
     @model_validator(mode="before")

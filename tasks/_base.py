@@ -139,6 +139,23 @@ class PolicyTask(Task):
     """
 
     policy_path: str
+    policy_component: str = "policy"  # the component whose file is ``policy_path``
+    #: the component a policy is trained under: training rows are kept only when their
+    #: provenance names the adopted version of it (``provenance_ids``)
+    routing_component: str
+
+    @abc.abstractmethod
+    def content_id(self, text: str) -> str:
+        """The content id this task's provenance uses for ``text`` (corpora are named by it)."""
+
+    @abc.abstractmethod
+    def provenance_ids(self, files: Mapping[str, str]) -> dict[str, str]:
+        """Component name -> content id of its files in ``files``, exactly as the corpus
+        command reports them in its verdict's ``components`` (they must match)."""
+
+    @abc.abstractmethod
+    def policy_name(self, files: Mapping[str, str]) -> str:
+        """The id of the policy the workspace's ``policy_path`` names."""
 
     @abc.abstractmethod
     def corpus_plan(self, cache_dir: Path, cycle: int, seed: int,

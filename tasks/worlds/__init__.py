@@ -29,7 +29,7 @@ from typing import Any
 from recursor.mutation import MutationPrimitive
 from recursor.sandbox import Mount, SandboxLimits, trusted_module_command
 from recursor.tasks._base import Component, EvaluationPlan, Objective, PolicyTask
-from recursor.tasks.worlds import world
+from recursor.tasks.worlds import evaluate, world
 from recursor.tasks.worlds.evaluate import CURRICULUM, HARNESS, POLICY, RECIPE
 from recursor.tasks.worlds.policy import readable_by_all
 from recursor.tasks.worlds.primitives import worlds_primitives
@@ -69,6 +69,7 @@ class WorldsTask(PolicyTask):
     # success is a fraction of questions: a held-out drop of at most 5 points
     objective = Objective("success", "maximize", heldout_tolerance=0.05)
     policy_path = POLICY
+    routing_component = "harness"
 
     def __init__(self, universes: Mapping[str, int] | None = None, questions: int = 24,
                  world_seed: int | None = None, policy: Mapping[str, Any] | None = None) -> None:
@@ -166,6 +167,15 @@ class WorldsTask(PolicyTask):
         return {"kind": "sft", "model": "tiny-gpt2", "data": str(data), "seed": seed,
                 "model_options": dict(self.policy_options["model_options"]),
                 "config": dict(self.policy_options["sft"])}
+
+    def content_id(self, text: str) -> str:
+        return evaluate.content_id(text)
+
+    def provenance_ids(self, files: Mapping[str, str]) -> dict[str, str]:
+        return evaluate.component_ids(files)
+
+    def policy_name(self, files: Mapping[str, str]) -> str:
+        return evaluate.policy_name(files)
 
     def policy_checkpoint(self, files: Mapping[str, str], cache_dir: Path) -> Path | None:
         policy = json.loads(files[POLICY])["policy"]
