@@ -41,7 +41,7 @@ class Reporter:
 
     def step(self, name: str, round_: int) -> None:
         """The controller enters graph node ``name`` (``recursor.orchestrator.nodes.NodeName``)
-        in round ``round_`` (0: the starting point)."""
+        in round ``round_`` (``seed`` runs at the first round's number)."""
 
     def node(self, line: str) -> None:
         """One node finished (a one-line description)."""
