@@ -1,24 +1,20 @@
-"""Co-evolution of a policy and its harness: the schedule, policy training, provenance routing.
+"""Training policies for a schedule (a task with a trained policy, ``PolicyTask``):
+provenance stamping, routing, corpora, training jobs, and the training rounds.
 
-A campaign with a ``schedule`` (and a :class:`~recursor.tasks.PolicyTask`) runs its steps in
-order, ``cycles`` times:
-
-- a **harness step** is the usual propose -> evaluate -> judge loop with only the harness
-  editable and every candidate a child of the incumbent, so the policy stays fixed; the dev
-  tasks the incumbent fails (those that stayed hard after the last policy step) are its search
-  set, shown to proposers;
-- an **adapted harness step** (``adapt: true``) trains a policy under each harness candidate
-  before judging it, for policies too small to follow a prompt format they were not trained on;
-- a **policy step** trains policies instead of proposing code. Slot 0 retrains under the
-  incumbent's harness, recipe and curriculum; other slots first ask a proposer for a data or
-  curriculum change. Each builds its corpus in the sandbox, stamps the rows' provenance from
-  the files it sent (:func:`stamp`), keeps only rows whose provenance names the adopted
-  harness, trains through an executor, and becomes a pending node whose
-  ``policy.json`` names the new checkpoint. Evaluation and judging are the usual ones.
+The ``train`` node runs :func:`train_round` in a schedule's ``train`` steps and adapted
+``search`` steps (``schedule.py`` says which). Slot 0 of a train step retrains under the
+incumbent's harness, recipe and curriculum; other slots (and every slot of an adapted search
+step) first ask a proposer for a change (:func:`~recursor.orchestrator.proposing.propose_one`).
+Each builds its corpus in the sandbox, stamps the rows' provenance from the files it sent
+(:func:`stamp`, with the task's ``provenance_ids``), keeps only rows whose provenance names the
+adopted version of the task's ``routing_component`` (the harness), trains through an executor,
+and becomes a pending node whose policy file names the new checkpoint. Evaluation and judging
+are the usual ones.
 
 Judging is per component (``judging.changed_components``): a node changes one component (or a
 policy with the recipe that made it) against the incumbent, so promoting it leaves the other
-components' incumbents as they were.
+components' incumbents as they were. Everything task-specific comes through the ``PolicyTask``
+contract; this module imports no task.
 """
 
 from __future__ import annotations
