@@ -49,7 +49,7 @@ def _hints(ctx: CampaignContext, search_set: list[str]) -> str:
     n, shown = len(search_set), ", ".join(search_set[:SEARCH_SET_SHOWN])
     more = f" and {n - SEARCH_SET_SHOWN} more" if n > SEARCH_SET_SHOWN else ""
     return (f"{ctx.task.proposer_hints()}\nSearch set: the current policy still fails "
-            f"{n} dev tasks ({shown}{more}); aim the harness change at them.")
+            f"{n} dev tasks ({shown}{more}); aim the change at them.")
 
 
 def proposal_context(ctx: CampaignContext, parent_id: str, seed: int,
