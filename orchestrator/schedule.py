@@ -79,6 +79,10 @@ class Phase(abc.ABC):
         """The training method of the step's trained nodes."""
         return "sft"
 
+    def named_components(self) -> list[str]:
+        """The components the step's config names (checked against the task)."""
+        return []
+
     def shows_search_set(self, task: Task) -> bool:
         """Whether proposers see the dev instances the incumbent fails."""
         return False
@@ -118,6 +122,9 @@ class SearchPhase(Phase):
 
     def shows_search_set(self, task: Task) -> bool:
         return isinstance(task, PolicyTask)
+
+    def named_components(self) -> list[str]:
+        return list(self.step.components)
 
     def label(self) -> str:
         return f"search {', '.join(self.step.components)}"
@@ -166,11 +173,11 @@ def check_schedule(schedule: ScheduleConfig, task: Task) -> None:
     training step for a task without a trained policy)."""
     known = [c.name for c in task.components()]
     for number, step in enumerate(schedule.steps, 1):
-        unknown = [n for n in getattr(step, "components", []) if n not in known]
+        phase = phase_of(step)
+        unknown = [n for n in phase.named_components() if n not in known]
         if unknown:
             raise ConfigError(f"schedule step {number}: components {', '.join(unknown)} not in "
                               f"task {task.name!r} (allowed: {', '.join(known)})")
-        phase = phase_of(step)
         if phase.trains():
             policy_task(task)
 
