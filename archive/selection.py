@@ -41,6 +41,23 @@ def ranked(candidates: Sequence[tuple[str, float]], objective: Objective) -> lis
     return [nid for nid, _ in sorted(candidates, key=lambda c: (sign * c[1], c[0]))]
 
 
+def distinct_scores(candidates: Sequence[tuple[str, float]]) -> list[tuple[str, float]]:
+    """One candidate per exact score: the first listed (the oldest, in archive order).
+
+    A mutant that changes nothing the evaluator can see (a rescaled weight that normalisation
+    cancels, a no-op clip) scores exactly like its parent. Such clones would otherwise fill the
+    ranking and the tournaments with copies of one behaviour and push the distinct ones down;
+    collapsing them lets selection pressure act on behaviours, not on spellings.
+    """
+    seen: set[float] = set()
+    out = []
+    for nid, score in candidates:
+        if score not in seen:
+            seen.add(score)
+            out.append((nid, score))
+    return out
+
+
 class SelectionPolicy(abc.ABC):
     """Chooses parents. Contract: ``choose`` returns ``k`` ids taken from ``scored`` (repeats
     allowed), uses no randomness but ``rng``, and keeps no state between calls, so the same
@@ -64,7 +81,7 @@ class RankedSelectionPolicy(SelectionPolicy):
                rng: random.Random, k: int) -> list[str]:
         if not scored:
             raise ValueError("no scored node to select a parent from")
-        order = ranked(scored, objective)
+        order = ranked(distinct_scores(scored), objective)
         return [self.pick(order, rng) for _ in range(k)]
 
 
