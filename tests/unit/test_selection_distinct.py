@@ -27,3 +27,11 @@ def test_equal_scores_count_once_in_selection() -> None:
 def test_distinct_scores_keep_the_first_and_every_other_score() -> None:
     scored = [("a", 3.0), ("b", 1.0), ("c", 3.0), ("d", 2.0), ("e", 1.0)]
     assert distinct_scores(scored) == [("a", 3.0), ("b", 1.0), ("d", 2.0)]
+
+
+def test_scores_equal_up_to_rounding_are_one_behaviour() -> None:
+    """-1.551913174861861 and a rescaled clone's -1.5519131748618612 are one entry; a score
+    that differs in the 8th digit is not."""
+    scored = [("root", -1.551913174861861), ("clone", -1.5519131748618612),
+              ("close", -1.5519132)]
+    assert distinct_scores(scored) == [("root", -1.551913174861861), ("close", -1.5519132)]
