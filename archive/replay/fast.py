@@ -145,8 +145,9 @@ class AlternateChooser(Chooser):
 
 class BanditChooser(Chooser):
     """``UcbChoice`` / ``ThompsonChoice`` (``_BanditChoice.choose`` with nothing paused):
-    counts kept in lists by config position, indices computed with the same float
-    operations in the same order, ties to config order."""
+    counts kept in lists by config position, each arm's value (``_BanditChoice.value``)
+    recomputed when it changes, indices computed with the same float operations in the same
+    order, ties to config order."""
 
     def __init__(self, policy: UcbChoice | ThompsonChoice) -> None:
         self.names, self.seed = list(policy.names), policy.seed
@@ -156,39 +157,46 @@ class BanditChooser(Chooser):
         self.pulls = [0] * len(self.names)
         self.wins = [0] * len(self.names)
         self.cost = [0.0] * len(self.names)
+        self.values = [0.0] * len(self.names)
+        self.total, self.untried = 0, len(self.names)
 
     def update(self, node_id: str, name: str, ok: bool, score: float | None,
                parent_score: float | None, improvement: float | None, cost: float) -> None:
         i = self.position.get(name)
         if i is None:
             return
-        self.pulls[i] += 1
-        self.wins[i] += int(ok and (improvement or 0.0) > 0.0)
-        self.cost[i] += cost
+        pulls = self.pulls[i] = self.pulls[i] + 1
+        wins = self.wins[i] = self.wins[i] + int(ok and (improvement or 0.0) > 0.0)
+        spent = self.cost[i] = self.cost[i] + cost
+        # ArmStats.mean / (1 + cost_weight * ArmStats.mean_cost)
+        self.values[i] = (wins / pulls) / (1.0 + self.cost_weight * (spent / pulls))
+        self.total += 1
+        self.untried -= pulls == 1
 
     def choose(self, step: int) -> str:
-        names, pulls = self.names, self.pulls
+        names = self.names
         if len(names) == 1:
             return names[0]
-        if 0 in pulls:
-            untried = [n for n, p in zip(names, pulls, strict=True) if p == 0]
+        if self.untried:
+            untried = [n for n, p in zip(names, self.pulls, strict=True) if p == 0]
             return untried[step % len(untried)]
+        # max by (index, -position): a later arm wins only when its index is greater
         indices = self._indices(step)
-        best = 0
-        for i in range(1, len(names)):
-            if (indices[i], -i) > (indices[best], -best):
-                best = i
+        best, best_index = 0, indices[0]
+        for i in range(1, len(indices)):
+            if indices[i] > best_index:
+                best, best_index = i, indices[i]
         return names[best]
 
     def _indices(self, step: int) -> list[float]:
-        pulls, wins, cost, weight = self.pulls, self.wins, self.cost, self.cost_weight
+        pulls = self.pulls
         if self.exploration is None:  # thompson: one beta draw per arm, in config order
-            rng = random.Random(f"{self.seed}-thompson-{step}")
+            rng, weight = random.Random(f"{self.seed}-thompson-{step}"), self.cost_weight
             return [rng.betavariate(w + 1, p - w + 1) / (1.0 + weight * (c / p))
-                    for p, w, c in zip(pulls, wins, cost, strict=True)]
-        log_total, exploration = math.log(sum(pulls)), self.exploration
-        return [(w / p) / (1.0 + weight * (c / p)) + exploration * math.sqrt(log_total / p)
-                for p, w, c in zip(pulls, wins, cost, strict=True)]
+                    for p, w, c in zip(pulls, self.wins, self.cost, strict=True)]
+        log_total, exploration, sqrt = math.log(self.total), self.exploration, math.sqrt
+        return [v + exploration * sqrt(log_total / p)
+                for v, p in zip(self.values, pulls, strict=True)]
 
 
 def chooser(policy: ProposerChoicePolicy) -> Chooser:

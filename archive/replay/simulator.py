@@ -132,13 +132,17 @@ class _Run:
         self.trace = Trace([], [], [], [], [])
 
     def round(self, round_: int, k: int) -> None:
-        parents = self._parents(round_, k)
+        # every slot's proposer is chosen and expanded before any outcome is told (as the
+        # controller proposes a round, then evaluates it)
         step, choose, expand = self.created, self.chooser.choose, self._expand
-        children = [(parent, name, expand(parent, name)) for parent, name in
-                    zip(parents, [choose(step + slot) for slot in range(k)], strict=True)]
+        children = []
+        for slot, parent in enumerate(self._parents(round_, k)):
+            name = choose(step + slot)
+            children.append((parent, name, expand(parent, name)))
         self.created += k
+        record = self._record
         for slot, (parent, name, outcome) in enumerate(children):
-            self._record(round_, slot, parent, name, outcome)
+            record(round_, slot, parent, name, outcome)
 
     def _parents(self, round_: int, k: int) -> list[int]:
         """The numbers of ``k`` parents, drawn with ``Random(f"{seed}-select-{round}")``."""
@@ -182,7 +186,7 @@ class _Run:
                 outcome: _Outcome) -> None:
         rec, score, ok, spends, cost, from_model = outcome
         node_id, number, trace = f"{self.prefix}-{round_:03d}-{slot}", len(self.ids), self.trace
-        parent_score = self.scores[parent]
+        parent_score, sign = self.scores[parent], self.sign
         self.ids.append(node_id)
         self.recs.append(rec)
         self.scores.append(score)
@@ -190,10 +194,15 @@ class _Run:
         trace.results.append((ok, score, spends))
         improvement = None
         if ok and score is not None:
-            self._rank(number, node_id, score)
+            key = (sign * score, node_id)
+            at = bisect.bisect(self.keys, key)
+            self.keys.insert(at, key)
+            self.order.insert(at, number)
+            if self.picker is None:
+                self._for_plugin(at, number, node_id, score)
             assert parent_score is not None
-            improvement = self.sign * (parent_score - score)  # objective.improvement
-            if self.sign * score < self.sign * self.best_score:
+            improvement = sign * (parent_score - score)  # objective.improvement
+            if sign * score < sign * self.best_score:
                 self.best_score = score
         if spends:
             self.attempted += 1
@@ -208,15 +217,11 @@ class _Run:
         self.chooser.update(node_id, name, ok, score, parent_score, improvement, cost)
         trace.choices.append((round_, slot, self.ids[parent], name))
 
-    def _rank(self, number: int, node_id: str, score: float) -> None:
-        key = (self.sign * score, node_id)
-        at = bisect.bisect(self.keys, key)
-        self.keys.insert(at, key)
-        self.order.insert(at, number)
-        if self.picker is None:
-            self.order_ids.insert(at, node_id)
-            self.scored.append((node_id, score))
-            self.index_of[node_id] = number
+    def _for_plugin(self, at: int, number: int, node_id: str, score: float) -> None:
+        """Keep what a selection without a fast path is given (ids best first, scored)."""
+        self.order_ids.insert(at, node_id)
+        self.scored.append((node_id, score))
+        self.index_of[node_id] = number
 
 
 __all__ = ["Policy", "Simulator", "Trace", "policy_from_config"]
