@@ -45,7 +45,7 @@ _job: _Job | None = None  # what forked workers inherit (set only while a pool r
 
 def summarise(sim: Simulator, policy: Policy, seed: int, budget: int,
               target: float) -> RunSummary:
-    trace = sim.run(policy, seed, budget)
+    trace = sim.run(policy, seed, budget, details=False)
     minimize = sim.campaign.objective.direction == "minimize"
     evals, cost, reached = budget, trace.cost[-1] if trace.cost else 0.0, False
     for i, best in enumerate(trace.best):

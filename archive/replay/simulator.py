@@ -86,9 +86,11 @@ class Simulator:
         self.sign = 1.0 if campaign.objective.direction == "minimize" else -1.0
 
     def run(self, policy: Policy, seed: int, budget: int, ordered: bool = False,
-            max_unevaluated: int | None = None) -> Trace:
-        """Simulate ``policy`` with campaign seed ``seed`` until ``budget`` evaluations."""
-        run = _Run(self, policy, seed, ordered)
+            max_unevaluated: int | None = None, details: bool = True) -> Trace:
+        """Simulate ``policy`` with campaign seed ``seed`` until ``budget`` evaluations.
+        ``details=False`` leaves the trace's per-node ``choices`` and ``results`` empty
+        (reports need only the curves; the run itself is the same)."""
+        run = _Run(self, policy, seed, ordered, details)
         cap = max_unevaluated or max(budget, MIN_UNEVALUATED_CAP)
         round_ = 1
         while run.attempted < budget and run.unevaluated < cap:
@@ -107,9 +109,11 @@ class _Run:
     is 0) and kept in parallel lists; ``order`` holds their numbers best first, in step with
     the sorted ``keys`` (sign * score, id), which is the ranking ``selection.ranked`` gives."""
 
-    def __init__(self, sim: Simulator, policy: Policy, seed: int, ordered: bool) -> None:
+    def __init__(self, sim: Simulator, policy: Policy, seed: int, ordered: bool,
+                 details: bool) -> None:
         campaign = sim.campaign
         self.sim, self.policy, self.seed, self.ordered = sim, policy, seed, ordered
+        self.details = details
         self.sign, self.prefix, self.promoted = sim.sign, campaign.prefix, campaign.promoted
         self.chooser = chooser(policy.make_choice(list(campaign.proposers), seed))
         self.outcome_rng = random.Random(f"{seed}-outcomes")
@@ -191,7 +195,6 @@ class _Run:
         self.recs.append(rec)
         self.scores.append(score)
         self.depths.append(self.depths[parent] + 1)
-        trace.results.append((ok, score, spends))
         improvement = None
         if ok and score is not None:
             key = (sign * score, node_id)
@@ -215,7 +218,9 @@ class _Run:
         if rec is not None and rec.id in self.promoted:
             trace.promoted.append(rec.id)
         self.chooser.update(node_id, name, ok, score, parent_score, improvement, cost)
-        trace.choices.append((round_, slot, self.ids[parent], name))
+        if self.details:
+            trace.results.append((ok, score, spends))
+            trace.choices.append((round_, slot, self.ids[parent], name))
 
     def _for_plugin(self, at: int, number: int, node_id: str, score: float) -> None:
         """Keep what a selection without a fast path is given (ids best first, scored)."""
