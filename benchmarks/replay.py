@@ -29,19 +29,22 @@ from recursor.tasks._base import Objective
 
 
 def synthetic(nodes: int, seed: int = 0) -> RecordedCampaign:
+    """A random search tree: each node's parent is a successful node, drawn biased to later
+    ones (which are better, as in a search); 10% of nodes fail; two proposers."""
     rng = random.Random(seed)
     rows = [RecordedNode("s-000-0", None, 0, 0, "seed", True, 1.0, False)]
-    scores = [1.0]
+    scores, scored = [1.0], [0]
     for i in range(1, nodes):
-        j = max(rng.randrange(i) for _ in range(2))  # later (better) nodes are expanded more
-        ok = rng.random() > 0.1 and rows[j].ok
-        parent = j if rows[j].ok else 0
+        parent = scored[max(rng.randrange(len(scored)) for _ in range(2))]
+        ok = rng.random() > 0.1
         score = scores[parent] + rng.gauss(-0.002, 0.02)
         round_, slot = (i + 1) // 2, (i + 1) % 2
         rows.append(RecordedNode(f"s-{round_:03d}-{slot}", rows[parent].id, round_, slot,
                                  rng.choice(["mutation", "optuna"]), ok,
                                  score if ok else None, True))
         scores.append(score if ok else scores[parent])
+        if ok:
+            scored.append(i)
     config = parse_config({"budget": {"max_evals": nodes - 1}})
     return RecordedCampaign("synthetic", config, Objective("loss", "minimize"), rows,
                             ["mutation", "optuna"])

@@ -124,7 +124,8 @@ class PolicyChooser(Chooser):
         self.policy = policy
 
     def choose(self, step: int) -> str:
-        return self.policy.choose(step, ())[0]
+        name: str = self.policy.choose(step, ())[0]
+        return name
 
     def update(self, node_id: str, name: str, ok: bool, score: float | None,
                parent_score: float | None, improvement: float | None, cost: float) -> None:
@@ -133,7 +134,7 @@ class PolicyChooser(Chooser):
 
 class AlternateChooser(Chooser):
     def __init__(self, names: Sequence[str]) -> None:
-        self.names = list(names)
+        self.names: list[str] = list(names)
 
     def choose(self, step: int) -> str:
         return self.names[step % len(self.names)]
@@ -150,7 +151,8 @@ class BanditChooser(Chooser):
     order, ties to config order."""
 
     def __init__(self, policy: UcbChoice | ThompsonChoice) -> None:
-        self.names, self.seed = list(policy.names), policy.seed
+        self.names: list[str] = list(policy.names)
+        self.seed: int = policy.seed
         self.cost_weight = policy.cost_weight
         self.exploration = policy.exploration if isinstance(policy, UcbChoice) else None
         self.position = {n: i for i, n in enumerate(self.names)}

@@ -74,7 +74,8 @@ class OutcomeModel:
     def draw(self, proposer: str, parent_score: float, depth: int,
              rng: random.Random) -> Transition:
         """A transition drawn uniformly (``rng.randrange``) from the first non-empty class."""
-        key = (proposer, self.bucket(parent_score), min(depth, DEPTH_BUCKETS))
+        key = (proposer, bisect.bisect_right(self.cuts, self.sign * parent_score),
+               depth if depth < DEPTH_BUCKETS else DEPTH_BUCKETS)  # bucket(), min(), inlined
         pool = self.resolved.get(key)
         if pool is None:
             pool = self.resolved[key] = self._pool(*key)

@@ -16,12 +16,13 @@ Wall-time, token and money budgets and paused proposers are not simulated.
 from __future__ import annotations
 
 import bisect
+import math
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from recursor.archive.replay.fast import below, chooser, fast_picker, seed_from_text
+from recursor.archive.replay.fast import Picker, below, chooser, fast_picker, seed_from_text
 from recursor.archive.replay.model import OutcomeModel
 from recursor.archive.replay.record import RecordedCampaign, RecordedNode
 from recursor.archive.selection import RankedSelectionPolicy, SelectionPolicy, build_selection
@@ -84,6 +85,10 @@ class Simulator:
         # per (node, proposer): its recorded children last first, so a run pops the next one
         self.stacks = {key: tuple(reversed(pool)) for key, pool in self.pools.items()}
         self.sign = 1.0 if campaign.objective.direction == "minimize" else -1.0
+        # a NaN score has no place in a sorted ranking: the fast pickers' worst-first ranking
+        # would not match ``selection.ranked`` then, so such a record takes the general path
+        self.orderable = not any(n.score is not None and math.isnan(n.score)
+                                 for n in campaign.nodes)
 
     def run(self, policy: Policy, seed: int, budget: int, ordered: bool = False,
             max_unevaluated: int | None = None, details: bool = True) -> Trace:
@@ -100,14 +105,37 @@ class Simulator:
         return run.trace
 
 
+class _Descending(str):
+    """A node id that sorts in reverse (only compared when two scores tie)."""
+
+    __slots__ = ()
+
+    def __lt__(self, other: str) -> bool:
+        return str.__gt__(self, other)
+
+    def __gt__(self, other: str) -> bool:
+        return str.__lt__(self, other)
+
+    def __le__(self, other: str) -> bool:
+        return str.__ge__(self, other)
+
+    def __ge__(self, other: str) -> bool:
+        return str.__le__(self, other)
+
+
 # (recorded child or None, dev score, ok, spends the budget, cost, answered by the model)
 _Outcome = tuple[RecordedNode | None, float | None, bool, bool, float, bool]
 
 
 class _Run:
     """The state of one simulated campaign. Nodes are numbered in creation order (the root
-    is 0) and kept in parallel lists; ``order`` holds their numbers best first, in step with
-    the sorted ``keys`` (sign * score, id), which is the ranking ``selection.ranked`` gives."""
+    is 0) and kept in parallel lists.
+
+    The ranking is ``selection.ranked``'s: by (sign * score, id), best first. With a fast
+    picker it is kept *worst first* in ``ranking`` as sorted (-sign * score, _Descending(id),
+    number) entries, position p of the ranking being ``ranking[-1 - p]``: a search's new
+    nodes rank near the top, so inserting them near the end moves little of the list.
+    Otherwise the ids best first (and the scored pairs) are kept for the policy's methods."""
 
     def __init__(self, sim: Simulator, policy: Policy, seed: int, ordered: bool,
                  details: bool) -> None:
@@ -123,12 +151,13 @@ class _Run:
         self.scores: list[float | None] = [root.score]
         self.depths = [0]
         score = float(root.score if root.score is not None else 0.0)
-        self.keys: list[tuple[float, str]] = [(sim.sign * score, root.id)]
-        self.order = [0]
-        fast = fast_picker(policy.selection)
-        self.picker, self.seeded = fast if fast is not None else (None, True)
+        fast = fast_picker(policy.selection) if sim.orderable else None
+        self.picker: Picker | None = fast[0] if fast is not None else None
+        self.seeded = fast[1] if fast is not None else True
         self.select_rng = random.Random()
+        self.ranking = [(-sim.sign * score, _Descending(root.id), 0)]
         # only for a selection without a fast path: what its public methods take
+        self.keys = [(sim.sign * score, root.id)]
         self.order_ids, self.scored = [root.id], [(root.id, score)]
         self.index_of = {root.id: 0}
         self.best_score, self.spent = score, 0.0
@@ -150,13 +179,13 @@ class _Run:
 
     def _parents(self, round_: int, k: int) -> list[int]:
         """The numbers of ``k`` parents, drawn with ``Random(f"{seed}-select-{round}")``."""
-        order, picker = self.order, self.picker
+        ranking, picker = self.ranking, self.picker
         if picker is not None:
             rng = self.select_rng
             if self.seeded:
                 seed_from_text(rng, f"{self.seed}-select-{round_}")
-            n = len(order)
-            return [order[picker(n, rng)] for _ in range(k)]
+            n = len(ranking)
+            return [ranking[-1 - picker(n, rng)][2] for _ in range(k)]
         rng = random.Random(f"{self.seed}-select-{round_}")
         selection = self.policy.selection
         if isinstance(selection, RankedSelectionPolicy):
@@ -197,12 +226,10 @@ class _Run:
         self.depths.append(self.depths[parent] + 1)
         improvement = None
         if ok and score is not None:
-            key = (sign * score, node_id)
-            at = bisect.bisect(self.keys, key)
-            self.keys.insert(at, key)
-            self.order.insert(at, number)
-            if self.picker is None:
-                self._for_plugin(at, number, node_id, score)
+            if self.picker is not None:
+                bisect.insort(self.ranking, (-sign * score, _Descending(node_id), number))
+            else:
+                self._for_plugin(number, node_id, score)
             assert parent_score is not None
             improvement = sign * (parent_score - score)  # objective.improvement
             if sign * score < sign * self.best_score:
@@ -222,8 +249,11 @@ class _Run:
             trace.results.append((ok, score, spends))
             trace.choices.append((round_, slot, self.ids[parent], name))
 
-    def _for_plugin(self, at: int, number: int, node_id: str, score: float) -> None:
+    def _for_plugin(self, number: int, node_id: str, score: float) -> None:
         """Keep what a selection without a fast path is given (ids best first, scored)."""
+        key = (self.sign * score, node_id)
+        at = bisect.bisect(self.keys, key)
+        self.keys.insert(at, key)
         self.order_ids.insert(at, node_id)
         self.scored.append((node_id, score))
         self.index_of[node_id] = number
