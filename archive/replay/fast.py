@@ -182,23 +182,20 @@ class BanditChooser(Chooser):
         if self.untried:
             untried = [n for n, p in zip(names, self.pulls, strict=True) if p == 0]
             return untried[step % len(untried)]
+        if self.exploration is None:  # thompson: one beta draw per arm, in config order
+            rng, weight = random.Random(f"{self.seed}-thompson-{step}"), self.cost_weight
+            indices = [rng.betavariate(w + 1, p - w + 1) / (1.0 + weight * (c / p))
+                       for p, w, c in zip(self.pulls, self.wins, self.cost, strict=True)]
+        else:  # ucb: value + exploration * sqrt(log(total pulls) / pulls)
+            log_total, exploration, sqrt = math.log(self.total), self.exploration, math.sqrt
+            indices = [v + exploration * sqrt(log_total / p)
+                       for v, p in zip(self.values, self.pulls, strict=True)]
         # max by (index, -position): a later arm wins only when its index is greater
-        indices = self._indices(step)
         best, best_index = 0, indices[0]
         for i in range(1, len(indices)):
             if indices[i] > best_index:
                 best, best_index = i, indices[i]
         return names[best]
-
-    def _indices(self, step: int) -> list[float]:
-        pulls = self.pulls
-        if self.exploration is None:  # thompson: one beta draw per arm, in config order
-            rng, weight = random.Random(f"{self.seed}-thompson-{step}"), self.cost_weight
-            return [rng.betavariate(w + 1, p - w + 1) / (1.0 + weight * (c / p))
-                    for p, w, c in zip(pulls, self.wins, self.cost, strict=True)]
-        log_total, exploration, sqrt = math.log(self.total), self.exploration, math.sqrt
-        return [v + exploration * sqrt(log_total / p)
-                for v, p in zip(self.values, pulls, strict=True)]
 
 
 def chooser(policy: ProposerChoicePolicy) -> Chooser:
