@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Collection, Sequence
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 
@@ -31,7 +31,8 @@ SETTINGS: list[dict[str, Any]] = [
 ]
 
 
-def search_tree(nodes: int, direction: str, seed: int = 3) -> RecordedCampaign:
+def search_tree(nodes: int, direction: Literal["minimize", "maximize"],
+                seed: int = 3) -> RecordedCampaign:
     """A random search tree with tied scores (rounded to 2 decimals), failures, costs,
     nodes that did not spend the budget and recorded promotions (every tenth node)."""
     rng = random.Random(seed)
@@ -50,7 +51,7 @@ def search_tree(nodes: int, direction: str, seed: int = 3) -> RecordedCampaign:
         if ok:
             scored.append(i)
     config = parse_config({"budget": {"max_evals": nodes - 1}})
-    return RecordedCampaign("tree", config, Objective("loss", direction), rows,  # type: ignore[arg-type]
+    return RecordedCampaign("tree", config, Objective("loss", direction), rows,
                             ["mutation", "optuna"], {r.id for r in rows[1::10]})
 
 
@@ -94,7 +95,9 @@ def same(a: Trace, b: Trace) -> bool:
 
 @pytest.mark.parametrize("direction", ["minimize", "maximize"])
 @pytest.mark.parametrize("setting", SETTINGS, ids=lambda s: str(s.get("selection", "default")))
-def test_fast_paths_match_the_plugin_interface(setting: dict[str, Any], direction: str) -> None:
+def test_fast_paths_match_the_plugin_interface(setting: dict[str, Any],
+                                               direction: Literal["minimize", "maximize"]
+                                               ) -> None:
     campaign = search_tree(400, direction)
     sim = Simulator(campaign)
     policy = build_policy(campaign.config, setting, "p")
