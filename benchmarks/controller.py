@@ -10,8 +10,9 @@ failed, each with its dev evaluation, logs, promotions along the incumbent's lin
 real git commit per node (written with ``git fast-import``). The example circle-packing
 program task supplies the campaign; nothing is evaluated.
 
-Prints, per tree size, the first round's time (git reads not yet cached) and the median of
-the following rounds, and the ratio of each to the smallest tree's. Run from the repository
+Prints, per tree size, the first round's time (git reads not yet cached), the median of the
+following rounds, the median time of one proposal context on the incumbent, and the ratio of
+each to the smallest tree's. Run from the repository
 root::
 
     .venv/bin/python benchmarks/controller.py --nodes 100 1000 10000 --rounds 5
@@ -33,7 +34,7 @@ from langgraph.runtime import Runtime
 
 from recursor.api import program_campaign
 from recursor.archive.models import EvaluationRow, LogRow, NodeRow, PromotionRow
-from recursor.orchestrator import steps
+from recursor.orchestrator import steps, views
 from recursor.orchestrator.context import CampaignContext, create_campaign_dir, open_context
 from recursor.orchestrator.progress import NullReporter
 from recursor.proposers import Proposal, ProposalContext, Proposer
@@ -148,8 +149,21 @@ async def one_round(ctx: CampaignContext, state: dict[str, Any]) -> float:
     return spent + time.perf_counter() - started
 
 
-def measure(count: int, rounds: int) -> tuple[float, float]:
-    """(first round, median of the next ``rounds``) seconds at ``count`` nodes."""
+def context_seconds(ctx: CampaignContext, calls: int = 5) -> float:
+    """Median seconds of building one proposal context on the incumbent (the part of the
+    round that read every node's files before)."""
+    parent = ctx.archive.incumbent(ctx.campaign_id) or ctx.node_id(0, 0)
+    times = []
+    for seed in range(calls):
+        started = time.perf_counter()
+        views.proposal_context(ctx, parent, seed)
+        times.append(time.perf_counter() - started)
+    return statistics.median(times)
+
+
+def measure(count: int, rounds: int) -> tuple[float, float, float]:
+    """(first round, median of the next ``rounds``, one proposal context) seconds at
+    ``count`` nodes."""
     with tempfile.TemporaryDirectory(prefix="recursor-controller-") as tmp:
         directory = Path(tmp) / "campaign"
         config = program_campaign(EXAMPLE / "initial.py", EXAMPLE / "evaluate.py",
@@ -161,9 +175,10 @@ def measure(count: int, rounds: int) -> tuple[float, float]:
             ctx.proposers = {name: InstantProposer(name) for name in ctx.proposers}
             state: dict[str, Any] = {"round": fill(ctx, count), "active_s": 0.0}
             times = [asyncio.run(one_round(ctx, state)) for _ in range(rounds + 1)]
+            context = context_seconds(ctx)
         finally:
             ctx.close()
-    return times[0], statistics.median(times[1:])
+    return times[0], statistics.median(times[1:]), context
 
 
 def main() -> None:
@@ -172,12 +187,13 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args()
     results = [(n, *measure(n, args.rounds)) for n in args.nodes]
-    base_first, base_steady = results[0][1], results[0][2]
+    _, base_first, base_steady, base_context = results[0]
     print(f"{'nodes':>7} {'first round':>12} {'ratio':>7} {'per round':>10} {'ratio':>7}"
-          f" {'tree ratio':>10}")
-    for nodes, first, steady in results:
+          f" {'context':>9} {'ratio':>7} {'tree ratio':>10}")
+    for nodes, first, steady, context in results:
         print(f"{nodes:>7} {first * 1000:>10.1f}ms {first / base_first:>7.2f}"
               f" {steady * 1000:>8.1f}ms {steady / base_steady:>7.2f}"
+              f" {context * 1000:>7.1f}ms {context / base_context:>7.2f}"
               f" {nodes / results[0][0]:>10.0f}")
 
 
