@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from sqlalchemy import ColumnElement, and_, case, func, select
-from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy.orm import Session, aliased, sessionmaker
 
 from recursor.archive.engine import retried
 from recursor.archive.models import (
@@ -30,6 +30,19 @@ from recursor.archive.models import (
 )
 from recursor.errors import ArchiveError
 from recursor.types import NodeStatus, Split
+
+
+@dataclass(frozen=True)
+class Settled:
+    """A finished (done or failed) node of round 1 on, with its parent's dev score: what a
+    proposer-choice policy learns from (columns, not whole rows)."""
+
+    id: str
+    proposer: str
+    status: NodeStatus
+    score: float | None
+    cost: float
+    parent_score: float | None
 
 
 @dataclass(frozen=True)
@@ -190,6 +203,20 @@ class ArchiveQueries:
             return [(str(node_id), str(commit)) for node_id, commit in s.execute(query)]
 
     @retried
+    def settled(self, campaign_id: str) -> list[Settled]:
+        """Every finished node of round 1 on, in (round, slot) order, with its parent's
+        score (one query on two columns' worth of each row)."""
+        parent = aliased(NodeRow)
+        query = (select(NodeRow.id, NodeRow.proposer, NodeRow.status, NodeRow.score,
+                        NodeRow.cost, parent.score)
+                 .outerjoin(parent, parent.id == NodeRow.parent_id)
+                 .where(NodeRow.campaign_id == campaign_id, NodeRow.round > 0,
+                        NodeRow.status.in_([NodeStatus.DONE, NodeStatus.FAILED]))
+                 .order_by(NodeRow.round, NodeRow.slot))
+        with self.session() as s:
+            return [Settled(*row) for row in s.execute(query)]
+
+    @retried
     def children(self, node_id: str) -> list[NodeRow]:
         with self.session() as s:
             query = select(NodeRow).where(NodeRow.parent_id == node_id)
@@ -318,4 +345,4 @@ class ArchiveQueries:
             return int(s.scalar(query) or 0)
 
 
-__all__ = ["ArchiveQueries", "NodeCounts"]
+__all__ = ["ArchiveQueries", "NodeCounts", "Settled"]

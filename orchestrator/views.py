@@ -13,6 +13,7 @@ from typing import overload
 
 from recursor.archive.gitstore import GitStore
 from recursor.archive.models import EvaluationRow, NodeRow
+from recursor.archive.queries import Settled
 from recursor.orchestrator.context import CampaignContext
 from recursor.proposers import NodeView, Outcome, ProposalContext
 from recursor.types import ChangeKind, NodeStatus, Split
@@ -161,8 +162,12 @@ def _text(view: NodeView) -> str:
 
 def outcome_of(node: NodeRow, parent: NodeRow | None, ctx: CampaignContext) -> Outcome:
     """The outcome a proposer and the chooser learn from (dev score against the parent's)."""
-    ok = node.status == NodeStatus.DONE.value and node.score is not None
-    parent_score = parent.score if parent is not None else None
+    return _outcome(node, parent.score if parent is not None else None, ctx)
+
+
+def _outcome(node: NodeRow | Settled, parent_score: float | None,
+             ctx: CampaignContext) -> Outcome:
+    ok = node.status == NodeStatus.DONE and node.score is not None
     improvement = None
     if ok and node.score is not None and parent_score is not None:
         improvement = ctx.task.objective.improvement(node.score, parent_score)
@@ -171,12 +176,10 @@ def outcome_of(node: NodeRow, parent: NodeRow | None, ctx: CampaignContext) -> O
 
 
 def past_outcomes(ctx: CampaignContext) -> list[Outcome]:
-    """Outcomes of every finished non-root node, in creation order (for replaying a chooser)."""
-    nodes = ctx.archive.nodes(ctx.campaign_id)
-    by_id = {n.id: n for n in nodes}
-    finished = (NodeStatus.DONE.value, NodeStatus.FAILED.value)
-    return [outcome_of(n, by_id.get(n.parent_id or ""), ctx) for n in nodes
-            if n.round > 0 and n.status in finished and n.proposer in ctx.proposers]
+    """Outcomes of every finished non-root node, in creation order (for replaying a chooser;
+    one narrow query, no whole rows)."""
+    return [_outcome(n, n.parent_score, ctx) for n in ctx.archive.settled(ctx.campaign_id)
+            if n.proposer in ctx.proposers]
 
 
 __all__ = ["node_view", "outcome_of", "past_outcomes", "proposal_context", "slot_seed"]
