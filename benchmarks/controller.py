@@ -10,10 +10,11 @@ failed, each with its dev evaluation, logs, promotions along the incumbent's lin
 real git commit per node (written with ``git fast-import``). The example circle-packing
 program task supplies the campaign; nothing is evaluated.
 
-Prints, per tree size, the first round's time (git reads not yet cached), the median of the
-following rounds, the median time of one proposal context on the incumbent, and the ratio of
-each to the smallest tree's. Run from the repository
-root::
+Prints, per tree size, the first round's time (git reads not yet cached) and the median of the
+following rounds, per step, with the ratio to the smallest tree's; then the time of each
+archive read a round needs and of one proposal context. Works on older versions of the
+archive too (reads they lack are left out), to compare before and after a change. Run from
+the repository root::
 
     .venv/bin/python benchmarks/controller.py --nodes 100 1000 10000 --rounds 5
 """
@@ -27,6 +28,7 @@ import statistics
 import subprocess
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -134,36 +136,78 @@ def settle(ctx: CampaignContext, round_: int, rng: random.Random) -> None:
             session.add(LogRow(node_id=node.id, stream="judge", content="{}"))
 
 
-async def one_round(ctx: CampaignContext, state: dict[str, Any]) -> float:
-    """Seconds of controller overhead in one round (settling the nodes is not counted)."""
+STEPS = ("select", "propose", "snapshot", "judge", "record")
+
+
+async def one_round(ctx: CampaignContext, state: dict[str, Any]) -> dict[str, float]:
+    """Seconds of each step's controller overhead in one round (settling the nodes, what
+    materialize and evaluate would do, is not counted)."""
     runtime: Runtime[CampaignContext] = Runtime(context=ctx)
-    started = time.perf_counter()
-    state.update(await steps.select(state, runtime))  # type: ignore[arg-type]
-    await steps.propose(state, runtime)  # type: ignore[arg-type]
-    spent = time.perf_counter() - started
-    settle(ctx, state["round"], random.Random(state["round"]))
-    started = time.perf_counter()
-    steps.snapshot(ctx)
-    await steps.judge(state, runtime)  # type: ignore[arg-type]
-    state.update(await steps.record(state, runtime))  # type: ignore[arg-type]
-    return spent + time.perf_counter() - started
+    spent: dict[str, float] = {}
 
-
-def context_seconds(ctx: CampaignContext, calls: int = 5) -> float:
-    """Median seconds of building one proposal context on the incumbent (the part of the
-    round that read every node's files before)."""
-    parent = ctx.archive.incumbent(ctx.campaign_id) or ctx.node_id(0, 0)
-    times = []
-    for seed in range(calls):
+    async def timed(name: str, step: Any) -> None:
         started = time.perf_counter()
-        views.proposal_context(ctx, parent, seed)
-        times.append(time.perf_counter() - started)
-    return statistics.median(times)
+        update = await step(state, runtime)
+        spent[name] = time.perf_counter() - started
+        state.update(update or {})
+
+    await timed("select", steps.select)
+    await timed("propose", steps.propose)
+    settle(ctx, state["round"], random.Random(state["round"]))
+
+    async def snapshot(_state: Any, _runtime: Any) -> None:
+        steps.snapshot(ctx)  # what evaluate reports when its nodes are done
+
+    await timed("snapshot", snapshot)
+    await timed("judge", steps.judge)
+    await timed("record", steps.record)
+    return spent
 
 
-def measure(count: int, rounds: int) -> tuple[float, float, float]:
-    """(first round, median of the next ``rounds``, one proposal context) seconds at
-    ``count`` nodes."""
+QUERIES = ("nodes()", "scored", "counts", "settled", "newest 50", "best", "context")
+
+
+def query_seconds(ctx: CampaignContext, calls: int = 3) -> dict[str, float]:
+    """Median seconds of each archive read a round needs, and of one proposal context on
+    the incumbent (the part of the round that read every node's files before). Queries
+    missing from the archive under test (an older version) are left out."""
+    archive, cid = ctx.archive, ctx.campaign_id
+    parent = archive.incumbent(cid) or ctx.node_id(0, 0)
+    reads: dict[str, Any] = {
+        "nodes()": lambda: archive.nodes(cid),
+        "scored": lambda: archive.scored(cid), "counts": lambda: archive.counts(cid),
+        "settled": lambda: archive.settled(cid),
+        "newest 50": lambda: archive.newest(cid, 50, scored=True),
+        "best": lambda: archive.best(cid, "maximize"),
+        "context": lambda: views.proposal_context(ctx, parent, 1)}
+    out = {}
+    for name, read in reads.items():
+        times = []
+        for _ in range(calls):
+            started = time.perf_counter()
+            try:
+                read()
+            except AttributeError:
+                break
+            times.append(time.perf_counter() - started)
+        if times:
+            out[name] = statistics.median(times)
+    return out
+
+
+@dataclass
+class Result:
+    nodes: int
+    first: float  # the first round (git reads not cached yet)
+    steady: dict[str, float]  # median per step over the following rounds
+    queries: dict[str, float]
+
+    @property
+    def per_round(self) -> float:
+        return sum(self.steady.values())
+
+
+def measure(count: int, rounds: int) -> Result:
     with tempfile.TemporaryDirectory(prefix="recursor-controller-") as tmp:
         directory = Path(tmp) / "campaign"
         config = program_campaign(EXAMPLE / "initial.py", EXAMPLE / "evaluate.py",
@@ -175,10 +219,29 @@ def measure(count: int, rounds: int) -> tuple[float, float, float]:
             ctx.proposers = {name: InstantProposer(name) for name in ctx.proposers}
             state: dict[str, Any] = {"round": fill(ctx, count), "active_s": 0.0}
             times = [asyncio.run(one_round(ctx, state)) for _ in range(rounds + 1)]
-            context = context_seconds(ctx)
+            queries = query_seconds(ctx)
         finally:
             ctx.close()
-    return times[0], statistics.median(times[1:]), context
+    steady = {step: statistics.median(t[step] for t in times[1:]) for step in STEPS}
+    return Result(count, sum(times[0].values()), steady, queries)
+
+
+def report(results: list[Result]) -> None:
+    base = results[0]
+    print("controller overhead per round (ms; ratio to the smallest tree)")
+    print(f"{'nodes':>7} {'first round':>12} {'ratio':>7} {'per round':>10} {'ratio':>7}"
+          + "".join(f" {step:>9}" for step in STEPS))
+    for r in results:
+        print(f"{r.nodes:>7} {r.first * 1e3:>12.1f} {r.first / base.first:>7.2f}"
+              f" {r.per_round * 1e3:>10.1f} {r.per_round / base.per_round:>7.2f}"
+              + "".join(f" {r.steady[step] * 1e3:>9.1f}" for step in STEPS))
+    names = [q for q in QUERIES if q in base.queries]
+    print("\none read (ms; ratio to the smallest tree)")
+    print(f"{'nodes':>7}" + "".join(f" {name:>16}" for name in names))
+    for r in results:
+        cells = [f"{r.queries[q] * 1e3:.1f} ({r.queries[q] / base.queries[q]:.1f}x)"
+                 for q in names]
+        print(f"{r.nodes:>7}" + "".join(f" {cell:>16}" for cell in cells))
 
 
 def main() -> None:
@@ -186,15 +249,7 @@ def main() -> None:
     parser.add_argument("--nodes", type=int, nargs="+", default=[100, 1000, 10000])
     parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args()
-    results = [(n, *measure(n, args.rounds)) for n in args.nodes]
-    _, base_first, base_steady, base_context = results[0]
-    print(f"{'nodes':>7} {'first round':>12} {'ratio':>7} {'per round':>10} {'ratio':>7}"
-          f" {'context':>9} {'ratio':>7} {'tree ratio':>10}")
-    for nodes, first, steady, context in results:
-        print(f"{nodes:>7} {first * 1000:>10.1f}ms {first / base_first:>7.2f}"
-              f" {steady * 1000:>8.1f}ms {steady / base_steady:>7.2f}"
-              f" {context * 1000:>7.1f}ms {context / base_context:>7.2f}"
-              f" {nodes / results[0][0]:>10.0f}")
+    report([measure(n, args.rounds) for n in args.nodes])
 
 
 if __name__ == "__main__":
