@@ -69,7 +69,9 @@ def _scored() -> ColumnElement[bool]:
 
 
 def _duplicate() -> ColumnElement[bool]:
-    return NodeRow.proposal["duplicate_of"].as_string().is_not(None)
+    """Nodes answered from an equivalent node's evaluation (``proposal.duplicate_of``)."""
+    answered: ColumnElement[bool] = NodeRow.proposal["duplicate_of"].as_string().is_not(None)
+    return answered
 
 
 class ArchiveQueries:
@@ -187,7 +189,8 @@ class ArchiveQueries:
                  .where(NodeRow.campaign_id == campaign_id, _scored())
                  .order_by(NodeRow.round, NodeRow.slot))
         with self.session() as s:
-            return [(node_id, float(score)) for node_id, score in s.execute(query)]
+            return [(node_id, float(score)) for node_id, score in s.execute(query)
+                    if score is not None]  # always, by _scored(): for the type checker
 
     @retried
     def evaluated_commits(self, campaign_id: str) -> list[tuple[str, str]]:
