@@ -157,7 +157,7 @@ def open_context(directory: Path, reporter: Reporter,
             archive.create_campaign(campaign_id, config.name, task.name,
                                     config_to_dict(config), str(directory / "repo"))
         elif overrides:
-            archive.update_campaign(campaign_id, config=config_to_dict(config))
+            archive.set_campaign_config(campaign_id, config_to_dict(config))
         sandbox = build_sandbox(config.sandbox, hidden_paths=[directory])
         check = ProposalCheck(task, sandbox, config.sandbox, cache_dir)
         built = (use_instances(config.proposers, proposers) if proposers is not None

@@ -64,7 +64,7 @@ def node_report(archive: Archive, node_id: str) -> NodeReport:
     node = archive.node(node_id)
     report = NodeReport(node.id, node.commit, node.proposer, node.rationale, node.status)
     for row in archive.evaluations([node_id]):
-        target = report.dev if row.split == Split.DEV.value else report.heldout
+        target = report.dev if row.split == Split.DEV else report.heldout
         target.update(run_status=row.run_status, metrics=row.metrics, instances=row.instances)
     return report
 
@@ -75,8 +75,7 @@ def campaign_summary(archive: Archive, campaign_id: str, stop_reason: str = "") 
     if campaign.root_node_id is None:
         raise ArchiveError(f"campaign {campaign_id} has no starting point yet")
     best_id = archive.incumbent(campaign_id) or campaign.root_node_id
-    nodes = [n for n in archive.nodes(campaign_id) if n.round > 0]
-    finished = [n for n in nodes if n.status in ("done", "failed")]
+    counts = archive.counts(campaign_id)
     patch = ""
     if best_id != campaign.root_node_id:
         store = GitStore(Path(campaign.repo_path))
@@ -84,11 +83,10 @@ def campaign_summary(archive: Archive, campaign_id: str, stop_reason: str = "") 
                            archive.node(best_id).commit or "")
     return CampaignSummary(
         campaign_id=campaign_id, name=campaign.name, stop_reason=stop_reason,
-        evaluated=len(finished), failed=sum(n.status == "failed" for n in finished),
-        promotions=max(0, len({p.node_id for p in archive.promotions(campaign_id)}) - 1),
+        evaluated=counts.finished, failed=counts.failed,
+        promotions=max(0, archive.promoted_count(campaign_id) - 1),
         root=node_report(archive, campaign.root_node_id), best=node_report(archive, best_id),
-        patch=patch, tokens=sum(n.tokens or 0 for n in nodes),
-        cost=sum(n.cost or 0.0 for n in nodes),
+        patch=patch, tokens=counts.tokens, cost=counts.cost,
     )
 
 

@@ -27,6 +27,14 @@ class NodeStatus(StrEnum):
         return order[new] > order[self] or new == self
 
 
+class CampaignStatus(StrEnum):
+    """Where a campaign stands: running, stopped (interrupted; resumable) or finished."""
+
+    RUNNING = "running"
+    STOPPED = "stopped"
+    FINISHED = "finished"
+
+
 class ChangeKind(StrEnum):
     """What a proposal changes."""
 
