@@ -38,9 +38,10 @@ class CfrTaskConfig(_Model):
 
 class WorldsTaskConfig(_Model):
     kind: Literal["worlds"]
-    universes: dict[Literal["train", "dev", "heldout"], Annotated[int, Field(ge=1, le=200)]] = (
+    universes: dict[Literal["train", "dev", "heldout", "test"],
+                    Annotated[int, Field(ge=1, le=200)]] = (
         Field(default_factory=dict, description="universes per split (train 10, dev 3, "
-                                                "heldout 3)"))
+                                                "heldout 3, test 3: the sealed split)"))
     questions: int = Field(24, ge=4, le=500, description="questions per universe")
     world_seed: int | None = Field(None, ge=0, description="default: random, kept in the "
                                    "campaign's cache (candidates cannot regenerate held-out)")
