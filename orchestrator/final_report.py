@@ -7,8 +7,10 @@ incumbent), and written to the archive as that node's evaluation row with split 
 step of the loop reads it: proposal contexts, selection and promotion read dev (and held-out
 for promotion) rows only, and the progress line never names it.
 
-Called from one place, :func:`recursor.orchestrator.graph.execute`, after the graph ends and
-before the campaign is marked finished. It is resume-safe: the row is written once
+:func:`evaluate_final_incumbent` is called from one place,
+:func:`recursor.orchestrator.graph.execute`, after the graph ends and before the campaign is
+marked finished. :func:`evaluate_promoted` (only with ``promotion.test_at_promotions``) is
+called by the judge after it has recorded a promotion. It is resume-safe: the row is written once
 (``Archive.add_evaluation`` keeps the first row per node, split and seed), and a campaign killed
 during this evaluation has no row yet, so its resume (whose graph ends at once, its budget being
 spent) evaluates the node again and records it then.
@@ -44,6 +46,17 @@ class TestResult:
     reason: str | None = None
 
 
+def evaluate_promoted(ctx: CampaignContext, node_id: str) -> None:
+    """With ``promotion.test_at_promotions``, evaluate a node just promoted on the test split
+    (once). Only the archive receives the result: the judge's decision is already made and
+    written, and no step of the loop reads test rows. A kill between the judge's log and this
+    run leaves that node without one (the judge does not run twice); the final incumbent's is
+    evaluated at the end regardless."""
+    if (ctx.config.promotion.test_at_promotions and Split.TEST in ctx.task.splits
+            and ctx.archive.evaluation(node_id, Split.TEST.value) is None):
+        _evaluate(ctx, node_id, announce=False)
+
+
 def evaluate_final_incumbent(ctx: CampaignContext) -> None:
     """Evaluate the campaign's incumbent on the test split unless already recorded (see the
     module docstring), then note the report on the node (the metric, or why there is no
@@ -61,8 +74,10 @@ def evaluate_final_incumbent(ctx: CampaignContext) -> None:
         ctx.archive.add_log(node_id, REPORT_STREAM, json.dumps(note))
 
 
-def _evaluate(ctx: CampaignContext, node_id: str) -> None:
-    ctx.reporter.message("final report: evaluating the final incumbent on the sealed test split")
+def _evaluate(ctx: CampaignContext, node_id: str, announce: bool = True) -> None:
+    if announce:  # names no game and no score: the progress output stays test-free
+        ctx.reporter.message("final report: evaluating the final incumbent on the sealed "
+                             "test split")
     node = ctx.archive.node(node_id)
     outcome = run_evaluation(ctx.task, ctx.sandbox, ctx.config.sandbox,
                              ctx.store.read(node.commit or ""), Split.TEST, ctx.cache_dir)
@@ -97,4 +112,4 @@ def test_result(archive: Archive, node_id: str) -> TestResult:
 
 
 __all__ = ["NOT_EVALUATED", "REPORT_STREAM", "TestResult", "evaluate_final_incumbent",
-           "test_result"]
+           "evaluate_promoted", "test_result"]

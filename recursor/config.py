@@ -334,6 +334,10 @@ class PromotionConfig(_Model):
         None, ge=0, description="largest held-out regression (objective units) allowed; "
         "default: the task's own (cfr and psro 0.1 log10 units, worlds 0.05)")
     goodhart: GoodhartConfig = Field(default_factory=GoodhartConfig)
+    test_at_promotions: bool = Field(
+        False, description="also evaluate every promoted node on the task's sealed test split; "
+        "recorded in the archive only, never read by the search (the final incumbent's test "
+        "score is evaluated at the end either way)")
 
 
 class BudgetConfig(_Model):

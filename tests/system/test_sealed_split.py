@@ -73,6 +73,7 @@ def _leaks(texts: list[str], forbidden: set[str]) -> list[tuple[str, str]]:
 def test_the_sealed_split_is_reported_and_never_reaches_the_search(tmp_path: Path) -> None:
     directory, record = tmp_path / "c", tmp_path / "selection.jsonl"
     config = {"name": "sealed", "budget": {"max_evals": 2}, "concurrency": 1, "seed": 3,
+              "promotion": {"test_at_promotions": True},  # test rows during the search too
               "selection": {"kind": "plugin",
                             "class_path": "tests.helpers.scripted:RecordingSelection",
                             "options": {"record": str(record)}}}
@@ -80,7 +81,7 @@ def test_the_sealed_split_is_reported_and_never_reaches_the_search(tmp_path: Pat
     summary = run_campaign(parse_config(config), directory, reporter, proposers=[proposer])
     archive, cid = _archive(directory)
     best = archive.incumbent(cid)
-    assert best is not None
+    assert best is not None and archive.promotions(cid)[-1].node_id != summary.root.id
     row = archive.evaluation(best, "test")
     assert row is not None and row.run_status == "ok"
     assert set(row.instances) == set(games.SPLITS["test"])  # the test games, mounted alone
@@ -90,6 +91,8 @@ def test_the_sealed_split_is_reported_and_never_reaches_the_search(tmp_path: Pat
     resume_campaign(directory, reporter, overrides={"budget": {"max_evals": 4}},
                     proposers=[proposer])
     assert len(proposer.contexts) > seen_before, "the resumed campaign proposed nothing"
+    promoted = {p.node_id for p in archive.promotions(cid)} - {summary.root.id}
+    assert all(archive.evaluation(n, "test") for n in promoted)  # test_at_promotions
     assert archive.evaluation(best, "test") is not None
     texts = [repr(c) for c in proposer.contexts]
     templates = load_templates(None)
