@@ -9,11 +9,11 @@ for promotion) rows only, and the progress line never names it.
 
 :func:`evaluate_final_incumbent` is called from one place,
 :func:`recursor.orchestrator.graph.execute`, after the graph ends and before the campaign is
-marked finished. :func:`evaluate_promoted` (only with ``promotion.test_at_promotions``) is
-called by the judge after it has recorded a promotion. It is resume-safe: the row is written once
-(``Archive.add_evaluation`` keeps the first row per node, split and seed), and a campaign killed
-during this evaluation has no row yet, so its resume (whose graph ends at once, its budget being
-spent) evaluates the node again and records it then.
+marked finished. It is resume-safe: the row is written once (``Archive.add_evaluation`` keeps
+the first row per node, split and seed), and a campaign killed during this evaluation has no
+row yet, so its resume (whose graph ends at once, its budget being spent) evaluates the node
+again and records it then. :func:`evaluate_promoted` (only with
+``promotion.test_at_promotions``) is called by the judge after it has recorded a promotion.
 
 Either way the final incumbent gets a ``test.report`` log entry: the metric its test score is
 read on, or, for a task without a test split, why there is none (:func:`test_result` returns it
