@@ -13,12 +13,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from rich.console import Console
 
 from recursor.archive.store import Archive
 from recursor.config import parse_config
 from recursor.orchestrator.final_report import REPORT_STREAM
 from recursor.orchestrator.graph import resume_campaign, run_campaign
 from recursor.orchestrator.progress import Reporter, Snapshot
+from recursor.orchestrator.summary import render_summary
 from recursor.proposers.llm.prompt import build_messages, load_templates
 from recursor.tasks.cfr import games
 from tests.helpers.scripted import RecordingProposer
@@ -86,6 +88,10 @@ def test_the_sealed_split_is_reported_and_never_reaches_the_search(tmp_path: Pat
     assert row is not None and row.run_status == "ok"
     assert set(row.instances) == set(games.SPLITS["test"])  # the test games, mounted alone
     assert summary.best.test_score == pytest.approx(row.metrics["score"])
+    console = Console(record=True, width=200)
+    render_summary(summary, "score", console)
+    assert f"sealed test split (final incumbent only): score {row.metrics['score']:.4f}" in \
+        console.export_text()
     seen_before = len(proposer.contexts)
     # keep searching after the final report: the test row now exists in the archive
     resume_campaign(directory, reporter, overrides={"budget": {"max_evals": 4}},
