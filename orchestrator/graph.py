@@ -29,6 +29,7 @@ from typing import Any
 from langgraph.graph import END, START, StateGraph
 
 from recursor.config import CampaignConfig
+from recursor.orchestrator import final_report
 from recursor.orchestrator.checkpoints import open_checkpointer
 from recursor.orchestrator.context import CampaignContext, create_campaign_dir, open_context
 from recursor.orchestrator.nodes import CampaignState, NodeName
@@ -110,10 +111,12 @@ def _run_to_end(coroutine: Coroutine[Any, Any, CampaignState]) -> CampaignState:
 
 
 def execute(ctx: CampaignContext) -> CampaignSummary:
-    """Drive ``ctx``'s campaign to its end; mark it finished; return its summary."""
+    """Drive ``ctx``'s campaign to its end, evaluate its final incumbent on the sealed test
+    split (:mod:`recursor.orchestrator.final_report`); mark it finished; return its summary."""
     ctx.archive.update_campaign(ctx.campaign_id, status="running")
     try:
         state = _run_to_end(_drive(ctx))
+        final_report.evaluate_final_incumbent(ctx)  # the sealed test split, once
     except BaseException:
         ctx.archive.update_campaign(ctx.campaign_id, status="stopped")
         raise

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from recursor.archive.models import NodeRow
+from recursor.orchestrator import final_report
 from recursor.orchestrator.context import CampaignContext
 from recursor.orchestrator.promotion import dev_gate, heldout_gate
 from recursor.orchestrator.scoring import score_split
@@ -71,6 +72,8 @@ def judge_node(ctx: CampaignContext, node: NodeRow,
         ctx.reporter.message(f"promoted {node.id}: dev {node.score:.4f} "
                              f"(was {incumbent.score:.4f})")
     ctx.archive.add_log(node.id, "judge", json.dumps(evidence, sort_keys=True))
+    if promoted:  # after the decision is written: the test score can change nothing
+        final_report.evaluate_promoted(ctx, node.id)
     return promoted
 
 

@@ -1,4 +1,5 @@
-"""The end-of-campaign summary: the starting point against the best node, on dev and held-out.
+"""The end-of-campaign summary: the starting point against the best node, on dev and held-out,
+and the best node's sealed test score (:mod:`recursor.orchestrator.final_report`).
 
 :func:`render_summary` prints every name it did not make itself (campaign name, node ids, metric
 and instance names, the stop reason) through :mod:`recursor.untrusted`, so nothing an evaluated
@@ -19,6 +20,7 @@ from recursor.archive.gitstore import GitStore
 from recursor.archive.store import Archive
 from recursor.errors import ArchiveError
 from recursor.orchestrator import goodhart
+from recursor.orchestrator.final_report import test_result
 from recursor.types import Split
 from recursor.untrusted import rich_text
 
@@ -35,6 +37,9 @@ class NodeReport:
     status: str
     dev: dict[str, Any] = field(default_factory=dict)
     heldout: dict[str, Any] = field(default_factory=dict)
+    test: dict[str, Any] = field(default_factory=dict)  # the sealed split: final report only
+    test_score: float | None = None  # the objective on the test split, when evaluated
+    test_note: str | None = None  # why test_score is null
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -63,9 +68,15 @@ class CampaignSummary:
 def node_report(archive: Archive, node_id: str) -> NodeReport:
     node = archive.node(node_id)
     report = NodeReport(node.id, node.commit, node.proposer, node.rationale, node.status)
+    by_split = {Split.DEV.value: report.dev, Split.HELDOUT.value: report.heldout,
+                Split.TEST.value: report.test}
     for row in archive.evaluations([node_id]):
-        target = report.dev if row.split == Split.DEV else report.heldout
-        target.update(run_status=row.run_status, metrics=row.metrics, instances=row.instances)
+        target = by_split.get(row.split)
+        if target is not None:
+            target.update(run_status=row.run_status, metrics=row.metrics,
+                          instances=row.instances)
+    result = test_result(archive, node_id)
+    report.test_score, report.test_note = result.score, result.reason
     return report
 
 
@@ -127,10 +138,19 @@ def render_summary(summary: CampaignSummary, metric: str, console: Console) -> N
                             f"{summary.promotions} promotions. {summary.stop_reason}"))
     if summary.tokens:
         console.print(Text(f"Model usage: {summary.tokens} tokens, ${summary.cost:.4f}."))
+    console.print(_test_line(summary.best, metric))
     for line in summary.milestones:
         console.print(Text(line))
     for line in summary.warnings:
         console.print(rich_text(f"warning: {line}"))
+
+
+def _test_line(best: NodeReport, metric: str) -> Text:
+    """The sealed test split's line: the final incumbent's score, or why there is none."""
+    if best.test_score is not None:
+        return rich_text(f"sealed test split (final incumbent only): {metric} "
+                         f"{best.test_score:.4f}", single_line=True)
+    return rich_text(f"sealed test split: no score ({best.test_note})", single_line=True)
 
 
 def _number(value: Any) -> Text:

@@ -39,9 +39,10 @@ class CfrTaskConfig(_Model):
 
 class WorldsTaskConfig(_Model):
     kind: Literal["worlds"]
-    universes: dict[Literal["train", "dev", "heldout"], Annotated[int, Field(ge=1, le=200)]] = (
+    universes: dict[Literal["train", "dev", "heldout", "test"],
+                    Annotated[int, Field(ge=1, le=200)]] = (
         Field(default_factory=dict, description="universes per split (train 10, dev 3, "
-                                                "heldout 3)"))
+                                                "heldout 3, test 3: the sealed split)"))
     questions: int = Field(24, ge=4, le=500, description="questions per universe")
     world_seed: int | None = Field(None, ge=0, description="default: random, kept in the "
                                    "campaign's cache (candidates cannot regenerate held-out)")
@@ -334,6 +335,10 @@ class PromotionConfig(_Model):
         None, ge=0, description="largest held-out regression (objective units) allowed; "
         "default: the task's own (cfr and psro 0.1 log10 units, worlds 0.05)")
     goodhart: GoodhartConfig = Field(default_factory=GoodhartConfig)
+    test_at_promotions: bool = Field(
+        False, description="also evaluate every promoted node on the task's sealed test split; "
+        "recorded in the archive only, never read by the search (the final incumbent's test "
+        "score is evaluated at the end either way)")
 
 
 class BudgetConfig(_Model):

@@ -47,5 +47,14 @@ class ChangeKind(StrEnum):
 
 
 class Split(StrEnum):
+    """Where an evaluation's instances come from.
+
+    ``dev`` drives the search (proposals see it, selection and promotion use it); ``heldout``
+    gates promotions but is never shown to proposers; ``test`` is sealed: evaluated only for
+    the final report (the campaign's last incumbent), never shown to proposers and never read
+    by selection or promotion (docs/cfr-task.md, "Splits").
+    """
+
     DEV = "dev"
     HELDOUT = "heldout"
+    TEST = "test"

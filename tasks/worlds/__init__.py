@@ -62,18 +62,21 @@ pays off fully only after the policy is retrained under it.
 
 
 class WorldsTask(PolicyTask):
-    """Co-evolve a search agent's harness and policy; held-out universes are never shown."""
+    """Co-evolve a search agent's harness and policy; held-out and test universes are never
+    shown (test ones are evaluated only for the final report)."""
 
     name = "worlds"
     description = DESCRIPTION
     # success is a fraction of questions: a held-out drop of at most 5 points
     objective = Objective("success", "maximize", heldout_tolerance=0.05)
+    # test: universes of its own (world.SPLIT_SEEDS), evaluated only for the final report
+    splits = (Split.DEV, Split.HELDOUT, Split.TEST)
     policy_path = POLICY
     routing_component = "harness"
 
     def __init__(self, universes: Mapping[str, int] | None = None, questions: int = 24,
                  world_seed: int | None = None, policy: Mapping[str, Any] | None = None) -> None:
-        self.universes = {"train": 10, "dev": 3, "heldout": 3, **(universes or {})}
+        self.universes = {"train": 10, "dev": 3, "heldout": 3, "test": 3, **(universes or {})}
         self.questions = questions
         self.world_seed = world_seed
         options = dict(policy or {})
