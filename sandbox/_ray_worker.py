@@ -53,7 +53,8 @@ def placement() -> dict[str, str]:
     context = ray.get_runtime_context()
     return {"executor": "ray", "ray_node_id": context.get_node_id(),
             "ray_worker_id": context.get_worker_id(),
-            "node_ip": ray.util.get_node_ip_address(), "hostname": socket.gethostname()}
+            "node_ip": ray.util.get_node_ip_address(),  # type: ignore[no-untyped-call]
+            "hostname": socket.gethostname()}
 
 
 def _sandbox(config: dict[str, Any], hidden: list[str]) -> Sandbox:

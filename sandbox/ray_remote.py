@@ -24,6 +24,7 @@ campaign goes on. A node that cannot build its sandbox raises ``SandboxError``, 
 from __future__ import annotations
 
 import json
+import logging
 import threading
 import time
 from pathlib import Path
@@ -57,12 +58,12 @@ class RaySandbox(Sandbox):
         if self._connected:
             try:
                 ray.init(address=placement.address, namespace="recursor",
-                         logging_level="ERROR", log_to_driver=False)
+                         logging_level=logging.ERROR, log_to_driver=False)
             except Exception as exc:  # ConnectionError, RuntimeError, ...: all mean the same
                 raise SandboxError(
                     f"cannot reach the Ray cluster at {placement.address}: {exc}. Start one "
                     "(`ray start --head`) or fix sandbox.ray.address") from exc
-        self._check_resources(ray.cluster_resources())
+        self._check_resources(ray.cluster_resources())  # type: ignore[no-untyped-call]
         from ._ray_worker import run_shipped
 
         self._task = ray.remote(run_shipped).options(

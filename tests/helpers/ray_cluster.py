@@ -4,6 +4,7 @@ which stops every Ray process of the user on the machine, other tests' clusters 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -59,10 +60,8 @@ def with_descendants(roots: list[int]) -> list[int]:
 def kill_tree(roots: list[int]) -> None:
     """SIGKILL ``roots`` and their descendants (collected first, then killed at once)."""
     for pid in with_descendants(roots):
-        try:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
 
 
 class LocalCluster:
@@ -101,9 +100,9 @@ class LocalCluster:
 
     def node_ids(self, resource: str) -> list[str]:
         """The ids of the alive nodes that offer ``resource``."""
-        code = ("import json, ray; ray.init(address=%r, logging_level='ERROR'); "
+        code = (f"import json, ray; ray.init(address={self.address!r}, logging_level='ERROR'); "
                 "print(json.dumps([n['NodeID'] for n in ray.nodes() "
-                "if n['Alive'] and %r in n['Resources']]))" % (self.address, resource))
+                f"if n['Alive'] and {resource!r} in n['Resources']]))")
         out = subprocess.run([sys.executable, "-c", code], env=self.env, capture_output=True,
                              text=True, check=True, timeout=120)
         return list(json.loads(out.stdout.strip().splitlines()[-1]))
