@@ -46,8 +46,11 @@ class RaySandbox(Sandbox):
 
     def __init__(self, sandbox: SandboxConfig, placement: RayPlacementConfig,
                  hidden_paths: list[Path]) -> None:
-        import ray
-
+        try:
+            import ray
+        except ImportError as exc:
+            raise SandboxError("sandbox.ray needs Ray on the controller and every node: "
+                               "pip install 'recursor[ray]'") from exc
         self.kind = f"{sandbox.kind}@ray"
         self._placement = placement
         self._sandbox = sandbox.model_copy(update={"ray": None}).model_dump(mode="json")

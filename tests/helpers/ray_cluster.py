@@ -101,11 +101,13 @@ class LocalCluster:
     def node_ids(self, resource: str) -> list[str]:
         """The ids of the alive nodes that offer ``resource``."""
         code = (f"import json, ray; ray.init(address={self.address!r}, logging_level='ERROR'); "
-                "print(json.dumps([n['NodeID'] for n in ray.nodes() "
+                "print('NODES', json.dumps([n['NodeID'] for n in ray.nodes() "
                 f"if n['Alive'] and {resource!r} in n['Resources']]))")
         out = subprocess.run([sys.executable, "-c", code], env=self.env, capture_output=True,
                              text=True, check=True, timeout=120)
-        return list(json.loads(out.stdout.strip().splitlines()[-1]))
+        # Ray may print warnings (about a node just killed) on stdout too
+        line = next(ln for ln in out.stdout.splitlines() if ln.startswith("NODES "))
+        return list(json.loads(line.removeprefix("NODES ")))
 
     def processes(self) -> list[int]:
         """This cluster's processes: those naming its temp dir, and everything below them

@@ -22,6 +22,7 @@ import pytest
 from recursor.archive.store import Archive
 from tests.helpers.ray_cluster import LocalCluster, _cmdline, kill_tree, with_descendants
 
+pytest.importorskip("ray", reason="Ray is not installed: pip install -e '.[ray]'")
 pytestmark = [pytest.mark.ray, pytest.mark.slow, pytest.mark.timeout(900)]
 CLI = [sys.executable, "-m", "recursor.cli"]
 
@@ -73,7 +74,8 @@ def _placements(archive: Archive, node_id: str) -> dict[str, list[dict[str, str]
 
 
 def _check_complete(archive: Archive, cid: str) -> list[Any]:
-    """Every node finished, with exactly one recorded run (and placement) per evaluation."""
+    """Every node finished, with exactly one recorded run per evaluation and one placement per
+    evaluation that a node answered (a run lost with its node has none)."""
     nodes = archive.nodes(cid)
     assert nodes and all(n.status in ("done", "failed") for n in nodes), nodes
     for node in nodes:
@@ -81,8 +83,9 @@ def _check_complete(archive: Archive, cid: str) -> list[Any]:
         splits = [row.split for row in rows]
         assert len(splits) == len(set(splits)), f"{node.id} evaluated twice: {splits}"
         placed = _placements(archive, node.id)
-        assert sorted(placed) == sorted(splits), (node.id, placed, splits)
         assert all(len(runs) == 1 for runs in placed.values()), placed
+        answered = {row.split for row in rows if row.run_status == "ok"}
+        assert answered <= set(placed) <= set(splits), (node.id, placed, splits)
     return nodes
 
 
@@ -131,26 +134,40 @@ def test_a_forger_gets_its_honest_score_through_ray(cluster: LocalCluster,
     assert not [pid for pid in with_descendants([1]) if marker in _cmdline(pid)]
 
 
-def _sandbox_under(raylet: int) -> bool:
-    return any("bwrap" in _cmdline(pid) for pid in with_descendants([raylet])[1:])
+def _sandbox_under(raylet: int, argument: str) -> bool:
+    return any("bwrap" in (line := _cmdline(pid)) and argument in line
+               for pid in with_descendants([raylet])[1:])
+
+
+def _kill_mid_run(cluster: LocalCluster, run: subprocess.Popen[str], raylet: int,
+                  argument: str, resource: str) -> str:
+    """SIGKILL the node of ``raylet`` (its raylet, its Ray workers and the sandbox under them)
+    once a sandbox whose command holds ``argument`` runs there, then start another node
+    offering ``resource``; that node's id."""
+    before = set(cluster.node_ids(resource))
+    deadline = time.monotonic() + 300
+    while not _sandbox_under(raylet, argument):
+        assert run.poll() is None and time.monotonic() < deadline, "no evaluation started there"
+        time.sleep(0.1)
+    kill_tree([raylet])
+    cluster.add_node({resource: 1})
+    return next(n for n in cluster.node_ids(resource) if n not in before)
+
+
+def _victim(cluster: LocalCluster, resource: str) -> tuple[int, str]:
+    raylet = cluster.raylet(cluster.add_node({resource: 1}))
+    ids = cluster.node_ids(resource)
+    assert raylet is not None and len(ids) == 1
+    return raylet, ids[0]
 
 
 def test_a_worker_node_killed_mid_evaluation_is_retried_elsewhere(
         cluster: LocalCluster, tmp_path: Path) -> None:
-    victim_port = cluster.add_node({"victim": 1})
-    victim_raylet = cluster.raylet(victim_port)
-    victim = cluster.node_ids("victim")
-    assert victim_raylet is not None and len(victim) == 1
+    raylet, victim = _victim(cluster, "victim")
     run = _start(cluster, _config(cluster, "victim", task={"kind": "cfr", "iterations": 60}),
                  tmp_path)
-    try:
-        deadline = time.monotonic() + 300
-        while not _sandbox_under(victim_raylet):
-            assert run.poll() is None and time.monotonic() < deadline, "no evaluation started"
-            time.sleep(0.2)
-        kill_tree([victim_raylet])  # the node's raylet, its workers and the sandbox in them
-        cluster.add_node({"victim": 1})  # where Ray may rerun the lost evaluation
-        rescue = [n for n in cluster.node_ids("victim") if n != victim[0]]
+    try:  # the first run is the starting point's dev evaluation
+        rescue = _kill_mid_run(cluster, run, raylet, "--split dev", "victim")
         _finish(run)
     finally:
         if run.poll() is None:
@@ -160,8 +177,49 @@ def test_a_worker_node_killed_mid_evaluation_is_retried_elsewhere(
         nodes = _check_complete(archive, cid)
         root = next(n for n in nodes if n.round == 0)
         placed = _placements(archive, root.id)["dev"][0]
-        assert root.status == "done" and placed["ray_node_id"] == rescue[0]  # rerun, once
-        assert all(p["ray_node_id"] != victim[0] for n in nodes
+        assert root.status == "done" and placed["ray_node_id"] == rescue  # rerun, once
+        assert all(n.status == "done" for n in nodes)
+        assert all(p["ray_node_id"] != victim for n in nodes
                    for runs in _placements(archive, n.id).values() for p in runs)
+    finally:
+        archive.close()
+
+
+def test_without_retries_a_lost_evaluation_is_a_crash_with_its_reason(
+        cluster: LocalCluster, tmp_path: Path) -> None:
+    raylet, victim = _victim(cluster, "doomed")
+    config = _config(cluster, "doomed", task={"kind": "cfr", "iterations": 60})
+    config["sandbox"]["ray"]["max_retries"] = 0
+    run = _start(cluster, config, tmp_path)
+    try:
+        deadline = time.monotonic() + 300
+        while not _root_scored(tmp_path / "c"):  # then lose a candidate's evaluation
+            assert run.poll() is None and time.monotonic() < deadline, "the root never scored"
+            time.sleep(0.2)
+        _kill_mid_run(cluster, run, raylet, "--split dev", "doomed")
+        _finish(run)
+    finally:
+        if run.poll() is None:
+            run.kill()
+    archive, cid = _open(tmp_path / "c")
+    try:
+        nodes = _check_complete(archive, cid)
+        lost = [n for n in nodes if n.run_status == "crashed"]
+        assert len(lost) == 1 and lost[0].status == "failed", nodes
+        assert "Ray worker running the evaluation was lost" in (lost[0].error or "")
+        assert "dev" not in _placements(archive, lost[0].id)
+        assert [r.run_status for r in archive.evaluations([lost[0].id])] == ["crashed"]
+        root = next(n for n in nodes if n.round == 0)  # scored on the node before it died
+        assert _placements(archive, root.id)["dev"][0]["ray_node_id"] == victim
+    finally:
+        archive.close()
+
+
+def _root_scored(directory: Path) -> bool:
+    if not (directory / "campaign.json").exists():
+        return False
+    archive, cid = _open(directory)
+    try:
+        return any(n.round == 0 and n.score is not None for n in archive.nodes(cid))
     finally:
         archive.close()
