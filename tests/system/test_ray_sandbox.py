@@ -145,9 +145,10 @@ def _kill_mid_run(cluster: LocalCluster, run: subprocess.Popen[str], raylet: int
     once a sandbox whose command holds ``argument`` runs there, then start another node
     offering ``resource``; that node's id."""
     before = set(cluster.node_ids(resource))
-    deadline = time.monotonic() + 300
+    deadline = time.monotonic() + 420  # a loaded machine starts Ray workers slowly
     while not _sandbox_under(raylet, argument):
-        assert run.poll() is None and time.monotonic() < deadline, "no evaluation started there"
+        under = [_cmdline(pid)[:300] for pid in with_descendants([raylet])]
+        assert run.poll() is None and time.monotonic() < deadline, f"nothing ran there: {under}"
         time.sleep(0.1)
     kill_tree([raylet])
     cluster.add_node({resource: 1})
