@@ -3,28 +3,34 @@ the local sandbox of the campaign's kind, exactly as the controller's host would
 
 Runs inside a Ray worker process (trusted Recursor code on a cluster node); the candidate runs
 only inside the sandbox it starts. Each worker process keeps one sandbox per configuration
-(bubblewrap's probe and docker's warm pool are paid once) and one unpacked copy of each
-read-only mount, by content digest (read-only binds: no run can change them).
+(bubblewrap's probe and docker's warm pool are paid once). Each node keeps one unpacked copy of
+each read-only mount, by content digest, in ``$TMPDIR/recursor-ray-mounts-<uid>`` (bound
+read-only: no run can change it); the cache is never pruned, and holds one entry per distinct
+mount content (the cfr task's trees: about 2 MB).
 """
 
 from __future__ import annotations
 
 import atexit
+import contextlib
 import json
+import os
 import shutil
 import socket
+import stat
 import tempfile
 import threading
 from pathlib import Path
 from typing import Any
 
+from recursor.errors import SandboxError
+
 from ._base import Mount, Sandbox, SandboxRequest
-from ._ray_wire import encode_reply, limits_from_dict, unpack
+from ._ray_wire import ARCHIVE_ROOT, encode_reply, limits_from_dict, unpack
 
 _lock = threading.Lock()
 _sandboxes: dict[str, Sandbox] = {}
 _mounts: dict[str, Path] = {}
-_mount_root: Path | None = None
 
 
 def run_shipped(spec_json: bytes, workspace: bytes | None, *mount_blobs: bytes) -> bytes:
@@ -69,27 +75,49 @@ def _sandbox(config: dict[str, Any], hidden: list[str]) -> Sandbox:
         if sandbox is None:
             parsed = TypeAdapter(SandboxConfig).validate_python(config)
             sandbox = build_sandbox(parsed, [Path(p) for p in hidden])
+            if not _sandboxes:  # a worker that exits cleanly removes their scratch and pools
+                atexit.register(_close)
             _sandboxes[key] = sandbox
         return sandbox
 
 
 def _mount(key: str, blob: bytes) -> Path:
-    global _mount_root
+    """The unpacked copy of a shipped mount, in a per-node cache by content digest, shared by
+    the node's Ray workers (a worker may be killed at any time: nothing per process to leak)."""
     with _lock:
         path = _mounts.get(key)
         if path is None:
-            if _mount_root is None:
-                _mount_root = Path(tempfile.mkdtemp(prefix="recursor-ray-mounts-"))
-                _mount_root.chmod(0o711)  # the sandbox's uid walks to the unpacked files
-                atexit.register(_close)
-            folder = _mount_root / key
-            folder.mkdir(mode=0o711)
-            path = _mounts[key] = unpack(blob, folder)
+            path = _mounts[key] = _cached(_cache_root(), key, blob)
         return path
+
+
+def _cache_root() -> Path:
+    """``$TMPDIR/recursor-ray-mounts-<uid>``, refused unless this uid owns it and nobody else
+    may write it (on a shared node another user could otherwise plant a mount's content)."""
+    root = Path(tempfile.gettempdir()) / f"recursor-ray-mounts-{os.getuid()}"
+    with contextlib.suppress(FileExistsError):
+        root.mkdir(mode=0o711)
+    info = root.lstat()
+    if (not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid()
+            or info.st_mode & 0o022):
+        raise SandboxError(f"{root} must be a directory of uid {os.getuid()} that only it "
+                           "may write; remove it and rerun")
+    return root
+
+
+def _cached(root: Path, key: str, blob: bytes) -> Path:
+    final = root / key
+    if not final.is_dir():
+        staging = Path(tempfile.mkdtemp(prefix=f".{key[:12]}-", dir=root))
+        staging.chmod(0o711)  # the sandbox's uid walks to the unpacked files
+        unpack(blob, staging)
+        try:
+            staging.rename(final)
+        except OSError:  # another worker of this node unpacked the same content first
+            shutil.rmtree(staging, ignore_errors=True)
+    return final / ARCHIVE_ROOT
 
 
 def _close() -> None:
     for sandbox in _sandboxes.values():
         sandbox.close()
-    if _mount_root is not None:
-        shutil.rmtree(_mount_root, ignore_errors=True)

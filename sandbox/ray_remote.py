@@ -42,7 +42,11 @@ RAY_INIT_TIMEOUT_S = 60.0
 
 class RaySandbox(Sandbox):
     """Runs each request on the Ray cluster of ``placement`` in a ``sandbox`` (its ``ray``
-    field is ignored) on the node. Thread-safe; ``close`` disconnects what it connected."""
+    field is ignored) on the node. Thread-safe; ``close`` disconnects what it connected.
+
+    A process already connected to Ray (an application embedding Recursor that called
+    ``ray.init``) keeps its connection: ``placement.address`` is then not consulted.
+    """
 
     def __init__(self, sandbox: SandboxConfig, placement: RayPlacementConfig,
                  hidden_paths: list[Path]) -> None:

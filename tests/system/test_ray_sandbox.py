@@ -10,6 +10,7 @@ Every process a cluster started is killed at the end (``LocalCluster.stop``), an
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -109,6 +110,27 @@ def test_a_cfr_campaign_evaluates_on_the_worker_node_and_records_it(
                            env=cluster.env, capture_output=True, text=True, check=True,
                            timeout=120).stdout
     assert "dev.placement" in shown and worker[0][:16] in shown.replace("\n", "")
+
+
+@pytest.mark.docker
+def test_the_docker_sandbox_runs_on_the_worker_node(cluster: LocalCluster, tmp_path: Path,
+                                                    docker_image: str) -> None:
+    config = _config(cluster, "evaluator", budget={"max_evals": 1})
+    config["sandbox"].update(kind="docker", image=docker_image,
+                             docker_host=os.environ.get("DOCKER_HOST"))
+    _finish(_start(cluster, config, tmp_path))
+    archive, cid = _open(tmp_path / "c")
+    try:
+        nodes = _check_complete(archive, cid)
+        assert all(n.status == "done" for n in nodes)
+        root = next(n for n in nodes if n.round == 0)
+        assert root.score == pytest.approx(-0.374, abs=0.01)
+        assert _placements(archive, root.id)["dev"][0]["ray_node_id"] in cluster.node_ids(
+            "evaluator")
+        config_row = archive.campaign(cid).config
+        assert config_row["sandbox"]["kind"] == "docker"
+    finally:
+        archive.close()
 
 
 def test_a_forger_gets_its_honest_score_through_ray(cluster: LocalCluster,
