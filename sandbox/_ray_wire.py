@@ -43,7 +43,12 @@ def pack(source: Path) -> bytes:
 
 
 def _regular_only(info: tarfile.TarInfo) -> tarfile.TarInfo | None:
-    return info if (info.isfile() or info.isdir() or info.issym()) else None
+    """Regular files, directories and symlinks, with only names, modes and contents kept, so
+    that the same content packs to the same bytes (and digest) wherever and whenever made."""
+    if not (info.isfile() or info.isdir() or info.issym()):
+        return None
+    info.mtime, info.uid, info.gid, info.uname, info.gname = 0, 0, 0, "", ""
+    return info
 
 
 def unpack(blob: bytes, into: Path) -> Path:

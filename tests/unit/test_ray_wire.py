@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import tarfile
 from pathlib import Path
 from typing import Any
@@ -15,7 +16,14 @@ import pytest
 from recursor.config import parse_config
 from recursor.errors import ConfigError
 from recursor.sandbox import SandboxLimits, SandboxResult
-from recursor.sandbox._ray_wire import decode_reply, encode_reply, judge_reply, pack, unpack
+from recursor.sandbox._ray_wire import (
+    decode_reply,
+    digest,
+    encode_reply,
+    judge_reply,
+    pack,
+    unpack,
+)
 from recursor.types import RunStatus
 
 LIMITS = SandboxLimits(wall_time_s=10.0)
@@ -80,6 +88,17 @@ def test_pack_and_unpack_keep_files_and_modes(tmp_path: Path) -> None:
     single = tmp_path / "one.npz"
     single.write_bytes(b"x")
     assert unpack(pack(single), tmp_path / "out2").read_bytes() == b"x"
+
+
+def test_the_same_content_packs_to_the_same_digest(tmp_path: Path) -> None:
+    first, second = tmp_path / "a.npz", tmp_path / "b" / "a.npz"
+    second.parent.mkdir()
+    for path, when in ((first, 1_000_000), (second, 2_000_000)):
+        path.write_bytes(b"tree")
+        os.utime(path, (when, when))
+    assert digest(pack(first)) == digest(pack(second))
+    second.write_bytes(b"other")
+    assert digest(pack(first)) != digest(pack(second))
 
 
 def test_an_archive_that_escapes_its_destination_is_refused(tmp_path: Path) -> None:
