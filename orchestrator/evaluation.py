@@ -40,6 +40,7 @@ class EvaluationOutcome:
     stdout: str = ""
     stderr: str = ""
     wall_s: float = 0.0
+    placement: dict[str, str] = field(default_factory=dict)  # where it ran, e.g. a Ray node
 
     @property
     def ok(self) -> bool:
@@ -71,7 +72,7 @@ def _numbers(raw: Any, what: str) -> dict[str, float]:
 def interpret(result: SandboxResult, metric: str) -> EvaluationOutcome:
     """Turn a sandbox result into an outcome (see the module docstring)."""
     base = EvaluationOutcome(result.status, stdout=result.stdout, stderr=result.stderr,
-                             wall_s=result.wall_time_s)
+                             wall_s=result.wall_time_s, placement=dict(result.placement))
     verdict = result.result
     if result.status is not RunStatus.OK:
         # Only a run that exited 0 may yield a score: a verdict written before the evaluator

@@ -9,6 +9,7 @@ back, never run again, so a resumed campaign re-does only what did not reach the
 from __future__ import annotations
 
 import asyncio
+import json
 
 from recursor.archive.models import EvaluationRow, NodeRow
 from recursor.orchestrator.context import CampaignContext
@@ -86,6 +87,8 @@ def _record_evaluation(ctx: CampaignContext, node: NodeRow, split: Split,
         ctx.archive.add_log(node.id, stream, text)
     if outcome.error:
         ctx.archive.add_log(node.id, f"{split.value}.error", outcome.error)
+    if outcome.placement:  # which Ray node ran it (sandbox.ray); shown by `archive show`
+        ctx.archive.add_log(node.id, f"{split.value}.placement", json.dumps(outcome.placement))
     return ctx.archive.add_evaluation(EvaluationRow(
         node_id=node.id, split=split.value, seed=0, run_status=outcome.run_status.value,
         metrics=outcome.metrics, instances=outcome.instances, wall_s=outcome.wall_s))

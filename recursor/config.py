@@ -218,12 +218,32 @@ ProposerChoiceConfig = Annotated[
 ]
 
 
+class RayPlacementConfig(_Model):
+    """Run each sandboxed evaluation as a task on a Ray cluster (``recursor.sandbox.ray_remote``):
+    the candidate's files and the task's read-only mounts are shipped, the sandbox of this
+    section's ``kind`` runs on the node with the same limits, the verdict comes back."""
+
+    address: str = Field(description="the cluster: 'HOST:PORT' of its GCS (this host is a "
+                         "node), 'ray://HOST:10001' (Ray Client) or 'auto'")
+    num_cpus: float = Field(1.0, gt=0, description="CPUs one evaluation reserves on its node")
+    resources: dict[str, float] = Field(
+        default_factory=dict, description="custom Ray resources an evaluation needs, e.g. "
+        "{evaluator: 1} to keep evaluations on the nodes that offer it")
+    max_retries: int = Field(2, ge=0, description="reruns of an evaluation whose node or "
+                             "worker died (an evaluation has no side effects to repeat)")
+    wait_s: float = Field(3600.0, gt=0, description="longest wait for an evaluation's reply "
+                          "beyond its wall-time limit (queueing and retries included)")
+
+
 class _SandboxLimitsConfig(_Model):
     """Limits every sandbox kind takes; a field left out (None) keeps the task's suggestion.
 
     None rather than a default number, so that the choice survives the stored config's round
     trip (``campaign.yaml`` holds every field; a default written there would look chosen).
     """
+
+    ray: RayPlacementConfig | None = Field(
+        None, description="run evaluations on this Ray cluster; default: on this host")
 
     timeout_s: float | None = Field(None, gt=0, description="default: the task's (cfr: 120)")
     memory_mb: int | None = Field(None, ge=64, description="default: the task's (cfr: 2048)")

@@ -11,7 +11,15 @@ from recursor.sandbox._base import Sandbox, SandboxLimits
 
 
 def build_sandbox(config: SandboxConfig, hidden_paths: Sequence[Path] = ()) -> Sandbox:
-    """A ready sandbox; ``hidden_paths`` (e.g. the campaign directory) stay out of its sight."""
+    """A ready sandbox; ``hidden_paths`` (e.g. the campaign directory) stay out of its sight.
+
+    With ``config.ray`` set, the sandbox of ``config.kind`` runs on the nodes of that Ray
+    cluster (``recursor.sandbox.ray_remote``), built there by this same function.
+    """
+    if config.ray is not None:
+        from recursor.sandbox.ray_remote import RaySandbox
+
+        return RaySandbox(config, config.ray, list(hidden_paths))
     if isinstance(config, ProcessSandboxConfig):
         from recursor.sandbox.process import ProcessSandbox
 
