@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from recursor.executors.spec import JobSpec
+from recursor.executors.spec import JobSpec, parse_spec_json
 
 Result = dict[str, Any]
 
@@ -87,7 +87,7 @@ def is_rank_zero() -> bool:
 def main() -> None:
     # a launcher adds --local_rank=N to the arguments: the job directory is the other one
     directory = Path(next(arg for arg in sys.argv[1:] if not arg.startswith("--")))
-    spec = JobSpec.model_validate_json((directory / "spec.json").read_text())
+    spec = parse_spec_json((directory / "spec.json").read_text())
     runner = RUNNERS.get(spec.kind)
     try:
         if runner is None:
