@@ -186,7 +186,9 @@ def _problems(exc: ValidationError) -> str:
         if error["type"] == "extra_forbidden" and kind:
             message = f"not a field of a {kind} job ({', '.join(_fields(kind))})"
         elif error["type"] == "missing" and kind:
-            message = f"a {kind} job needs it"
+            field = _KINDS[kind].model_fields.get(where)
+            about = f" ({field.description})" if field and field.description else ""
+            message = f"a {kind} job needs `{where}:`{about}"
         elif error["type"] == "union_tag_invalid":
             given = error["input"].get("kind")
             where, message = "kind", f"must be one of {', '.join(_KINDS)}, not {given!r}"

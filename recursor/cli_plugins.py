@@ -40,7 +40,7 @@ def plugins_group() -> None:
     """The plug-ins available to campaigns, of every kind."""
 
 
-def _variants(union: Any) -> list[type]:
+def _variants(union: Any) -> list[Any]:
     """The pydantic models of a (possibly Annotated, possibly Tag-ged) config union."""
     if typing.get_origin(union) is Annotated:
         return _variants(typing.get_args(union)[0])

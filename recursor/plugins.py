@@ -32,8 +32,7 @@ class PluginKind:
     built_as: str  # how the class is called, for error messages and `recursor plugins list`
 
     def base_class(self) -> type:
-        cls = load_class_path(self.base)
-        assert isinstance(cls, type)
+        cls: type = load_class_path(self.base)
         return cls
 
 
@@ -92,16 +91,24 @@ def instantiate(class_path: str, options: dict[str, Any], base: type, field: str
 
 
 def build_instance(cls: Any, label: str, options: dict[str, Any], base: type, field: str) -> Any:
-    """``cls(**options)``; ConfigError (naming ``field`` and ``label``) unless it is a ``base``."""
+    """``cls(**options)``; ConfigError (naming ``field`` and ``label``) unless it is a ``base``.
+
+    A class is checked before it is called, so a wrong path never runs an unrelated
+    constructor; a factory function is checked by what it returns. A constructor that rejects
+    the options (TypeError, ValueError) is a ConfigError too.
+    """
+    wrong = (f"{field}: {label} is not a recursor {base.__name__}; subclass "
+             f"{base.__module__}.{base.__name__}")
     if not callable(cls):
         raise ConfigError(f"{field}: {label} is not a class")
+    if isinstance(cls, type) and not issubclass(cls, base):
+        raise ConfigError(wrong)
     try:
         obj = cls(**options)
-    except TypeError as err:
+    except (TypeError, ValueError) as err:
         raise ConfigError(f"{field}: options do not fit {label}: {err}") from None
     if not isinstance(obj, base):
-        raise ConfigError(f"{field}: {label} is not a recursor {base.__name__}; subclass "
-                          f"{base.__module__}.{base.__name__}")
+        raise ConfigError(wrong)
     return obj
 
 
