@@ -74,7 +74,7 @@ class JobSpec(BaseModel):
         return f"{self.kind}-{hashlib.sha256(text.encode()).hexdigest()[:16]}"
 
 
-class _ModelJob(JobSpec):
+class ModelJob(JobSpec):
     """A job on a model: a checkpoint directory, or tiny-gpt2 built from ``model_options``."""
 
     model: str = Field(min_length=1, description="a checkpoint directory, or 'tiny-gpt2' to "
@@ -85,14 +85,14 @@ class _ModelJob(JobSpec):
         default_factory=dict, description="trainer, generation or server options")
 
 
-class SftJob(_ModelJob):
+class SftJob(ModelJob):
     """Supervised fine-tuning on ``data`` (JSONL: text, or prompt/completion)."""
 
     kind: Literal["sft"]
     data: str = Field(min_length=1, description="JSONL file: text or prompt/completion")
 
 
-class GrpoJob(_ModelJob):
+class GrpoJob(ModelJob):
     """GRPO from ``model`` on the prompts in ``data``, scored by ``reward``."""
 
     kind: Literal["grpo"]
@@ -100,14 +100,14 @@ class GrpoJob(_ModelJob):
     reward: str = Field(min_length=1, description="'package.module:function'")
 
 
-class GenerateJob(_ModelJob):
+class GenerateJob(ModelJob):
     """Completions of the prompts in ``data``."""
 
     kind: Literal["generate"]
     data: str = Field(min_length=1, description="JSONL file of prompts")
 
 
-class EvalJob(_ModelJob):
+class EvalJob(ModelJob):
     """Completions of the prompts in ``data``, each scored by ``reward``; the mean is the
     metric."""
 
@@ -116,7 +116,7 @@ class EvalJob(_ModelJob):
     reward: str = Field(min_length=1, description="'package.module:function'")
 
 
-class ServeJob(_ModelJob):
+class ServeJob(ModelJob):
     """An OpenAI-compatible server for ``model`` until the job is cancelled."""
 
     kind: Literal["serve"]
@@ -207,5 +207,5 @@ def _fields(kind: str) -> list[str]:
 
 
 __all__ = ["JOB_SPEC_ADAPTER", "AnyJobSpec", "CommandJob", "EvalJob", "GenerateJob", "GrpoJob",
-           "JobKind", "JobRecord", "JobSpec", "JobStatus", "ServeJob", "SftJob", "load_spec",
-           "parse_spec_json"]
+           "JobKind", "JobRecord", "JobSpec", "JobStatus", "ModelJob", "ServeJob", "SftJob",
+           "load_spec", "parse_spec_json"]
