@@ -44,6 +44,9 @@ def build_executor(config: ExecutorConfig, root: Path) -> Executor:
         return RayExecutor(address, root, num_cpus=config.num_cpus)
     if isinstance(config, PluginExecutorConfig):
         executor: Executor = build_plugin("executor", config, {"root": Path(root)})
+        if not isinstance(getattr(executor, "kind", None), str):
+            raise ConfigError(f"schedule.executor: {type(executor).__name__} has no `kind` "
+                              "attribute (the name its job records carry); set one")
         return executor
     raise ConfigError(f"schedule.executor: unknown kind {config!r}")
 
