@@ -50,9 +50,10 @@ def _variants(union: Any) -> list[Any]:
     return [model for arg in args for model in _variants(arg)]
 
 
-def _first_line(obj: Any) -> str:
+def _summary(obj: Any) -> str:
+    """The first paragraph of ``obj``'s docstring, on one line."""
     doc = (getattr(obj, "__doc__", None) or "").strip()
-    return doc.splitlines()[0] if doc else ""
+    return " ".join(doc.split("\n\n")[0].split())
 
 
 def builtin_rows(kind: PluginKind) -> list[dict[str, str]]:
@@ -63,7 +64,7 @@ def builtin_rows(kind: PluginKind) -> list[dict[str, str]]:
         if name in NOT_BUILTINS:
             continue
         rows.append({"kind": kind.name, "name": name, "config": f"{kind.section}: {{kind: "
-                     f"{name}}}", "source": "built-in (recursor)", "about": _first_line(model)})
+                     f"{name}}}", "source": "built-in (recursor)", "about": _summary(model)})
     return rows
 
 
@@ -76,7 +77,7 @@ def installed_rows(kind: PluginKind) -> list[dict[str, str]]:
             base = kind.base_class()
             if not (isinstance(loaded, type) and issubclass(loaded, base)):
                 raise ConfigError(f"{ep.value} is not a subclass of {base.__name__}")
-            about = _first_line(loaded)
+            about = _summary(loaded)
         except ConfigError as exc:
             about = f"BROKEN: {exc}"
         rows.append({"kind": kind.name, "name": ep.name,
