@@ -33,7 +33,7 @@ from recursor.config import (
     TournamentSelectionConfig,
 )
 from recursor.errors import RecursorError
-from recursor.plugins import instantiate
+from recursor.plugins import build_plugin
 from recursor.tasks._base import Objective
 
 # Two scores that agree to this many significant digits are one behaviour (a deterministic
@@ -175,9 +175,9 @@ def build_selection(config: Any) -> SelectionPolicy:
     if isinstance(config, TournamentSelectionConfig):
         return TournamentSelection(config.tournament_size)
     if isinstance(config, PluginSelectionConfig):
-        policy: SelectionPolicy = instantiate(config.class_path, dict(config.options),
-                                              SelectionPolicy, "selection")
-        return CheckedSelection(policy, config.class_path)
+        policy: SelectionPolicy = build_plugin("selection", config)
+        label = config.class_path or f"entry point {config.entry_point!r}"
+        return CheckedSelection(policy, label)
     raise TypeError(f"not a selection config: {config!r}")
 
 

@@ -128,22 +128,12 @@ def jobs_root(ctx: CampaignContext) -> Path:
 
 
 def _executor(ctx: CampaignContext) -> Any:
+    from recursor.config import LocalExecutorConfig
+    from recursor.executors import build_executor
+
     schedule = ctx.config.schedule
-    kind = schedule.executor if schedule else "local"
-    root = jobs_root(ctx)
-    if kind == "deepspeed":
-        from recursor.executors.deepspeed_executor import DeepSpeedExecutor
-
-        return DeepSpeedExecutor(root)
-    if kind == "ray":
-        import os
-
-        from recursor.executors.ray_executor import RayExecutor
-
-        return RayExecutor(os.environ.get("RAY_ADDRESS", "http://127.0.0.1:8265"), root)
-    from recursor.executors.local import LocalExecutor
-
-    return LocalExecutor(root)
+    return build_executor(schedule.executor if schedule else LocalExecutorConfig(),
+                          jobs_root(ctx))
 
 
 def build_corpus(ctx: CampaignContext, files: Mapping[str, str], cycle: int, seed: int,

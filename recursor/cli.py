@@ -19,7 +19,15 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
-from recursor import cli_archive, cli_job, cli_proposers, cli_replay, cli_sandbox, cli_ui
+from recursor import (
+    cli_archive,
+    cli_job,
+    cli_plugins,
+    cli_proposers,
+    cli_replay,
+    cli_sandbox,
+    cli_ui,
+)
 from recursor.config import load_config
 from recursor.errors import ConfigError, RecursorError
 from recursor.untrusted import for_terminal, rich_text
@@ -29,6 +37,7 @@ app = typer.Typer(help="Recursor: unattended improvement campaigns with a discov
 app.add_typer(cli_archive.app, name="archive")
 app.add_typer(cli_sandbox.app, name="sandbox")
 app.add_typer(cli_proposers.app, name="proposers")
+app.add_typer(cli_plugins.app, name="plugins")
 app.add_typer(cli_job.app, name="job")
 app.add_typer(cli_replay.app, name="replay")
 cli_ui.register(app)

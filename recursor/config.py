@@ -15,6 +15,7 @@ import yaml
 from pydantic import (
     AliasChoices,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Discriminator,
     Field,
@@ -32,12 +33,34 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+class _PluginSource(_Model):
+    """A user's plug-in: a ``class_path`` or an installed entry point (``recursor.plugins``
+    names each kind's group), built with ``options``."""
+
+    class_path: str | None = Field(None, pattern=r"^[\w.]+:[\w.]+$",
+                                   description="package.module:Class")
+    entry_point: str | None = Field(None, min_length=1, description="an installed plug-in's "
+                                    "name (see `recursor plugins list`)")
+    options: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _one_source(self) -> _PluginSource:
+        if (self.class_path is None) == (self.entry_point is None):
+            raise ValueError("give exactly one of class_path ('package.module:Class') or "
+                             "entry_point (see `recursor plugins list`)")
+        return self
+
+
 class CfrTaskConfig(_Model):
+    """Discover a better counterfactual-regret-minimization variant (docs/cfr-task.md)."""
+
     kind: Literal["cfr"] = "cfr"
     iterations: int = Field(100, ge=1, le=100_000, description="CFR iterations per game")
 
 
 class WorldsTaskConfig(_Model):
+    """Co-evolve a harness and a trained policy on generated worlds (docs/coevolution.md)."""
+
     kind: Literal["worlds"]
     universes: dict[Literal["train", "dev", "heldout", "test"],
                     Annotated[int, Field(ge=1, le=200)]] = (
@@ -51,6 +74,8 @@ class WorldsTaskConfig(_Model):
 
 
 class PsroTaskConfig(_Model):
+    """Discover a better PSRO meta-solver (docs/psro-task.md)."""
+
     kind: Literal["psro"]
     iterations: int = Field(30, ge=1, le=500, description="PSRO iterations per game")
     solver_timeout_s: float = Field(100.0, gt=0, le=3600, description="deadline, from the "
@@ -58,10 +83,10 @@ class PsroTaskConfig(_Model):
                                     "(and 10 s per call)")
 
 
-class PluginTaskConfig(_Model):
+class PluginTaskConfig(_PluginSource):
+    """A user's ``Task``: built as ``Class(**options)``."""
+
     kind: Literal["plugin"]
-    class_path: str = Field(pattern=r"^[\w.]+:[\w.]+$", description="package.module:Class")
-    options: dict[str, Any] = Field(default_factory=dict)
 
 
 class ProgramTaskConfig(_Model):
@@ -103,31 +128,23 @@ TaskConfig = Annotated[
 
 
 class MutationProposerConfig(_Model):
+    """AST mutation of EVOLVE-BLOCK regions (offline, free)."""
+
     kind: Literal["mutation"] = "mutation"
     max_mutations: int = Field(2, ge=1, le=10)
     max_attempts: int = Field(50, ge=1)
 
 
 class OptunaProposerConfig(_Model):
+    """TPE over the numeric constants, with the archive as trials (offline, free)."""
+
     kind: Literal["optuna"] = "optuna"
 
 
-class PluginProposerConfig(_Model):
-    """A user's proposer: ``class_path`` or an entry point of group ``recursor.proposers``."""
+class PluginProposerConfig(_PluginSource):
+    """A user's ``Proposer``: built as ``Class(**options)``."""
 
     kind: Literal["plugin"]
-    class_path: str | None = Field(None, pattern=r"^[\w.]+:[\w.]+$",
-                                   description="package.module:Class")
-    entry_point: str | None = Field(None, min_length=1, description="name in the "
-                                    "recursor.proposers entry-point group")
-    options: dict[str, Any] = Field(default_factory=dict)
-
-    @model_validator(mode="after")
-    def _one_source(self) -> PluginProposerConfig:
-        if (self.class_path is None) == (self.entry_point is None):
-            raise ValueError("give exactly one of class_path ('package.module:Class') or "
-                             "entry_point (see `recursor proposers list`)")
-        return self
 
 
 class LLMProposerConfig(_Model):
@@ -195,12 +212,10 @@ class AlternateChoiceConfig(_Model):
                                        validation_alias=AliasChoices("kind", "policy"))
 
 
-class PluginChoiceConfig(_Model):
+class PluginChoiceConfig(_PluginSource):
     """A user's ``ProposerChoicePolicy``: built as ``Class(names=..., seed=..., **options)``."""
 
     kind: Literal["plugin"]
-    class_path: str = Field(pattern=r"^[\w.]+:[\w.]+$", description="package.module:Class")
-    options: dict[str, Any] = Field(default_factory=dict)
 
 
 def _choice_kind(data: Any) -> str | None:
@@ -253,10 +268,14 @@ class _SandboxLimitsConfig(_Model):
 
 
 class ProcessSandboxConfig(_SandboxLimitsConfig):
+    """A bubblewrap process sandbox: namespaces, seccomp, cgroup limits (docs/sandboxes.md)."""
+
     kind: Literal["process"] = "process"
 
 
 class DockerSandboxConfig(_SandboxLimitsConfig):
+    """A container per evaluation, through any Docker-API engine (docs/sandboxes.md)."""
+
     kind: Literal["docker"] = "docker"
     image: str | None = Field(
         None, description="image with python3; default: the one `recursor sandbox build-image` "
@@ -268,7 +287,14 @@ class DockerSandboxConfig(_SandboxLimitsConfig):
     pool_size: int = Field(4, ge=1, description="warm containers kept idle at most")
 
 
-SandboxConfig = Annotated[ProcessSandboxConfig | DockerSandboxConfig, Field(discriminator="kind")]
+class PluginSandboxConfig(_SandboxLimitsConfig, _PluginSource):
+    """A user's ``Sandbox``: built as ``Class(hidden_paths=[...], **options)``."""
+
+    kind: Literal["plugin"]
+
+
+SandboxConfig = Annotated[ProcessSandboxConfig | DockerSandboxConfig | PluginSandboxConfig,
+                          Field(discriminator="kind")]
 
 
 class GreedySelectionConfig(_Model):
@@ -298,12 +324,10 @@ class TournamentSelectionConfig(_Model):
     tournament_size: int = Field(4, ge=1)
 
 
-class PluginSelectionConfig(_Model):
+class PluginSelectionConfig(_PluginSource):
     """A user's ``SelectionPolicy``: built as ``Class(**options)``."""
 
     kind: Literal["plugin"]
-    class_path: str = Field(pattern=r"^[\w.]+:[\w.]+$", description="package.module:Class")
-    options: dict[str, Any] = Field(default_factory=dict)
 
 
 SelectionConfig = Annotated[
@@ -373,6 +397,49 @@ class BudgetConfig(_Model):
     max_cost: float | None = Field(None, gt=0, description="dollars spent on models")
 
 
+class LocalExecutorConfig(_Model):
+    """Each job a supervised local process, recorded in its job folder (docs/executors.md)."""
+
+    kind: Literal["local"] = "local"
+
+
+class DeepSpeedExecutorConfig(_Model):
+    """Jobs under the ``deepspeed`` launcher with a generated ZeRO config."""
+
+    kind: Literal["deepspeed"]
+    num_procs: int = Field(2, ge=1, description="ranks to launch")
+    zero_stage: int = Field(2, ge=0, le=3, description="ZeRO stage")
+    offload: bool = Field(False, description="optimizer state on CPU (builds cpu_adam once)")
+    micro_batch: int | None = Field(None, ge=1, description="per rank; default: the "
+                                    "trainer's batch size")
+
+
+class RayExecutorConfig(_Model):
+    """Jobs submitted to a Ray cluster through its job-submission API."""
+
+    kind: Literal["ray"]
+    address: str | None = Field(None, description="the dashboard's address; default: "
+                                "$RAY_ADDRESS, else http://127.0.0.1:8265")
+    num_cpus: float = Field(1.0, gt=0, description="CPUs reserved per job")
+
+
+class PluginExecutorConfig(_PluginSource):
+    """A user's ``Executor``: built as ``Class(root=jobs folder, **options)``."""
+
+    kind: Literal["plugin"]
+
+
+ExecutorConfig = Annotated[
+    LocalExecutorConfig | DeepSpeedExecutorConfig | RayExecutorConfig | PluginExecutorConfig,
+    Field(discriminator="kind")]
+EXECUTOR_ADAPTER: TypeAdapter[Any] = TypeAdapter(ExecutorConfig)
+
+
+def _executor_from_name(value: Any) -> Any:
+    """The older spelling ``executor: local`` (a bare kind) as ``{kind: local}``."""
+    return {"kind": value} if isinstance(value, str) else value
+
+
 class SearchStep(_Model):
     """A schedule step that searches the named components: the usual propose -> evaluate ->
     judge loop with only those components editable and every candidate a child of the
@@ -416,7 +483,8 @@ class ScheduleConfig(_Model):
 
     steps: list[ScheduleStep] = Field(min_length=1)
     cycles: int = Field(2, ge=1, le=100)
-    executor: Literal["local", "deepspeed", "ray"] = "local"
+    executor: Annotated[ExecutorConfig, BeforeValidator(_executor_from_name)] = Field(
+        default_factory=LocalExecutorConfig, description="where training jobs run")
     jobs_dir: str | None = Field(None, description="where training jobs run; default: the "
                                  "campaign's jobs/ (campaigns sharing one reuse equal jobs)")
 

@@ -5,8 +5,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from recursor.config import DockerSandboxConfig, ProcessSandboxConfig, SandboxConfig
+from recursor.config import (
+    DockerSandboxConfig,
+    PluginSandboxConfig,
+    ProcessSandboxConfig,
+    SandboxConfig,
+)
 from recursor.errors import ConfigError
+from recursor.plugins import build_plugin
 from recursor.sandbox._base import Sandbox, SandboxLimits
 
 
@@ -30,6 +36,10 @@ def build_sandbox(config: SandboxConfig, hidden_paths: Sequence[Path] = ()) -> S
 
         return DockerSandbox(image=config.image, docker_host=config.docker_host,
                              cpus=config.cpus, warm=config.warm, pool_size=config.pool_size)
+    if isinstance(config, PluginSandboxConfig):
+        # A plug-in is told what to hide; keeping it hidden is part of the Sandbox contract.
+        sandbox: Sandbox = build_plugin("sandbox", config, {"hidden_paths": list(hidden_paths)})
+        return sandbox
     raise ConfigError(f"sandbox.kind {getattr(config, 'kind', config)!r} is not available")
 
 
