@@ -110,7 +110,8 @@ def _hints(ctx: CampaignContext, search_set: list[str]) -> str:
 
 def proposal_context(ctx: CampaignContext, parent_id: str, seed: int,
                      scope: Scope) -> ProposalContext:
-    """The context for one proposal on ``parent_id`` within ``scope``, built from the archive as it stands.
+    """The context for one proposal on ``parent_id`` within ``scope``, built from the archive
+    as it stands.
 
     Its cost does not grow with the tree: the parent, the inspirations' candidates (the best
     scored node and the ``DIVERSITY_WINDOW`` newest) and the recent failures are indexed
