@@ -25,10 +25,10 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from recursor.archive.models import EvaluationRow
 from recursor.archive.store import Archive
 from recursor.orchestrator.context import CampaignContext
 from recursor.orchestrator.evaluation import run_evaluation
+from recursor.orchestrator.scoring import record_evaluation
 from recursor.types import RunStatus, Split
 
 REPORT_STREAM = "test.report"  # the log stream of a node's final-report note
@@ -81,12 +81,7 @@ def _evaluate(ctx: CampaignContext, node_id: str, announce: bool = True) -> None
     node = ctx.archive.node(node_id)
     outcome = run_evaluation(ctx.task, ctx.sandbox, ctx.config.sandbox,
                              ctx.store.read(node.commit or ""), Split.TEST, ctx.cache_dir)
-    for stream, text in (("test.stdout", outcome.stdout), ("test.stderr", outcome.stderr),
-                         ("test.error", outcome.error or "")):
-        ctx.archive.add_log(node_id, stream, text)
-    ctx.archive.add_evaluation(EvaluationRow(
-        node_id=node_id, split=Split.TEST.value, seed=0, run_status=outcome.run_status.value,
-        metrics=outcome.metrics, instances=outcome.instances, wall_s=outcome.wall_s))
+    record_evaluation(ctx, node, Split.TEST, outcome)
 
 
 def test_result(archive: Archive, node_id: str) -> TestResult:

@@ -56,7 +56,7 @@ async def evaluate_nodes(ctx: CampaignContext, nodes: list[NodeRow]) -> None:
             async with limit:
                 ctx.archive.update_node(node.id, status=NodeStatus.RUNNING.value)
                 outcome = await asyncio.to_thread(_run, ctx, node, Split.DEV)
-                _record_evaluation(ctx, node, Split.DEV, outcome)
+                record_evaluation(ctx, node, Split.DEV, outcome)
         _finish_node(ctx, node.id)
 
     await asyncio.gather(*(one(n) for n in nodes))
@@ -68,7 +68,7 @@ def score_split(ctx: CampaignContext, node: NodeRow, split: Split) -> float | No
     Synchronous: call it from a worker thread."""
     row = ctx.archive.evaluation(node.id, split.value)
     if row is None:
-        row = _record_evaluation(ctx, node, split, _run(ctx, node, split))
+        row = record_evaluation(ctx, node, split, _run(ctx, node, split))
     if row.run_status != RunStatus.OK.value:
         return None
     return float(row.metrics[ctx.task.objective.metric])
@@ -80,8 +80,10 @@ def _run(ctx: CampaignContext, node: NodeRow, split: Split) -> EvaluationOutcome
                           ctx.cache_dir)
 
 
-def _record_evaluation(ctx: CampaignContext, node: NodeRow, split: Split,
-                       outcome: EvaluationOutcome) -> EvaluationRow:
+def record_evaluation(ctx: CampaignContext, node: NodeRow, split: Split,
+                      outcome: EvaluationOutcome) -> EvaluationRow:
+    """Store one evaluation of ``node`` on ``split``: its logs (stdout, stderr, the error,
+    where it ran), then its row."""
     for stream, text in ((f"{split.value}.stdout", outcome.stdout),
                          (f"{split.value}.stderr", outcome.stderr)):
         ctx.archive.add_log(node.id, stream, text)
@@ -113,4 +115,5 @@ def _finish_node(ctx: CampaignContext, node_id: str) -> None:
         ctx.reporter.node(describe(node))
 
 
-__all__ = ["describe", "evaluate_nodes", "score_split", "snapshot", "spends_budget"]
+__all__ = ["describe", "evaluate_nodes", "record_evaluation", "score_split", "snapshot",
+           "spends_budget"]

@@ -25,7 +25,12 @@ from typing import Any
 from recursor.archive.replay.fast import Picker, below, chooser, fast_picker, seed_from_text
 from recursor.archive.replay.model import OutcomeModel
 from recursor.archive.replay.record import RecordedCampaign, RecordedNode
-from recursor.archive.selection import RankedSelectionPolicy, SelectionPolicy, build_selection
+from recursor.archive.selection import (
+    RankedSelectionPolicy,
+    SelectionPolicy,
+    build_selection,
+    score_key,
+)
 from recursor.config import CampaignConfig
 from recursor.proposers.ensemble import ProposerChoicePolicy, build_proposer_choice
 
@@ -160,6 +165,8 @@ class _Run:
         self.keys = [(sim.sign * score, root.id)]
         self.order_ids, self.scored = [root.id], [(root.id, score)]
         self.index_of = {root.id: 0}
+        # selection ranks one node per distinct score, the oldest (``distinct_scores``)
+        self.score_keys = {score_key(score)}
         self.best_score, self.spent = score, 0.0
         self.attempted = self.unevaluated = self.created = 0
         self.trace = Trace([], [], [], [], [])
@@ -226,10 +233,13 @@ class _Run:
         self.depths.append(self.depths[parent] + 1)
         improvement = None
         if ok and score is not None:
-            if self.picker is not None:
+            key = score_key(score)
+            fresh = key not in self.score_keys
+            self.score_keys.add(key)
+            if self.picker is None:
+                self._for_plugin(number, node_id, score, fresh)
+            elif fresh:
                 bisect.insort(self.ranking, (-sign * score, _Descending(node_id), number))
-            else:
-                self._for_plugin(number, node_id, score)
             assert parent_score is not None
             improvement = sign * (parent_score - score)  # objective.improvement
             if sign * score < sign * self.best_score:
@@ -249,12 +259,14 @@ class _Run:
             trace.results.append((ok, score, spends))
             trace.choices.append((round_, slot, self.ids[parent], name))
 
-    def _for_plugin(self, number: int, node_id: str, score: float) -> None:
-        """Keep what a selection without a fast path is given (ids best first, scored)."""
-        key = (self.sign * score, node_id)
-        at = bisect.bisect(self.keys, key)
-        self.keys.insert(at, key)
-        self.order_ids.insert(at, node_id)
+    def _for_plugin(self, number: int, node_id: str, score: float, fresh: bool) -> None:
+        """Keep what a selection without a fast path is given: all scored pairs, and the
+        ranking of distinct scores (ids best first) that ``RankedSelectionPolicy.pick`` takes."""
+        if fresh:
+            key = (self.sign * score, node_id)
+            at = bisect.bisect(self.keys, key)
+            self.keys.insert(at, key)
+            self.order_ids.insert(at, node_id)
         self.scored.append((node_id, score))
         self.index_of[node_id] = number
 

@@ -63,17 +63,20 @@ def test_a_file_overrides_defaults(tmp_path: Path) -> None:
     assert config.concurrency == 2
 
 
+_TRAIN = [{"step": "train"}]
+
+
 def test_the_schedule_executor_is_a_union_of_kinds() -> None:
     from recursor.config import DeepSpeedExecutorConfig, LocalExecutorConfig, RayExecutorConfig
 
-    schedule = parse_config({"schedule": {}}).schedule
+    schedule = parse_config({"schedule": {"steps": _TRAIN}}).schedule
     assert schedule is not None and schedule.executor == LocalExecutorConfig()
-    ray = parse_config({"schedule": {"executor": {"kind": "ray", "address": "http://h:1",
-                                                  "num_cpus": 2}}}).schedule
+    ray = parse_config({"schedule": {"steps": _TRAIN, "executor": {
+        "kind": "ray", "address": "http://h:1", "num_cpus": 2}}}).schedule
     assert ray is not None and ray.executor == RayExecutorConfig(kind="ray", address="http://h:1",
                                                                  num_cpus=2)
-    deepspeed = parse_config({"schedule": {"executor": {"kind": "deepspeed", "zero_stage": 3,
-                                                        "offload": True}}}).schedule
+    deepspeed = parse_config({"schedule": {"steps": _TRAIN, "executor": {
+        "kind": "deepspeed", "zero_stage": 3, "offload": True}}}).schedule
     assert deepspeed is not None and isinstance(deepspeed.executor, DeepSpeedExecutorConfig)
     assert (deepspeed.executor.zero_stage, deepspeed.executor.offload) == (3, True)
 
@@ -81,9 +84,10 @@ def test_the_schedule_executor_is_a_union_of_kinds() -> None:
 @pytest.mark.parametrize("name", ["local", "deepspeed", "ray"])
 def test_a_bare_executor_name_still_loads(name: str) -> None:
     """Campaign files (and configs stored with earlier campaigns) say `executor: local`."""
-    schedule = parse_config({"schedule": {"executor": name}}).schedule
+    schedule = parse_config({"schedule": {"steps": _TRAIN, "executor": name}}).schedule
     assert schedule is not None and schedule.executor.kind == name
-    again = parse_config(parse_config({"schedule": {"executor": name}}).model_dump(mode="json"))
+    again = parse_config(parse_config({"schedule": {"steps": _TRAIN, "executor": name}}
+                                      ).model_dump(mode="json"))
     assert again.schedule is not None and again.schedule.executor == schedule.executor
 
 

@@ -74,7 +74,7 @@ def test_queries_choose_what_a_full_scan_chooses(ctx: CampaignContext, window: i
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(views, "DIVERSITY_WINDOW", window)
     for parent in [n.id for n in ctx.archive.nodes(ctx.campaign_id)][::7]:
-        context = views.proposal_context(ctx, parent, seed=1)
+        context = views.proposal_context(ctx, parent, seed=1, scope=ctx.scope())
         inspirations, failures, history = _scanned(ctx, parent)
         assert len(inspirations) == 3
         assert [v.id for v in context.inspirations] == inspirations
@@ -86,7 +86,7 @@ def test_files_are_read_only_when_a_proposer_opens_them(ctx: CampaignContext) ->
     reads: list[str] = []
     read = ctx.store.read
     ctx.store.read = lambda sha: reads.append(sha) or read(sha)  # type: ignore[method-assign]
-    context = views.proposal_context(ctx, ctx.node_id(0, 0), seed=1)
+    context = views.proposal_context(ctx, ctx.node_id(0, 0), seed=1, scope=ctx.scope())
     # the diversity pick compares the best's text with the window's: at most the window
     assert len(reads) <= views.DIVERSITY_WINDOW + 1
     reads.clear()
