@@ -5,8 +5,9 @@ The names below are the archive's contract, the only ones the orchestrator impor
 
 from recursor.archive.gitstore import GitStore
 from recursor.archive.models import EvaluationRow, NodeRow
+from recursor.archive.queries import Settled
 from recursor.archive.selection import SelectionPolicy, TournamentSelection, build_selection
 from recursor.archive.store import Archive, sqlite_url
 
-__all__ = ["Archive", "EvaluationRow", "GitStore", "NodeRow", "SelectionPolicy",
+__all__ = ["Archive", "EvaluationRow", "GitStore", "NodeRow", "SelectionPolicy", "Settled",
            "TournamentSelection", "build_selection", "sqlite_url"]

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from sqlalchemy import Connection, Engine, insert, inspect, select, text
 from sqlalchemy.exc import IntegrityError, OperationalError
 
-from recursor.archive.models import Base, JobRow, PromotionRow, SchemaVersion
+from recursor.archive.models import Base, JobRow, NodeRow, PromotionRow, SchemaVersion
 from recursor.errors import ArchiveError
 
 
@@ -53,8 +53,26 @@ def _v3_postgresql(conn: Connection, node_only: list[str | None]) -> None:
                       "UNIQUE (node_id, component)"))
 
 
+def _v4_typed_nodes(conn: Connection) -> None:
+    """Drop what nothing wrote (the ``artifacts`` table, ``nodes.cpu_s``/``gpu_s``: their
+    NOT NULL columns would also refuse the new, narrower inserts) and add the index the
+    controller's status and best-score queries use. Each part checks first, since archives
+    created at v4 start without them."""
+    found = inspect(conn)
+    if found.has_table("artifacts"):
+        conn.execute(text("DROP TABLE artifacts"))
+    columns = {c["name"] for c in found.get_columns("nodes")}
+    for name in ("cpu_s", "gpu_s"):
+        if name in columns:  # SQLite has DROP COLUMN since 3.35
+            conn.execute(text(f"ALTER TABLE nodes DROP COLUMN {name}"))
+    indexes = {i["name"] for i in found.get_indexes("nodes")}
+    for index in NodeRow.__table__.indexes:  # type: ignore[attr-defined]
+        if index.name not in indexes:
+            index.create(conn)
+
+
 MIGRATIONS: list[Callable[[Connection], None]] = [_v1_initial, _v2_jobs,
-                                                  _v3_promotions_per_component]
+                                                  _v3_promotions_per_component, _v4_typed_nodes]
 LATEST = len(MIGRATIONS)
 
 

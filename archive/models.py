@@ -3,14 +3,36 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from enum import StrEnum
 from typing import Any
 
-from sqlalchemy import JSON, DateTime, Float, ForeignKey, Integer, String, Text, UniqueConstraint
+from sqlalchemy import (
+    JSON,
+    DateTime,
+    Enum,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
+)
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+from recursor.types import CampaignStatus, ChangeKind, NodeStatus, RunStatus, Split
 
 
 def utcnow() -> datetime:
     return datetime.now(UTC)
+
+
+def enum_column(kind: type[StrEnum], length: int) -> Enum:
+    """A column of ``kind`` stored as its string value in a plain VARCHAR (no native enum, no
+    CHECK constraint), so the schema stays as it was and reads give the enum back."""
+    return Enum(kind, native_enum=False, create_constraint=False, length=length,
+                values_callable=lambda members: [m.value for m in members],
+                validate_strings=True)
 
 
 class Base(DeclarativeBase):
@@ -29,7 +51,8 @@ class CampaignRow(Base):
     name: Mapped[str] = mapped_column(String(200))
     task: Mapped[str] = mapped_column(String(200))
     config: Mapped[dict[str, Any]] = mapped_column(JSON)
-    status: Mapped[str] = mapped_column(String(20), default="running")
+    status: Mapped[CampaignStatus] = mapped_column(enum_column(CampaignStatus, 20),
+                                                   default=CampaignStatus.RUNNING)
     repo_path: Mapped[str] = mapped_column(Text)
     root_node_id: Mapped[str | None] = mapped_column(String(64), nullable=True)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
@@ -38,27 +61,29 @@ class CampaignRow(Base):
 
 class NodeRow(Base):
     __tablename__ = "nodes"
-    __table_args__ = (UniqueConstraint("campaign_id", "round", "slot", name="uq_node_slot"),)
+    __table_args__ = (UniqueConstraint("campaign_id", "round", "slot", name="uq_node_slot"),
+                      # the controller's queries: nodes by status, the best by score
+                      Index("ix_nodes_campaign_status_score", "campaign_id", "status", "score"))
     id: Mapped[str] = mapped_column(String(64), primary_key=True)
     campaign_id: Mapped[str] = mapped_column(ForeignKey("campaigns.id"), index=True)
     parent_id: Mapped[str | None] = mapped_column(String(64), nullable=True, index=True)
     round: Mapped[int] = mapped_column(Integer)
     slot: Mapped[int] = mapped_column(Integer)
-    kind: Mapped[str] = mapped_column(String(32))
+    kind: Mapped[ChangeKind] = mapped_column(enum_column(ChangeKind, 32))
     proposer: Mapped[str] = mapped_column(String(200))
     proposer_reason: Mapped[str] = mapped_column(Text, default="")
     rationale: Mapped[str] = mapped_column(Text, default="")
     proposal: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
     patch: Mapped[str] = mapped_column(Text, default="")
     commit: Mapped[str | None] = mapped_column(String(64), nullable=True)
-    status: Mapped[str] = mapped_column(String(16), default="pending")
-    run_status: Mapped[str | None] = mapped_column(String(16), nullable=True)
+    status: Mapped[NodeStatus] = mapped_column(enum_column(NodeStatus, 16),
+                                               default=NodeStatus.PENDING)
+    run_status: Mapped[RunStatus | None] = mapped_column(enum_column(RunStatus, 16),
+                                                         nullable=True)
     score: Mapped[float | None] = mapped_column(Float, nullable=True)
     heldout_score: Mapped[float | None] = mapped_column(Float, nullable=True)
     error: Mapped[str | None] = mapped_column(Text, nullable=True)
     wall_s: Mapped[float] = mapped_column(Float, default=0.0)
-    cpu_s: Mapped[float] = mapped_column(Float, default=0.0)
-    gpu_s: Mapped[float] = mapped_column(Float, default=0.0)
     tokens: Mapped[int] = mapped_column(Integer, default=0)
     cost: Mapped[float] = mapped_column(Float, default=0.0)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
@@ -70,23 +95,12 @@ class EvaluationRow(Base):
     __table_args__ = (UniqueConstraint("node_id", "split", "seed", name="uq_eval"),)
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     node_id: Mapped[str] = mapped_column(ForeignKey("nodes.id"), index=True)
-    split: Mapped[str] = mapped_column(String(16))
+    split: Mapped[Split] = mapped_column(enum_column(Split, 16))
     seed: Mapped[int] = mapped_column(Integer, default=0)
-    run_status: Mapped[str] = mapped_column(String(16))
+    run_status: Mapped[RunStatus] = mapped_column(enum_column(RunStatus, 16))
     metrics: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
     instances: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
     wall_s: Mapped[float] = mapped_column(Float, default=0.0)
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
-
-
-class ArtifactRow(Base):
-    __tablename__ = "artifacts"
-    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
-    node_id: Mapped[str] = mapped_column(ForeignKey("nodes.id"), index=True)
-    name: Mapped[str] = mapped_column(String(200))
-    kind: Mapped[str] = mapped_column(String(32))
-    uri: Mapped[str] = mapped_column(Text)
-    sha256: Mapped[str | None] = mapped_column(String(64), nullable=True)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 

@@ -10,8 +10,10 @@ picks a parent for each slot of the next round. Built-ins (``selection.kind`` in
 - ``tournament``: the best of ``tournament_size`` uniform draws;
 - ``plugin``: a user's ``SelectionPolicy`` subclass, ``class_path: "pkg.mod:Class"``.
 
-Ties are broken by node id, so a policy is a pure function of its inputs and the ``rng``; a
-resumed campaign (and the replay simulator) re-creates the same choices from the same seed.
+The ranked policies (all but ``plugin``) rank one node per score: nodes whose scores agree to
+``SAME_SCORE_DIGITS`` significant digits count once, as the oldest of them (see
+:func:`distinct_scores`). Ties are broken by node id, so a policy is a pure function of its
+inputs and the ``rng``; a resumed campaign re-creates the same choices from the same seed.
 """
 
 from __future__ import annotations
@@ -31,14 +33,43 @@ from recursor.config import (
     TournamentSelectionConfig,
 )
 from recursor.errors import RecursorError
-from recursor.plugins import instantiate
+from recursor.plugins import build_plugin
 from recursor.types import Objective
+
+# Two scores that agree to this many significant digits are one behaviour (a deterministic
+# evaluator run on programs that differ only by a rescaling agrees to ~15 digits).
+SAME_SCORE_DIGITS = 10
 
 
 def ranked(candidates: Sequence[tuple[str, float]], objective: Objective) -> list[str]:
     """Node ids from best to worst."""
     sign = 1.0 if objective.direction == "minimize" else -1.0
     return [nid for nid, _ in sorted(candidates, key=lambda c: (sign * c[1], c[0]))]
+
+
+def score_key(score: float) -> str:
+    """Scores equal to ``SAME_SCORE_DIGITS`` significant digits share a key."""
+    return f"{score:.{SAME_SCORE_DIGITS}g}"
+
+
+def distinct_scores(candidates: Sequence[tuple[str, float]]) -> list[tuple[str, float]]:
+    """One candidate per score (to ``SAME_SCORE_DIGITS`` significant digits): the first listed,
+    the oldest in archive order.
+
+    A mutant that changes nothing the evaluator can see (a rescaled weight that normalisation
+    cancels, a no-op clip) scores like its parent, up to floating-point rounding in the last
+    bits. Such clones would otherwise fill the ranking and the tournaments with copies of one
+    behaviour and push the distinct ones down; collapsing them lets selection pressure act on
+    behaviours, not on spellings.
+    """
+    seen: set[str] = set()
+    out = []
+    for nid, score in candidates:
+        key = score_key(score)
+        if key not in seen:
+            seen.add(key)
+            out.append((nid, score))
+    return out
 
 
 class SelectionPolicy(abc.ABC):
@@ -64,7 +95,7 @@ class RankedSelectionPolicy(SelectionPolicy):
                rng: random.Random, k: int) -> list[str]:
         if not scored:
             raise ValueError("no scored node to select a parent from")
-        order = ranked(scored, objective)
+        order = ranked(distinct_scores(scored), objective)
         return [self.pick(order, rng) for _ in range(k)]
 
 
@@ -144,9 +175,9 @@ def build_selection(config: Any) -> SelectionPolicy:
     if isinstance(config, TournamentSelectionConfig):
         return TournamentSelection(config.tournament_size)
     if isinstance(config, PluginSelectionConfig):
-        policy: SelectionPolicy = instantiate(config.class_path, dict(config.options),
-                                              SelectionPolicy, "selection")
-        return CheckedSelection(policy, config.class_path)
+        policy: SelectionPolicy = build_plugin("selection", config)
+        label = config.class_path or f"entry point {config.entry_point!r}"
+        return CheckedSelection(policy, label)
     raise TypeError(f"not a selection config: {config!r}")
 
 
@@ -164,4 +195,4 @@ def choose_parent(candidates: Sequence[tuple[str, float]], config: Any,
 
 __all__ = ["CheckedSelection", "EpsilonGreedySelection", "GreedySelection", "RankSelection",
            "RankedSelectionPolicy", "SelectionPolicy", "TournamentSelection", "build_selection",
-           "choose_parent", "choose_parents", "ranked"]
+           "choose_parent", "choose_parents", "distinct_scores", "ranked"]

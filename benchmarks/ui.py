@@ -72,7 +72,7 @@ def synthetic_archive(directory: Path, count: int, seed: int = 0) -> str:
         session.add_all(nodes)
         session.flush()
         session.add_all(promotions)
-    archive.update_campaign(CAMPAIGN, root_node_id=root.id)
+    archive.set_root_node(CAMPAIGN, root.id)
     archive.close()
     return incumbent.id
 

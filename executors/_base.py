@@ -7,6 +7,14 @@ following a running job), ``cancel``, ``wait`` and ``record`` work from the hand
 a controller that restarted can pick up where it left off. A job that fails is a record with
 status ``failed`` and its error, never an exception from ``wait``; ``ExecutorError`` means the
 executor itself cannot work.
+
+A new executor subclasses :class:`Executor` and implements its five abstract methods, all
+public: ``submit``, ``status``, ``cancel``, ``is_active`` and ``record_lost``; ``wait``,
+``logs``, ``record`` and ``artifacts`` work from the job directory every executor shares
+(``recursor.executors._jobdir``). It is built as ``Class(root=jobs folder, **options)`` from
+``{kind: plugin, class_path: ...}`` or an entry point of group ``recursor.executors``
+(docs/plugins.md). An executor that starts local processes can subclass ``LocalExecutor``
+and use its ``prepare_job`` hook instead.
 """
 
 from __future__ import annotations
@@ -31,16 +39,21 @@ class JobHandle:
 
 
 class Executor(abc.ABC):
-    """Runs JobSpecs. Implementations: local (subprocess), deepspeed, ray."""
+    """Runs JobSpecs. Implementations: local (subprocess), deepspeed, ray.
+
+    ``kind`` names the executor in job records (``JobRecord.executor``, ``JobHandle``).
+    """
 
     kind: str
 
     @abc.abstractmethod
     def submit(self, spec: JobSpec) -> JobHandle:
-        """Start the job, or attach to the existing one with the same id."""
+        """Start the job and return at once; when a job with ``spec.job_id`` already exists,
+        attach to it while it runs and never rerun a job that has a record."""
 
     @abc.abstractmethod
-    def status(self, handle: JobHandle) -> JobStatus: ...
+    def status(self, handle: JobHandle) -> JobStatus:
+        """The job's status now: its record's once finished; never raises for a failed job."""
 
     def logs(self, handle: JobHandle, follow: bool = False) -> Iterator[str]:
         """The lines of the job's ``job.log``; with ``follow``, until the job finishes."""
@@ -60,7 +73,9 @@ class Executor(abc.ABC):
                     return
 
     @abc.abstractmethod
-    def cancel(self, handle: JobHandle) -> None: ...
+    def cancel(self, handle: JobHandle) -> None:
+        """Stop the job if it still runs, so that it ends with a ``cancelled`` record; a
+        finished job is left as it is."""
 
     def wait(self, handle: JobHandle, timeout_s: float | None = None) -> JobRecord:
         """Block until the job finishes (ExecutorError on timeout); its record."""
@@ -69,20 +84,24 @@ class Executor(abc.ABC):
             record = self.record(handle)
             if record is not None:
                 return record
-            if not self._running(handle):
+            if not self.is_active(handle):
                 time.sleep(LOG_POLL_S)  # the record may land just after the job ends
-                return self.record(handle) or self._ended_without_record(handle)
+                return self.record(handle) or self.record_lost(handle)
             if deadline is not None and time.monotonic() > deadline:
                 raise ExecutorError(f"job {handle.job_id} still running after {timeout_s} s")
             time.sleep(LOG_POLL_S)
 
     @abc.abstractmethod
-    def _running(self, handle: JobHandle) -> bool:
-        """Whether the job is still pending or running (it may have no record yet)."""
+    def is_active(self, handle: JobHandle) -> bool:
+        """Whether the job is still pending or running. ``wait`` polls it; once it is False
+        and no ``record.json`` appeared, ``wait`` asks :meth:`record_lost`. Cheap and never
+        raising: a job the executor has no trace of is not active."""
 
     @abc.abstractmethod
-    def _ended_without_record(self, handle: JobHandle) -> JobRecord:
-        """The record for a job that ended without writing one (and records it if useful)."""
+    def record_lost(self, handle: JobHandle) -> JobRecord:
+        """The finished record (``failed``, or ``cancelled`` when it was cancelled) of a job
+        that ended without writing one, with the reason in ``error``; write it to the job's
+        ``record.json`` when later calls should agree (``_jobdir.write_json``)."""
 
     def record(self, handle: JobHandle) -> JobRecord | None:
         """The finished record, or None while the job has none."""

@@ -48,9 +48,8 @@ class DeepSpeedExecutor(LocalExecutor):
         suffix = f"z{zero_stage}-n{num_procs}" + ("-offload" if offload else "")
         super().__init__(Path(root) / f"deepspeed-{suffix}")
 
-    def _start(self, handle: JobHandle) -> None:
+    def prepare_job(self, handle: JobHandle) -> None:
         write_json(handle.directory / "launcher.json", self.launcher)
-        super()._start(handle)
 
 
 __all__ = ["DeepSpeedExecutor", "zero_config"]

@@ -17,14 +17,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from recursor.executors.spec import JobSpec
+from recursor.executors.spec import EvalJob, GenerateJob
 from recursor.executors.trl_jobs import load_model, load_reward, read_rows
 
 DEFAULTS: dict[str, Any] = {"max_new_tokens": 16, "num_samples": 1, "temperature": 0.0,
                             "batch_size": 32, "server": None}
 
 
-def generate_rows(spec: JobSpec) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+def generate_rows(spec: GenerateJob | EvalJob) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Each prompt's completions as rows, and throughput figures."""
     import torch
 
@@ -32,7 +32,7 @@ def generate_rows(spec: JobSpec) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     unknown = set(options) - set(DEFAULTS)
     if unknown:
         raise ValueError(f"unknown generation options {sorted(unknown)}; known: {sorted(DEFAULTS)}")
-    rows = read_rows(spec.data or "")
+    rows = read_rows(spec.data)
     if options["server"]:
         return _generate_remote(spec, rows, options)
     model, tokenizer = load_model(spec, [str(r.get("prompt", "")) for r in rows])
@@ -51,7 +51,7 @@ def generate_rows(spec: JobSpec) -> tuple[list[dict[str, Any]], dict[str, Any]]:
                  "tokens_per_s": generated / elapsed if elapsed else 0.0}
 
 
-def _generate_remote(spec: JobSpec, rows: list[dict[str, Any]],
+def _generate_remote(spec: GenerateJob | EvalJob, rows: list[dict[str, Any]],
                      options: dict[str, Any]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Completions from an OpenAI-compatible server (a serve job: vLLM or transformers)."""
     import openai
@@ -93,15 +93,13 @@ def _complete(model: Any, tokenizer: Any, prompts: Sequence[str],
     return [t.strip() for t in texts], int((new != tokenizer.pad_token_id).sum())
 
 
-def generate(spec: JobSpec, out: Path) -> dict[str, Any]:
+def generate(spec: GenerateJob, out: Path) -> dict[str, Any]:
     rows, metrics = generate_rows(spec)
     return {"metrics": metrics, "artifacts": {"completions": _write(out, rows)}}
 
 
-def evaluate(spec: JobSpec, out: Path) -> dict[str, Any]:
+def evaluate(spec: EvalJob, out: Path) -> dict[str, Any]:
     """Generate, then score every completion with ``spec.reward``; the mean is the metric."""
-    if not spec.reward:
-        raise ValueError("an eval job needs `reward: 'package.module:function'`")
     rows, metrics = generate_rows(spec)
     reward = load_reward(spec.reward)
     columns = {key: [row.get(key) for row in rows] for key in rows[0] if key != "completion"}

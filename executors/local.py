@@ -46,8 +46,14 @@ class LocalExecutor(Executor):
             return handle
         attempts = previous_attempts(handle.directory) + 1
         prepare(handle.directory, spec, attempts)
+        self.prepare_job(handle)
         self._start(handle)
         return handle
+
+    def prepare_job(self, handle: JobHandle) -> None:  # noqa: B027 - optional hook
+        """Hook for subclasses: called on every attempt once the job folder holds a fresh
+        ``spec.json`` and before its supervisor starts; write files the job's runner reads
+        there (the DeepSpeed executor writes ``launcher.json``). Default: nothing."""
 
     def _start(self, handle: JobHandle) -> None:
         log = (handle.directory / "job.log").open("ab")
@@ -93,10 +99,10 @@ class LocalExecutor(Executor):
             record.status = JobStatus.CANCELLED
             write_json(handle.directory / "record.json", record.model_dump(mode="json"))
 
-    def _running(self, handle: JobHandle) -> bool:
+    def is_active(self, handle: JobHandle) -> bool:
         return _alive(handle.directory)
 
-    def _ended_without_record(self, handle: JobHandle) -> JobRecord:
+    def record_lost(self, handle: JobHandle) -> JobRecord:
         return lost_record(handle.directory, self.kind,
                            "the job's runner died without a record (see job.log); "
                            "submit the spec again to rerun it")

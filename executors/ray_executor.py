@@ -101,10 +101,10 @@ class RayExecutor(Executor):
         except Exception as exc:
             raise ExecutorError(f"Ray could not stop {submission}: {exc}") from exc
 
-    def _running(self, handle: JobHandle) -> bool:
+    def is_active(self, handle: JobHandle) -> bool:
         return self._ray_status(handle) in ("PENDING", "RUNNING")
 
-    def _ended_without_record(self, handle: JobHandle) -> JobRecord:
+    def record_lost(self, handle: JobHandle) -> JobRecord:
         if (handle.directory / "cancel").exists():
             record = lost_record(handle.directory, self.kind, "cancelled")
             record.status = JobStatus.CANCELLED

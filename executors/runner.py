@@ -20,11 +20,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from recursor.executors.spec import JobRecord, JobSpec, JobStatus
+from recursor.executors.spec import JobRecord, JobSpec, JobStatus, parse_spec_json
 
 
 def supervise(directory: Path, executor: str) -> JobRecord:
-    spec = JobSpec.model_validate_json((directory / "spec.json").read_text())
+    spec = parse_spec_json((directory / "spec.json").read_text())
     attempts = json.loads((directory / "attempts.json").read_text()).get("attempts", 1)
     started = time.monotonic()
     argv, env = work_command(directory, spec, executor)

@@ -24,7 +24,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from recursor.executors.spec import JobSpec
+from recursor.executors.spec import ServeJob
 
 DEFAULT_VLLM_PYTHON = Path.home() / ".cache" / "recursor" / "vllm-env" / "bin" / "python"
 STARTUP_S = 300.0
@@ -36,7 +36,7 @@ def vllm_python() -> Path | None:
     return path if path.is_file() else None
 
 
-def server_command(spec: JobSpec, port: int) -> tuple[list[str], str]:
+def server_command(spec: ServeJob, port: int) -> tuple[list[str], str]:
     backend = str(spec.config.get("backend", "auto"))
     python = vllm_python()
     if backend == "vllm" and python is None:
@@ -57,7 +57,7 @@ def server_command(spec: JobSpec, port: int) -> tuple[list[str], str]:
             "--port", str(port)], "transformers"
 
 
-def serve(spec: JobSpec, out: Path) -> dict[str, Any]:
+def serve(spec: ServeJob, out: Path) -> dict[str, Any]:
     port = _free_port()
     argv, backend = server_command(spec, port)
     started = time.monotonic()

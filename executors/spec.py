@@ -13,10 +13,10 @@ import hashlib
 import json
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from recursor.errors import ConfigError
 
@@ -35,50 +35,109 @@ class JobStatus(StrEnum):
 
 JobKind = Literal["sft", "grpo", "generate", "eval", "serve", "command"]
 
+# Fields that only some kinds have: a job's identity hashes them all (absent ones at these
+# values), so a job keeps the id it had when every spec carried every field.
+_IDENTITY_DEFAULTS: dict[str, Any] = {"model": None, "model_options": {}, "data": None,
+                                      "config": {}, "reward": None, "command": None}
+
 
 class JobSpec(BaseModel):
-    """One training or evaluation job (see docs/executors.md for every field)."""
+    """One training or evaluation job: the fields every kind has. Each kind is its own model
+    (``SftJob`` ... ``CommandJob``, below) carrying only its own fields; calling
+    ``JobSpec(kind=..., ...)`` builds the model of that kind, and :data:`JOB_SPEC_ADAPTER`
+    validates a stored spec the same way (see docs/executors.md for every field)."""
 
     model_config = ConfigDict(extra="forbid")
 
     kind: JobKind
     name: str = Field("", description="a label for people; not part of the job's identity")
-    model: str | None = Field(
-        None, description="a checkpoint directory, or 'tiny-gpt2' to build one from config")
-    model_options: dict[str, Any] = Field(
-        default_factory=dict, description="tiny-gpt2: n_layer, n_embd, n_head, n_positions")
-    data: str | None = Field(None, description="JSONL file: text, prompt/completion or prompt")
-    config: dict[str, Any] = Field(
-        default_factory=dict, description="trainer or generation options (max_steps, ...)")
-    reward: str | None = Field(None, description="grpo: 'package.module:function'")
-    command: list[str] | None = Field(None, description="command: the argv to run")
     seed: int = 0
     wall_time_s: float | None = Field(None, gt=0, description="cancelled past this")
     provenance: dict[str, str] = Field(
         default_factory=dict, description="policy, harness, data recipe, task it came from")
 
-    @model_validator(mode="after")
-    def _fits_kind(self) -> JobSpec:
-        if self.kind == "command" and not self.command:
-            raise ValueError("a command job needs `command: [argv...]`")
-        if self.kind in ("sft", "grpo", "generate", "eval", "serve") and not self.model:
-            raise ValueError(f"a {self.kind} job needs `model:` (a checkpoint or tiny-gpt2)")
-        if self.kind in ("sft", "grpo") and not self.data:
-            raise ValueError(f"a {self.kind} job needs `data:` (a JSONL file)")
-        if self.kind in ("generate", "eval") and not self.data:
-            raise ValueError(f"a {self.kind} job needs `data:` (a JSONL file of prompts)")
-        if self.kind in ("grpo", "eval") and not self.reward:
-            raise ValueError(f"a {self.kind} job needs `reward: 'package.module:function'`")
-        return self
+    def __new__(cls, *args: Any, **data: Any) -> Any:
+        # JobSpec(kind=...) dispatches to the kind's model; pydantic then runs that model's
+        # __init__ on the same fields (validation is cheap and the result the same).
+        if cls is JobSpec and data:
+            return JOB_SPEC_ADAPTER.validate_python(data)
+        return super().__new__(cls)
 
     @property
     def job_id(self) -> str:
         """Content hash of everything that changes what the job computes."""
-        identity = self.model_dump(exclude={"name"})
-        if self.data and Path(self.data).is_file():
-            identity["data_sha256"] = hashlib.sha256(Path(self.data).read_bytes()).hexdigest()
+        identity = {**_IDENTITY_DEFAULTS, **self.model_dump(exclude={"name"})}
+        data = identity.get("data")
+        if data and Path(data).is_file():
+            identity["data_sha256"] = hashlib.sha256(Path(data).read_bytes()).hexdigest()
         text = json.dumps(identity, sort_keys=True, default=str)
         return f"{self.kind}-{hashlib.sha256(text.encode()).hexdigest()[:16]}"
+
+
+class ModelJob(JobSpec):
+    """A job on a model: a checkpoint directory, or tiny-gpt2 built from ``model_options``."""
+
+    model: str = Field(min_length=1, description="a checkpoint directory, or 'tiny-gpt2' to "
+                       "build one from model_options")
+    model_options: dict[str, Any] = Field(
+        default_factory=dict, description="tiny-gpt2: n_layer, n_embd, n_head, n_positions")
+    config: dict[str, Any] = Field(
+        default_factory=dict, description="trainer, generation or server options")
+
+
+class SftJob(ModelJob):
+    """Supervised fine-tuning on ``data`` (JSONL: text, or prompt/completion)."""
+
+    kind: Literal["sft"]
+    data: str = Field(min_length=1, description="JSONL file: text or prompt/completion")
+
+
+class GrpoJob(ModelJob):
+    """GRPO from ``model`` on the prompts in ``data``, scored by ``reward``."""
+
+    kind: Literal["grpo"]
+    data: str = Field(min_length=1, description="JSONL file of prompts")
+    reward: str = Field(min_length=1, description="'package.module:function'")
+
+
+class GenerateJob(ModelJob):
+    """Completions of the prompts in ``data``."""
+
+    kind: Literal["generate"]
+    data: str = Field(min_length=1, description="JSONL file of prompts")
+
+
+class EvalJob(ModelJob):
+    """Completions of the prompts in ``data``, each scored by ``reward``; the mean is the
+    metric."""
+
+    kind: Literal["eval"]
+    data: str = Field(min_length=1, description="JSONL file of prompts")
+    reward: str = Field(min_length=1, description="'package.module:function'")
+
+
+class ServeJob(ModelJob):
+    """An OpenAI-compatible server for ``model`` until the job is cancelled."""
+
+    kind: Literal["serve"]
+
+
+class CommandJob(JobSpec):
+    """Any command; its ``$JOB_OUT/metrics.json`` becomes the metrics."""
+
+    kind: Literal["command"]
+    command: list[str] = Field(min_length=1, description="the argv to run")
+
+
+AnyJobSpec = Annotated[SftJob | GrpoJob | GenerateJob | EvalJob | ServeJob | CommandJob,
+                       Field(discriminator="kind")]
+JOB_SPEC_ADAPTER: TypeAdapter[AnyJobSpec] = TypeAdapter(AnyJobSpec)
+
+
+def parse_spec_json(text: str) -> JobSpec:
+    """A stored spec (``spec.json``) as the model of its kind."""
+    spec: JobSpec = JOB_SPEC_ADAPTER.validate_json(text)
+    return spec
 
 
 class JobRecord(BaseModel):
@@ -107,14 +166,46 @@ def load_spec(path: Path) -> JobSpec:
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: a job spec must be a mapping")
     try:
-        spec = JobSpec.model_validate(data)
+        spec: JobSpec = JOB_SPEC_ADAPTER.validate_python(data)
     except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'spec'}: {e['msg']}"
-                             for e in exc.errors())
-        raise ConfigError(f"{path}: {problems}") from None
-    if spec.data and not Path(spec.data).is_absolute():  # relative to the spec file
-        spec = spec.model_copy(update={"data": str((path.parent / spec.data).resolve())})
+        raise ConfigError(f"{path}: {_problems(exc)}") from None
+    relative = getattr(spec, "data", None)
+    if relative and not Path(relative).is_absolute():  # relative to the spec file
+        spec = spec.model_copy(update={"data": str((path.parent / relative).resolve())})
     return spec
 
 
-__all__ = ["JobKind", "JobRecord", "JobSpec", "JobStatus", "load_spec"]
+def _problems(exc: ValidationError) -> str:
+    """One clause per error, naming the field without the kind the union adds to its path."""
+    out = []
+    for error in exc.errors():
+        loc = [str(p) for p in error["loc"]]
+        kind = loc.pop(0) if loc and loc[0] in _KINDS else None
+        where = ".".join(loc) or "spec"
+        message = error["msg"]
+        if error["type"] == "extra_forbidden" and kind:
+            message = f"not a field of a {kind} job ({', '.join(_fields(kind))})"
+        elif error["type"] == "missing" and kind:
+            field = _KINDS[kind].model_fields.get(where)
+            about = f" ({field.description})" if field and field.description else ""
+            message = f"a {kind} job needs `{where}:`{about}"
+        elif error["type"] == "union_tag_invalid":
+            given = error["input"].get("kind")
+            where, message = "kind", f"must be one of {', '.join(_KINDS)}, not {given!r}"
+        elif error["type"] == "union_tag_not_found":
+            where, message = "kind", f"missing: one of {', '.join(_KINDS)}"
+        out.append(f"{where}: {message}")
+    return "; ".join(out)
+
+
+_KINDS: dict[str, type[JobSpec]] = {"sft": SftJob, "grpo": GrpoJob, "generate": GenerateJob,
+                                     "eval": EvalJob, "serve": ServeJob, "command": CommandJob}
+
+
+def _fields(kind: str) -> list[str]:
+    return [name for name in _KINDS[kind].model_fields if name != "kind"]
+
+
+__all__ = ["JOB_SPEC_ADAPTER", "AnyJobSpec", "CommandJob", "EvalJob", "GenerateJob", "GrpoJob",
+           "JobKind", "JobRecord", "JobSpec", "JobStatus", "ModelJob", "ServeJob", "SftJob",
+           "load_spec", "parse_spec_json"]

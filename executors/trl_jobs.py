@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from recursor.executors.spec import JobSpec
+from recursor.executors.spec import GrpoJob, ModelJob, SftJob
 from recursor.executors.tiny import build_model, build_tokenizer
 from recursor.plugins import load_class_path
 
@@ -35,20 +35,20 @@ def read_rows(path: str) -> list[dict[str, Any]]:
     return rows
 
 
-def load_model(spec: JobSpec, texts: Sequence[str]) -> tuple[Any, Any]:
+def load_model(spec: ModelJob, texts: Sequence[str]) -> tuple[Any, Any]:
     """(model, tokenizer): from a checkpoint directory, or a tiny GPT-2 built here."""
     if spec.model == "tiny-gpt2":
         tokenizer = build_tokenizer(texts)
         return build_model(tokenizer, spec.model_options), tokenizer
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    path = Path(spec.model or "")
+    path = Path(spec.model)
     if not path.is_dir():
         raise ValueError(f"model {spec.model!r} is neither tiny-gpt2 nor a checkpoint directory")
     return AutoModelForCausalLM.from_pretrained(path), AutoTokenizer.from_pretrained(path)
 
 
-def _common(spec: JobSpec, out: Path) -> dict[str, Any]:
+def _common(spec: ModelJob, out: Path) -> dict[str, Any]:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     import torch
 
@@ -66,11 +66,11 @@ def _texts(rows: Sequence[dict[str, Any]]) -> list[str]:
             for row in rows]
 
 
-def sft(spec: JobSpec, out: Path) -> dict[str, Any]:
+def sft(spec: SftJob, out: Path) -> dict[str, Any]:
     from datasets import Dataset
     from trl import SFTConfig, SFTTrainer
 
-    rows = read_rows(spec.data or "")
+    rows = read_rows(spec.data)
     model, tokenizer = load_model(spec, _texts(rows))
     args = SFTConfig(**_common(spec, out), packing=False, **{**SFT_DEFAULTS, **spec.config})
     trainer = SFTTrainer(model=model, args=args, train_dataset=Dataset.from_list(rows),
@@ -84,12 +84,12 @@ def sft(spec: JobSpec, out: Path) -> dict[str, Any]:
         "steps": trainer.state.global_step, "steps_per_s": trainer.state.global_step / elapsed})
 
 
-def grpo(spec: JobSpec, out: Path) -> dict[str, Any]:
+def grpo(spec: GrpoJob, out: Path) -> dict[str, Any]:
     from datasets import Dataset
     from trl import GRPOConfig, GRPOTrainer
 
-    rows = read_rows(spec.data or "")
-    reward = load_reward(spec.reward or "")
+    rows = read_rows(spec.data)
+    reward = load_reward(spec.reward)
     model, tokenizer = load_model(spec, _texts(rows))
     options = {**GRPO_DEFAULTS, "use_vllm": False, **spec.config}  # on GPU: vllm_mode server
     args = GRPOConfig(**_common(spec, out), **options)

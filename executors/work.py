@@ -16,15 +16,23 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from recursor.executors.spec import JobSpec
+from recursor.executors.spec import (
+    CommandJob,
+    EvalJob,
+    GenerateJob,
+    GrpoJob,
+    ServeJob,
+    SftJob,
+    parse_spec_json,
+)
 
 Result = dict[str, Any]
 
 
-def run_command(spec: JobSpec, out: Path) -> Result:
+def run_command(spec: CommandJob, out: Path) -> Result:
     """Run ``spec.command``; its ``$JOB_OUT/metrics.json`` (if written) becomes the metrics."""
     env = {**os.environ, "JOB_OUT": str(out), "JOB_SEED": str(spec.seed)}
-    proc = subprocess.run(_launched(spec.command or []), cwd=out, env=env, check=False)
+    proc = subprocess.run(_launched(spec.command), cwd=out, env=env, check=False)
     metrics_file = out / "metrics.json"
     metrics = json.loads(metrics_file.read_text()) if metrics_file.is_file() else {}
     artifacts = {p.name: str(p) for p in sorted(out.iterdir()) if p.name != "metrics.json"}
@@ -42,37 +50,38 @@ def _launched(command: list[str]) -> list[str]:
     return [*launcher, *command[1:]]
 
 
-def run_sft(spec: JobSpec, out: Path) -> Result:
+def run_sft(spec: SftJob, out: Path) -> Result:
     from recursor.executors.trl_jobs import sft
 
     return sft(spec, out)
 
 
-def run_grpo(spec: JobSpec, out: Path) -> Result:
+def run_grpo(spec: GrpoJob, out: Path) -> Result:
     from recursor.executors.trl_jobs import grpo
 
     return grpo(spec, out)
 
 
-def run_generate(spec: JobSpec, out: Path) -> Result:
+def run_generate(spec: GenerateJob, out: Path) -> Result:
     from recursor.executors.generation import generate
 
     return generate(spec, out)
 
 
-def run_eval(spec: JobSpec, out: Path) -> Result:
+def run_eval(spec: EvalJob, out: Path) -> Result:
     from recursor.executors.generation import evaluate
 
     return evaluate(spec, out)
 
 
-def run_serve(spec: JobSpec, out: Path) -> Result:
+def run_serve(spec: ServeJob, out: Path) -> Result:
     from recursor.executors.serving import serve
 
     return serve(spec, out)
 
 
-RUNNERS: dict[str, Callable[[JobSpec, Path], Result]] = {
+# each takes the spec model of its kind (the key)
+RUNNERS: dict[str, Callable[[Any, Path], Result]] = {
     "serve": run_serve,
     "command": run_command, "sft": run_sft, "grpo": run_grpo, "generate": run_generate,
     "eval": run_eval,
@@ -87,7 +96,7 @@ def is_rank_zero() -> bool:
 def main() -> None:
     # a launcher adds --local_rank=N to the arguments: the job directory is the other one
     directory = Path(next(arg for arg in sys.argv[1:] if not arg.startswith("--")))
-    spec = JobSpec.model_validate_json((directory / "spec.json").read_text())
+    spec = parse_spec_json((directory / "spec.json").read_text())
     runner = RUNNERS.get(spec.kind)
     try:
         if runner is None:

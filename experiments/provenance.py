@@ -29,7 +29,7 @@ from recursor.executors.local import LocalExecutor
 from recursor.executors.spec import JobSpec
 from recursor.orchestrator.coevolution import stamp
 from recursor.tasks.worlds import POLICY_DEFAULTS, SEED_DIR, world
-from recursor.tasks.worlds.evaluate import corpus, evaluate
+from recursor.tasks.worlds.evaluate import component_ids, corpus, evaluate
 from recursor.tasks.worlds.policy import Policy
 
 ADOPTED = {"MENU": "True", "SHOW_NEXT": "True"}
@@ -77,9 +77,10 @@ def main() -> int:
                  for split, count in (("train", 10), ("dev", 3), ("heldout", 3))}
     cycle = 2  # every hop count
     adopted_files, other_files = workspace(ADOPTED), workspace({})
-    adopted = stamp(adopted_files, corpus(adopted_files, universes["train"], None, cycle, 0),
-                    "none")
-    other = stamp(other_files, corpus(other_files, universes["train"], None, cycle, 0), "none")
+    adopted = stamp(component_ids(adopted_files),
+                    corpus(adopted_files, universes["train"], None, cycle, 0), "none")
+    other = stamp(component_ids(other_files),
+                  corpus(other_files, universes["train"], None, cycle, 0), "none")
     rng = random.Random(0)
     n = len(adopted)
     arms = {"matched": adopted,

@@ -1,71 +1,51 @@
-"""Co-evolution of a policy and its harness: the schedule, policy training, provenance routing.
+"""Training policies for a schedule (a task with a trained policy, ``PolicyTask``):
+provenance stamping, routing, corpora, training jobs, and the training rounds.
 
-A campaign with a ``schedule`` (and a :class:`~recursor.tasks.PolicyTask`) runs its steps in
-order, ``cycles`` times:
-
-- a **harness step** is the usual propose -> evaluate -> judge loop with only the harness
-  editable and every candidate a child of the incumbent, so the policy stays fixed; the dev
-  tasks the incumbent fails (those that stayed hard after the last policy step) are its search
-  set, shown to proposers;
-- an **adapted harness step** (``adapt: true``) trains a policy under each harness candidate
-  before judging it, for policies too small to follow a prompt format they were not trained on;
-- a **policy step** trains policies instead of proposing code. Slot 0 retrains under the
-  incumbent's harness, recipe and curriculum; other slots first ask a proposer for a data or
-  curriculum change. Each builds its corpus in the sandbox, stamps the rows' provenance from
-  the files it sent (:func:`stamp`), keeps only rows whose provenance names the adopted
-  harness, trains through an executor, and becomes a pending node whose
-  ``policy.json`` names the new checkpoint. Evaluation and judging are the usual ones.
+The ``train`` node runs :func:`train_round` in a schedule's ``train`` steps and adapted
+``search`` steps (``schedule.py`` says which). Slot 0 of a train step retrains under the
+incumbent's harness, recipe and curriculum; other slots (and every slot of an adapted search
+step) first ask a proposer for a change (:func:`~recursor.orchestrator.proposing.propose_one`).
+Each builds its corpus in the sandbox, stamps the rows' provenance from the files it sent
+(:func:`stamp`, with the task's ``provenance_ids``), keeps only rows whose provenance names the
+adopted version of the task's ``routing_component`` (the harness), trains through an executor,
+and becomes a pending node whose policy file names the new checkpoint. Evaluation and judging
+are the usual ones.
 
 Judging is per component (``judging.changed_components``): a node changes one component (or a
 policy with the recipe that made it) against the incumbent, so promoting it leaves the other
-components' incumbents as they were.
+components' incumbents as they were. Everything task-specific comes through the ``PolicyTask``
+contract; this module imports no task.
 """
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import json
+import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from recursor.archive import NodeRow
-from recursor.config import ScheduleConfig, ScheduleStep
-from recursor.content import component_ids, content_id
-from recursor.errors import ConfigError
-from recursor.orchestrator.context import CampaignContext
+from recursor.errors import RecursorError
+from recursor.orchestrator.context import CampaignContext, Scope
 from recursor.orchestrator.evaluation import write_workspace
+from recursor.orchestrator.proposing import propose_one
+from recursor.orchestrator.schedule import Phase, component_paths, policy_task
 from recursor.sandbox import SandboxRequest, limits_for
 from recursor.tasks import PolicyTask
-from recursor.types import ChangeKind, NodeStatus, RunStatus, Split
-
-HARNESS, POLICY = "harness", "policy"
-SEARCH_SET_SHOWN = 12
+from recursor.types import NodeStatus, RunStatus
 
 
 class RoutingError(ValueError):
     """A training corpus would mix trajectories from different harnesses."""
 
 
-def expanded(schedule: ScheduleConfig) -> list[ScheduleStep]:
-    return [step for _ in range(schedule.cycles) for step in schedule.steps]
-
-
-def policy_task(ctx: CampaignContext) -> PolicyTask:
-    if not isinstance(ctx.task, PolicyTask):
-        raise ConfigError(f"schedule: task {ctx.task.name!r} has no trained policy; "
-                          "co-evolution needs one (e.g. task: {kind: worlds})")
-    return ctx.task
-
-
-def component_paths(ctx: CampaignContext, names: Sequence[str]) -> list[str]:
-    return [p for c in ctx.task.components() if c.name in names for p in c.paths]
-
-
-def harness_id(ctx: CampaignContext, files: Mapping[str, str]) -> str:
-    paths = component_paths(ctx, [HARNESS])
-    return str(content_id("".join(files.get(p, "") for p in paths)))
+def routing_id(task: PolicyTask, files: Mapping[str, str]) -> str:
+    """The content id of the component ``files``' policy is trained under (the harness)."""
+    return task.provenance_ids(files)[task.routing_component]
 
 
 # provenance and routing -------------------------------------------------------------------
@@ -73,14 +53,14 @@ SOURCES = ("solver", "policy", "rollout")
 ROW_FIELDS = ("prompt", "completion", "target")
 
 
-def stamp(files: Mapping[str, str], verdict: Mapping[str, Any], policy: str,
-          provenance_files: Mapping[str, str]) -> list[dict[str, Any]]:
-    """The verdict's rows, each with the controller's provenance: the content hashes of the
-    ``files`` it sent (never a hash the sandbox reports), the policy, and the evaluator's
-    ``task`` and ``source`` labels. The evaluator hashed the workspace before any candidate
-    code ran; a mismatch with ``files`` means the workspace was not what was sent, and the
-    corpus is refused (RoutingError)."""
-    ids = component_ids(files, provenance_files)
+def stamp(ids: Mapping[str, str], verdict: Mapping[str, Any],
+          policy: str) -> list[dict[str, Any]]:
+    """The verdict's rows, each with the controller's provenance: ``ids``, the content ids of
+    the files it sent (``PolicyTask.provenance_ids``, never a hash the sandbox reports), the
+    policy, and the evaluator's ``task`` and ``source`` labels. The evaluator hashed the
+    workspace before any candidate code ran; a mismatch with ``ids`` means the workspace was
+    not what was sent, and the corpus is refused (RoutingError)."""
+    ids = dict(ids)
     if verdict.get("components") != ids:
         raise RoutingError(f"the corpus was built from components {verdict.get('components')}, "
                            f"not the ones sent {ids}")
@@ -116,14 +96,14 @@ def check_single_harness(rows: Sequence[Mapping[str, Any]]) -> str:
     return names.pop()
 
 
-def write_corpus(rows: Sequence[Mapping[str, Any]], folder: Path) -> Path:
+def write_corpus(task: PolicyTask, rows: Sequence[Mapping[str, Any]], folder: Path) -> Path:
     """Training JSONL (the rows without provenance) under ``folder``, named by its content,
     with each row's provenance beside it; the same corpus is the same file, so the training
     job it feeds has the same id (campaigns sharing a jobs folder train it once)."""
     check_single_harness(rows)
     text = "".join(json.dumps({k: v for k, v in r.items() if k != "provenance"}) + "\n"
                    for r in rows)
-    path = folder / f"corpus-{content_id(text)}.jsonl"
+    path = folder / f"corpus-{task.content_id(text)}.jsonl"
     folder.mkdir(parents=True, exist_ok=True)
     path.with_suffix(".provenance.jsonl").write_text(
         "".join(json.dumps(r["provenance"], sort_keys=True) + "\n" for r in rows))
@@ -147,22 +127,12 @@ def jobs_root(ctx: CampaignContext) -> Path:
 
 
 def _executor(ctx: CampaignContext) -> Any:
+    from recursor.config import LocalExecutorConfig
+    from recursor.executors import build_executor
+
     schedule = ctx.config.schedule
-    kind = schedule.executor if schedule else "local"
-    root = jobs_root(ctx)
-    if kind == "deepspeed":
-        from recursor.executors import DeepSpeedExecutor
-
-        return DeepSpeedExecutor(root)
-    if kind == "ray":
-        import os
-
-        from recursor.executors import RayExecutor
-
-        return RayExecutor(os.environ.get("RAY_ADDRESS", "http://127.0.0.1:8265"), root)
-    from recursor.executors import LocalExecutor
-
-    return LocalExecutor(root)
+    return build_executor(schedule.executor if schedule else LocalExecutorConfig(),
+                          jobs_root(ctx))
 
 
 def build_corpus(ctx: CampaignContext, files: Mapping[str, str], cycle: int, seed: int,
@@ -170,9 +140,7 @@ def build_corpus(ctx: CampaignContext, files: Mapping[str, str], cycle: int, see
                                                str | None]:
     """Run the task's corpus command on ``files`` in the sandbox: (rows stamped by
     :func:`stamp`, verdict, error)."""
-    import tempfile
-
-    task = policy_task(ctx)
+    task = policy_task(ctx.task)
     plan = task.corpus_plan(ctx.cache_dir, cycle, seed, method)
     with tempfile.TemporaryDirectory(prefix="recursor-corpus-") as tmp:
         write_workspace(files, Path(tmp))
@@ -186,8 +154,7 @@ def build_corpus(ctx: CampaignContext, files: Mapping[str, str], cycle: int, see
         reason = verdict.get("error") or result.error or result.status.value
         return None, {"stderr": result.stderr[-4000:]}, f"corpus: {reason}"
     try:
-        rows = stamp(files, verdict, str(json.loads(files[task.policy_path])["policy"]),
-                     task.provenance_files)
+        rows = stamp(task.provenance_ids(files), verdict, task.policy_name(files))
     except RoutingError as exc:
         return None, {"stderr": result.stderr[-4000:]}, f"corpus: {exc}"
     return rows, verdict, None
@@ -197,13 +164,13 @@ def train_policy(ctx: CampaignContext, files: Mapping[str, str], cycle: int, see
                  node_id: str, method: str = "sft") -> Trained:
     """Build the corpus for ``files``, route it, train, install; never raises for candidates.
     ``grpo`` (from the workspace's policy) needs one; without it, SFT."""
-    task = policy_task(ctx)
+    task = policy_task(ctx.task)
     base = task.policy_checkpoint(files, ctx.cache_dir)
     method = method if base is not None else "sft"
     rows, verdict, error = build_corpus(ctx, files, cycle, seed, method)
     if rows is None:
         return Trained(None, error, verdict)
-    adopted = harness_id(ctx, files)
+    adopted = routing_id(task, files)
     routed = route(rows, adopted) if rows else []
     evidence: dict[str, Any] = {"harness": adopted, "rows": len(routed),
                                 "dropped_other_harness": len(rows) - len(routed),
@@ -211,11 +178,11 @@ def train_policy(ctx: CampaignContext, files: Mapping[str, str], cycle: int, see
                                 "method": method}
     if not routed:
         return Trained(None, "corpus: the recipe selected no trajectories", evidence)
-    data = write_corpus(routed, jobs_root(ctx) / "corpora")
+    data = write_corpus(task, routed, jobs_root(ctx) / "corpora")
     evidence["corpus"] = str(data)
     from recursor.executors import JobSpec
 
-    parent_policy = json.loads(files[task.policy_path])["policy"]
+    parent_policy = task.policy_name(files)
     provenance = {"policy": parent_policy, "harness": adopted, "task": ctx.task.name,
                   "recipe": routed[0]["provenance"].get("recipe", ""),
                   "curriculum": routed[0]["provenance"].get("curriculum", "")}
@@ -246,96 +213,59 @@ def initial_files(ctx: CampaignContext) -> dict[str, str]:
     files = dict(ctx.task.seed_files())
     if not isinstance(ctx.task, PolicyTask):
         return files
-    path = ctx.task.policy_path
-    if json.loads(files[path]).get("policy") != "none":
+    if ctx.task.policy_checkpoint(files, ctx.cache_dir) is not None:
         return files
     trained = train_policy(ctx, files, 0, ctx.config.seed, ctx.node_id(0, 0))
     if trained.policy_file is None:
-        from recursor.errors import RecursorError
-
         raise RecursorError(f"the starting policy could not be trained: {trained.error}")
-    files[path] = trained.policy_file
+    files[ctx.task.policy_path] = trained.policy_file
     return files
 
 
-# the schedule ----------------------------------------------------------------------------
-def phase_components(ctx: CampaignContext, step: ScheduleStep) -> list[str]:
-    """What a step's nodes may change (an adapted harness step: harness and policy)."""
-    names = [c.name for c in ctx.task.components()]
-    if step.step == HARNESS:
-        return [n for n in names if n == HARNESS or (step.adapt and n == POLICY)]
-    return [n for n in names if n != HARNESS]
-
-
-def proposed_components(ctx: CampaignContext, step: ScheduleStep) -> list[str]:
-    """What a training step's proposals may edit (the trainer writes the policy)."""
-    return [n for n in phase_components(ctx, step) if n != POLICY]
-
-
-def search_set(ctx: CampaignContext, incumbent: NodeRow) -> list[str]:
-    """The dev tasks the incumbent fails: the next harness step's search set."""
-    dev = ctx.archive.evaluation(incumbent.id, Split.DEV.value)
-    return sorted(k for k, v in (dev.instances if dev else {}).items() if v <= 0.0)
-
-
-def policy_cycle(ctx: CampaignContext, phase: int) -> int:
-    """The schedule cycle ``phase`` belongs to: 1, 2, ... (the starting policy is cycle 0);
-    the curriculum is refreshed with it."""
-    per_cycle = len(ctx.config.schedule.steps) if ctx.config.schedule else 1
-    return phase // per_cycle + 1
-
-
-async def train_round(ctx: CampaignContext, round_: int, parents: list[str],
-                      cycle: int, step: ScheduleStep) -> None:
-    """A training round: one trained policy per slot, recorded as pending nodes. In a policy
-    step slot 0 retrains the incumbent's recipe; every other slot, and every slot of an
-    adapted harness step, trains after a proposed change."""
-    import asyncio
-
+# training rounds --------------------------------------------------------------------------
+async def train_round(ctx: CampaignContext, round_: int, parents: list[str], cycle: int,
+                      phase: Phase, scope: Scope) -> None:
+    """A training round: one trained policy per slot, recorded as pending nodes. Slots that
+    ``phase.proposes`` train after a proposed change within ``scope``; the others retrain the
+    incumbent's recipe."""
     for slot, parent_id in enumerate(parents):
         if ctx.archive.node_at(ctx.campaign_id, round_, slot) is None:
-            propose = slot > 0 or step.step == HARNESS
-            node = await asyncio.to_thread(_train_slot, ctx, round_, slot, parent_id, cycle,
-                                           step, propose)
+            node = await _train_slot(ctx, round_, slot, parent_id, cycle, phase, scope)
             ctx.archive.add_node(node)
             if node.status == NodeStatus.FAILED.value:
                 ctx.reporter.node(f"{node.id} [policy] failed: {(node.error or '')[:90]}")
 
 
-def _train_slot(ctx: CampaignContext, round_: int, slot: int, parent_id: str,
-                cycle: int, step: ScheduleStep, propose: bool) -> NodeRow:
-    from recursor.orchestrator.steps import propose_edits
-
-    node_id = ctx.node_id(round_, slot)
+async def _train_slot(ctx: CampaignContext, round_: int, slot: int, parent_id: str,
+                      cycle: int, phase: Phase, scope: Scope) -> NodeRow:
     parent = ctx.archive.node(parent_id)
     base = ctx.store.read(parent.commit or "")
-    node = NodeRow(id=node_id, campaign_id=ctx.campaign_id, parent_id=parent_id,
-                   round=round_, slot=slot, proposer="trainer",
-                   kind=(ChangeKind.HARNESS if step.step == HARNESS else ChangeKind.POLICY).value,
-                   status=NodeStatus.PENDING.value)
+    node = NodeRow(id=ctx.node_id(round_, slot), campaign_id=ctx.campaign_id,
+                   parent_id=parent_id, round=round_, slot=slot, proposer="trainer",
+                   kind=phase.kind(ctx.task).value, status=NodeStatus.PENDING.value)
     edits: dict[str, str] = {}
     what = "the incumbent recipe and curriculum"
-    if propose:  # a harness, data or curriculum change first
-        editable = component_paths(ctx, proposed_components(ctx, step))
-        name, proposal, error = propose_edits(ctx, round_, slot, parent_id, editable)
-        node.proposer = f"trainer+{name}"
-        if error is not None:
-            node.status, node.error = NodeStatus.FAILED.value, error
+    if phase.proposes(slot):  # a harness, data or curriculum change first
+        proposed = await _proposed_edits(ctx, round_, slot, parent_id, phase, scope)
+        node.proposer = f"trainer+{proposed.proposer}"
+        if proposed.status == NodeStatus.FAILED.value:
+            node.status, node.error = NodeStatus.FAILED, proposed.error
+            node.tokens, node.cost = proposed.tokens, proposed.cost
             return node
-        edits, what = dict(proposal["files"]), proposal["rationale"] or "a proposed recipe"
-        node.proposal = {"files": edits, "metadata": proposal["metadata"]}
-    files = {**base, **edits}
-    method = step.method if step.step == POLICY else "sft"
-    trained = train_policy(ctx, files, cycle, ctx.config.seed + round_ * 100 + slot, node_id,
-                           method)
-    ctx.archive.add_log(node_id, "training", json.dumps(trained.evidence, sort_keys=True,
+        edits = dict((proposed.proposal or {})["files"])
+        what = proposed.rationale or "a proposed recipe"
+        node.proposal = {"files": edits, "metadata": (proposed.proposal or {})["metadata"]}
+        node.tokens, node.cost = proposed.tokens, proposed.cost
+    trained = await asyncio.to_thread(
+        train_policy, ctx, {**base, **edits}, cycle, ctx.config.seed + round_ * 100 + slot,
+        node.id, phase.method())
+    ctx.archive.add_log(node.id, "training", json.dumps(trained.evidence, sort_keys=True,
                                                         default=str))
     if trained.policy_file is None:
-        node.status, node.run_status = NodeStatus.FAILED.value, RunStatus.INVALID.value
+        node.status, node.run_status = NodeStatus.FAILED, RunStatus.INVALID
         node.error = trained.error
         return node
-    path = policy_task(ctx).policy_path
-    edits[path] = trained.policy_file
+    edits[policy_task(ctx.task).policy_path] = trained.policy_file
     node.proposal = {"files": edits, "metadata": {"training": trained.evidence}}
     node.rationale = (f"policy trained ({trained.evidence['method']}, cycle {cycle}) on "
                       f"{trained.evidence['rows']} rows "
@@ -343,6 +273,19 @@ def _train_slot(ctx: CampaignContext, round_: int, slot: int, parent_id: str,
     return node
 
 
-__all__ = ["RoutingError", "build_corpus", "check_single_harness", "expanded", "initial_files",
-           "phase_components", "policy_cycle", "route", "search_set", "stamp", "train_policy",
-           "train_round", "write_corpus"]
+async def _proposed_edits(ctx: CampaignContext, round_: int, slot: int, parent_id: str,
+                          phase: Phase, scope: Scope) -> NodeRow:
+    """A proposal limited to what ``phase`` lets a training slot's proposer edit (the trainer
+    writes the policy), failed when it edits anything else."""
+    editable = component_paths(ctx.task, phase.proposed(ctx.task))
+    node = await propose_one(ctx, round_, slot, parent_id, round_ * 1000 + slot,
+                             dataclasses.replace(scope, paths=editable))
+    outside = sorted(p for p in (node.proposal or {}).get("files", {}) if p not in editable)
+    if node.status != NodeStatus.FAILED and outside:
+        node.status = NodeStatus.FAILED
+        node.error = f"proposal edits {', '.join(outside)} (editable: {', '.join(editable)})"
+    return node
+
+
+__all__ = ["RoutingError", "Trained", "build_corpus", "check_single_harness", "initial_files",
+           "route", "routing_id", "stamp", "train_policy", "train_round", "write_corpus"]

@@ -32,6 +32,7 @@ from recursor.archive import (
 from recursor.config import CampaignConfig, config_to_dict, parse_config
 from recursor.errors import ConfigError
 from recursor.orchestrator.progress import Reporter
+from recursor.orchestrator.schedule import check_schedule
 from recursor.orchestrator.trial import ProposalCheck
 from recursor.proposers import (
     Proposer,
@@ -48,9 +49,20 @@ MANIFEST = "campaign.json"
 CHECKPOINTS = "checkpoints.sqlite"
 
 
+@dataclass(frozen=True)
+class Scope:
+    """What one round's proposals may change: the editable paths, their change kinds, and the
+    search set shown to proposers (dev instances the incumbent fails; may be empty)."""
+
+    paths: list[str]
+    kinds: list[ChangeKind]
+    search_set: list[str] = field(default_factory=list)
+
+
 @dataclass
 class CampaignContext:
-    """The run-time context of one campaign (LangGraph ``Runtime.context``)."""
+    """The run-time context of one campaign (LangGraph ``Runtime.context``): the campaign's
+    services, never its loop state (that is the graph's checkpointed state)."""
 
     campaign_id: str
     directory: Path
@@ -64,24 +76,21 @@ class CampaignContext:
     reporter: Reporter
     cache_dir: Path
     check: ProposalCheck  # static check, then the task's trial in ``sandbox``
-    extra: dict[str, Any] = field(default_factory=dict)
     fingerprints: dict[str, str] = field(default_factory=dict)  # commit -> duplicates.fingerprint
     selection: SelectionPolicy = field(default_factory=TournamentSelection)
 
-    @property
-    def editable_paths(self) -> list[str]:
-        if "editable" in self.extra:  # a co-evolution step narrows (or widens) the set
-            return list(self.extra["editable"])
-        chosen = set(self.config.components)
-        return [p for c in self.task.components() if c.name in chosen for p in c.paths]
-
-    @property
-    def allowed_kinds(self) -> list[ChangeKind]:
-        if "editable" in self.extra:
-            paths = set(self.extra["editable"])
-            return [c.kind for c in self.task.components() if paths & set(c.paths)]
-        chosen = set(self.config.components)
-        return [c.kind for c in self.task.components() if c.name in chosen]
+    def scope(self, editable: Sequence[str] | None = None,
+              search_set: Sequence[str] = ()) -> Scope:
+        """The scope of a round whose editable paths are ``editable`` (a schedule step's; None:
+        the campaign's ``components``)."""
+        if editable is None:
+            chosen = set(self.config.components)
+            parts = [c for c in self.task.components() if c.name in chosen]
+            return Scope([p for c in parts for p in c.paths], [c.kind for c in parts],
+                         list(search_set))
+        paths = set(editable)
+        kinds = [c.kind for c in self.task.components() if paths & set(c.paths)]
+        return Scope(list(editable), kinds, list(search_set))
 
     def node_id(self, round_: int, slot: int) -> str:
         return f"{self.campaign_id[:6]}-{round_:03d}-{slot}"
@@ -97,6 +106,8 @@ def _check_components(config: CampaignConfig, task: Task) -> None:
     if unknown:
         raise ConfigError(f"components: {', '.join(unknown)} not in task {task.name!r} "
                           f"(allowed: {', '.join(known)})")
+    if config.schedule is not None:
+        check_schedule(config.schedule, task)
 
 
 def create_campaign_dir(directory: Path, config: CampaignConfig) -> tuple[str, str]:
@@ -153,7 +164,7 @@ def open_context(directory: Path, reporter: Reporter,
             archive.create_campaign(campaign_id, config.name, task.name,
                                     config_to_dict(config), str(directory / "repo"))
         elif overrides:
-            archive.update_campaign(campaign_id, config=config_to_dict(config))
+            archive.set_campaign_config(campaign_id, config_to_dict(config))
         sandbox = build_sandbox(config.sandbox, hidden_paths=[directory])
         check = ProposalCheck(task, sandbox, config.sandbox, cache_dir)
         built = (use_instances(config.proposers, proposers) if proposers is not None
@@ -178,5 +189,5 @@ def _merge(base: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-__all__ = ["CHECKPOINTS", "CampaignContext", "create_campaign_dir", "open_context",
+__all__ = ["CHECKPOINTS", "CampaignContext", "Scope", "create_campaign_dir", "open_context",
            "read_manifest"]

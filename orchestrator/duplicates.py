@@ -155,23 +155,21 @@ def fingerprint(files: Mapping[str, str]) -> str:
     return digest.hexdigest()
 
 
-def _fingerprint_of(ctx: CampaignContext, node: NodeRow) -> str:
-    commit = node.commit or ""
+def _fingerprint_of(ctx: CampaignContext, commit: str) -> str:
     if commit not in ctx.fingerprints:
         ctx.fingerprints[commit] = fingerprint(ctx.store.read(commit))
     return ctx.fingerprints[commit]
 
 
-def _equivalent(ctx: CampaignContext, parent: NodeRow, files: Mapping[str, str]) -> NodeRow | None:
-    """The parent, or else the oldest node with a dev evaluation, equivalent to ``files``."""
+def _equivalent(ctx: CampaignContext, parent: NodeRow, files: Mapping[str, str]) -> str | None:
+    """The parent's id, or else the oldest node's with a dev evaluation, whose files are
+    equivalent to ``files`` (each commit is read from git once per campaign run)."""
     wanted = fingerprint(files)
-    nodes = [n for n in ctx.archive.nodes(ctx.campaign_id) if n.commit]
-    evaluated = {row.node_id for row in ctx.archive.evaluations([n.id for n in nodes])
-                 if row.split == Split.DEV.value}
-    for node in [parent, *(n for n in nodes if n.id != parent.id)]:
-        if node.id in evaluated and node.commit and _fingerprint_of(ctx, node) == wanted:
-            return node
-    return None
+    evaluated = ctx.archive.evaluated_commits(ctx.campaign_id)
+    ordered = ([pair for pair in evaluated if pair[0] == parent.id]
+               + [pair for pair in evaluated if pair[0] != parent.id])
+    return next((node_id for node_id, commit in ordered
+                 if _fingerprint_of(ctx, commit) == wanted), None)
 
 
 def answer_duplicate(ctx: CampaignContext, node: NodeRow, parent: NodeRow,
@@ -181,19 +179,18 @@ def answer_duplicate(ctx: CampaignContext, node: NodeRow, parent: NodeRow,
     match = _equivalent(ctx, parent, files)
     if match is None:
         return False
-    source = ctx.archive.evaluation(match.id, Split.DEV.value)
+    source = ctx.archive.evaluation(match, Split.DEV)
     assert source is not None  # _equivalent only returns evaluated nodes
     ctx.archive.add_evaluation(EvaluationRow(
-        node_id=node.id, split=Split.DEV.value, seed=0, run_status=source.run_status,
+        node_id=node.id, split=Split.DEV, seed=0, run_status=source.run_status,
         metrics=dict(source.metrics), instances=dict(source.instances), wall_s=0.0))
-    for log in ctx.archive.logs(match.id):
-        if log.stream == f"{Split.DEV.value}.error":
-            ctx.archive.add_log(node.id, log.stream, log.content)
+    for log in ctx.archive.logs(match, f"{Split.DEV.value}.error"):
+        ctx.archive.add_log(node.id, log.stream, log.content)
     reason = ("only comments, whitespace, docstrings or local names differ from "
-              + ("its parent" if match.id == parent.id else match.id))
-    ctx.archive.add_log(node.id, "duplicate", json.dumps({"of": match.id, "reason": reason}))
-    ctx.archive.update_node(node.id, proposal={**(node.proposal or {}), "duplicate_of": match.id})
-    ctx.reporter.node(f"{node.id} [{node.proposer}] duplicate of {match.id}: not evaluated "
+              + ("its parent" if match == parent.id else match))
+    ctx.archive.add_log(node.id, "duplicate", json.dumps({"of": match, "reason": reason}))
+    ctx.archive.mark_duplicate(node.id, match)
+    ctx.reporter.node(f"{node.id} [{node.proposer}] duplicate of {match}: not evaluated "
                       f"({reason})")
     return True
 

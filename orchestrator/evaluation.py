@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from recursor.config import SandboxConfig
+from recursor.plan import EvaluationPlan
 from recursor.sandbox import Sandbox, SandboxRequest, SandboxResult, limits_for
 from recursor.tasks import Task
 from recursor.types import RunStatus, Split
@@ -39,6 +40,7 @@ class EvaluationOutcome:
     stdout: str = ""
     stderr: str = ""
     wall_s: float = 0.0
+    placement: dict[str, str] = field(default_factory=dict)  # where it ran, e.g. a Ray node
 
     @property
     def ok(self) -> bool:
@@ -70,7 +72,7 @@ def _numbers(raw: Any, what: str) -> dict[str, float]:
 def interpret(result: SandboxResult, metric: str) -> EvaluationOutcome:
     """Turn a sandbox result into an outcome (see the module docstring)."""
     base = EvaluationOutcome(result.status, stdout=result.stdout, stderr=result.stderr,
-                             wall_s=result.wall_time_s)
+                             wall_s=result.wall_time_s, placement=dict(result.placement))
     verdict = result.result
     if result.status is not RunStatus.OK:
         # Only a run that exited 0 may yield a score: a verdict written before the evaluator
@@ -108,8 +110,47 @@ def interpret(result: SandboxResult, metric: str) -> EvaluationOutcome:
 
 def run_evaluation(task: Task, sandbox: Sandbox, sandbox_config: SandboxConfig,
                    files: Mapping[str, str], split: Split, cache_dir: Path) -> EvaluationOutcome:
-    """Evaluate ``files`` on ``split`` in ``sandbox``; never raises for candidate behaviour."""
-    plan = task.evaluation(split, cache_dir)
+    """Evaluate ``files`` on ``split`` in ``sandbox``; never raises for candidate behaviour.
+
+    A task with several ``evaluation_seeds`` (a noisy one) is run once per seed: the outcome
+    is the first failing seed's, else ``ok`` with the task's ``aggregate_seeds`` metrics and
+    every seed's instances as ``instance@seed`` (so the paired test runs over instances and
+    seeds)."""
+    seeds = tuple(task.evaluation_seeds)
+    if len(seeds) <= 1:
+        return _run_plan(task, task.evaluation(split, cache_dir), sandbox, sandbox_config, files)
+    per_seed: dict[int, EvaluationOutcome] = {}
+    for seed in seeds:
+        plan = task.evaluation(split, cache_dir, seed=seed)  # type: ignore[call-arg]
+        outcome = _run_plan(task, plan, sandbox, sandbox_config, files)
+        if not outcome.ok:
+            outcome.error = f"seed {seed}: {outcome.error}"
+            return outcome
+        per_seed[seed] = outcome
+    return _combine(task, per_seed)
+
+
+def _combine(task: Task, per_seed: Mapping[int, EvaluationOutcome]) -> EvaluationOutcome:
+    """One ``ok`` outcome from the per-seed ones (see :func:`run_evaluation`)."""
+    metrics = task.aggregate_seeds({seed: o.metrics for seed, o in per_seed.items()})
+    combined = EvaluationOutcome(RunStatus.OK, metrics=metrics)
+    value = metrics.get(task.objective.metric)
+    if value is None or not math.isfinite(value):
+        combined.run_status = RunStatus.INVALID
+        combined.error = f"the seeds' aggregate has no finite {task.objective.metric!r}"
+        combined.metrics = {}
+    for seed, outcome in per_seed.items():
+        if combined.ok:
+            combined.instances.update({f"{k}@{seed}": v for k, v in outcome.instances.items()})
+        combined.stdout += f"--- seed {seed}\n{outcome.stdout}"
+        combined.stderr += f"--- seed {seed}\n{outcome.stderr}"
+        combined.wall_s += outcome.wall_s
+    return combined
+
+
+def _run_plan(task: Task, plan: EvaluationPlan, sandbox: Sandbox,
+              sandbox_config: SandboxConfig, files: Mapping[str, str]) -> EvaluationOutcome:
+    """One sandboxed run of ``plan`` on a fresh workspace holding ``files``."""
     with tempfile.TemporaryDirectory(prefix="recursor-ws-") as tmp:
         workspace = Path(tmp)
         try:

@@ -75,7 +75,7 @@ def watch(ctx: CampaignContext) -> str | None:
     found = decoupling(promotion_path(ctx), ctx.task.objective, config)
     if found is None:
         return None
-    if not any(log.stream == LOG_STREAM for log in ctx.archive.logs(found.last)):
+    if not ctx.archive.has_log(found.last, LOG_STREAM):
         ctx.archive.add_log(found.last, LOG_STREAM, json.dumps(asdict(found), sort_keys=True))
         ctx.reporter.message(f"warning: {found.describe()}")
     return f"Goodhart guard: {found.describe()}" if config.action == "stop" else None
@@ -86,7 +86,7 @@ def recorded(archive: Archive, campaign_id: str) -> list[str]:
     out = []
     for node_id in dict.fromkeys(r.node_id for r in archive.promotions(campaign_id)):
         out += [Decoupling(**json.loads(log.content)).describe()
-                for log in archive.logs(node_id) if log.stream == LOG_STREAM]
+                for log in archive.logs(node_id, LOG_STREAM)]
     return out
 
 

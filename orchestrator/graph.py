@@ -7,7 +7,9 @@
               ^   \\-(budget spent)-> END                                           |
               \\_______________________________________________________________/
 
-``train`` runs instead of ``propose`` during a co-evolution schedule's policy steps.
+``train`` runs instead of ``propose`` during a schedule's training steps. Each node is a module
+of :mod:`recursor.orchestrator.nodes`; the reporter hears each node start
+(``Reporter.step``).
 
 The graph's checkpoints (written before each next step starts) go to ``checkpoints.sqlite`` in
 the campaign directory, or to the archive's database when that is PostgreSQL
@@ -20,39 +22,64 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-from collections.abc import Coroutine, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from pathlib import Path
 from typing import Any, cast
 
 from langgraph.graph import END, START, StateGraph
 
 from recursor.config import CampaignConfig
-from recursor.orchestrator import steps
+from recursor.orchestrator import final_report
 from recursor.orchestrator.checkpoints import open_checkpointer
 from recursor.orchestrator.context import CampaignContext, create_campaign_dir, open_context
+from recursor.orchestrator.nodes import CampaignState, NodeName
+from recursor.orchestrator.nodes._state import Ctx
+from recursor.orchestrator.nodes.evaluate import evaluate
+from recursor.orchestrator.nodes.judge import judge
+from recursor.orchestrator.nodes.materialize import materialize
+from recursor.orchestrator.nodes.propose import propose
+from recursor.orchestrator.nodes.record import record
+from recursor.orchestrator.nodes.seed import seed
+from recursor.orchestrator.nodes.select import after_select, select
+from recursor.orchestrator.nodes.train import train
 from recursor.orchestrator.progress import NullReporter, Reporter
-from recursor.orchestrator.steps import CampaignState
 from recursor.orchestrator.summary import CampaignSummary, summarize
 from recursor.proposers import Proposer, instance_configs
 
 RECURSION_LIMIT = 1_000_000  # the loop ends by budget, never by LangGraph's step limit
+NodeFunction = Callable[[CampaignState, Ctx], Awaitable[dict[str, Any]]]
+NODES: Mapping[NodeName, NodeFunction] = {
+    NodeName.SEED: seed, NodeName.SELECT: select, NodeName.PROPOSE: propose,
+    NodeName.TRAIN: train, NodeName.MATERIALIZE: materialize, NodeName.EVALUATE: evaluate,
+    NodeName.JUDGE: judge, NodeName.RECORD: record}
+EDGES = [(NodeName.SEED, NodeName.SELECT), (NodeName.PROPOSE, NodeName.MATERIALIZE),
+         (NodeName.TRAIN, NodeName.MATERIALIZE), (NodeName.MATERIALIZE, NodeName.EVALUATE),
+         (NodeName.EVALUATE, NodeName.JUDGE), (NodeName.JUDGE, NodeName.RECORD),
+         (NodeName.RECORD, NodeName.SELECT)]
+
+
+def _announced(name: NodeName, node: NodeFunction) -> NodeFunction:
+    """``node``, telling the campaign's reporter when it starts."""
+
+    async def run(state: CampaignState, runtime: Ctx) -> dict[str, Any]:
+        runtime.context.reporter.step(name, state.get("round", 0))
+        return await node(state, runtime)
+
+    return run
 
 
 def build_graph() -> StateGraph[CampaignState, CampaignContext, CampaignState, CampaignState]:
     graph = StateGraph(CampaignState, context_schema=CampaignContext)
-    for name in ("seed", "select", "propose", "train", "materialize", "evaluate", "judge",
-                 "record"):
-        graph.add_node(name, getattr(steps, name))
-    graph.add_edge(START, "seed")
-    graph.add_edge("seed", "select")
-    graph.add_conditional_edges("select", steps.route_after_select,
-                                {"propose": "propose", "train": "train", "end": END})
-    graph.add_edge("propose", "materialize")
-    graph.add_edge("train", "materialize")
-    graph.add_edge("materialize", "evaluate")
-    graph.add_edge("evaluate", "judge")
-    graph.add_edge("judge", "record")
-    graph.add_edge("record", "select")
+    for name, node in NODES.items():
+        # a node takes (state, runtime); langgraph's overloads for that shape want the state
+        # type as a bound type variable that mypy cannot infer from a wrapper
+        graph.add_node(name.value, _announced(name, node))  # type: ignore[call-overload]
+    graph.add_edge(START, NodeName.SEED.value)
+    for source, target in EDGES:
+        graph.add_edge(source.value, target.value)
+    graph.add_conditional_edges(NodeName.SELECT.value, after_select,
+                                {NodeName.PROPOSE.value: NodeName.PROPOSE.value,
+                                 NodeName.TRAIN.value: NodeName.TRAIN.value, END: END})
     return graph
 
 
@@ -85,10 +112,12 @@ def _run_to_end(coroutine: Coroutine[Any, Any, CampaignState]) -> CampaignState:
 
 
 def execute(ctx: CampaignContext) -> CampaignSummary:
-    """Drive ``ctx``'s campaign to its end; mark it finished; return its summary."""
+    """Drive ``ctx``'s campaign to its end, evaluate its final incumbent on the sealed test
+    split (:mod:`recursor.orchestrator.final_report`); mark it finished; return its summary."""
     ctx.archive.update_campaign(ctx.campaign_id, status="running")
     try:
         state = _run_to_end(_drive(ctx))
+        final_report.evaluate_final_incumbent(ctx)  # the sealed test split, once
     except BaseException:
         ctx.archive.update_campaign(ctx.campaign_id, status="stopped")
         raise
@@ -132,4 +161,4 @@ def resume_campaign(directory: Path, reporter: Reporter | None = None,
         ctx.close()
 
 
-__all__ = ["build_graph", "execute", "resume_campaign", "run_campaign"]
+__all__ = ["NODES", "build_graph", "execute", "resume_campaign", "run_campaign"]

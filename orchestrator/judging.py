@@ -12,8 +12,10 @@ from collections.abc import Callable
 from typing import Any
 
 from recursor.archive import NodeRow
+from recursor.orchestrator import final_report
 from recursor.orchestrator.context import CampaignContext
 from recursor.orchestrator.promotion import dev_gate, heldout_gate
+from recursor.orchestrator.scoring import score_split
 from recursor.types import Split
 
 SplitScorer = Callable[[CampaignContext, NodeRow, Split], float | None]
@@ -35,8 +37,11 @@ def bootstrap_seed(campaign_seed: int, node: NodeRow) -> str:
     return f"{campaign_seed}:{node.round}:{node.slot}"
 
 
-def judge_node(ctx: CampaignContext, node: NodeRow, score_split: SplitScorer) -> bool:
-    """Promote ``node`` if it passes both gates; return whether it was promoted."""
+def judge_node(ctx: CampaignContext, node: NodeRow,
+               score_heldout: SplitScorer = score_split) -> bool:
+    """Promote ``node`` if it passes both gates; return whether it was promoted.
+    ``score_heldout`` scores a node on a split (default: evaluate it in the sandbox, once).
+    Synchronous: call it from a worker thread."""
     incumbent_id = ctx.archive.incumbent(ctx.campaign_id)
     if incumbent_id is None or node.score is None:
         return False
@@ -51,7 +56,7 @@ def judge_node(ctx: CampaignContext, node: NodeRow, score_split: SplitScorer) ->
                     seed=bootstrap_seed(ctx.config.seed, node))
     evidence["dev"] = gate.evidence
     if gate.passed:
-        heldout = score_split(ctx, node, Split.HELDOUT)
+        heldout = score_heldout(ctx, node, Split.HELDOUT)
         ctx.archive.update_node(node.id, heldout_score=heldout)
         held = heldout_gate(heldout, incumbent.heldout_score, ctx.task.objective,
                             ctx.config.promotion)
@@ -67,6 +72,8 @@ def judge_node(ctx: CampaignContext, node: NodeRow, score_split: SplitScorer) ->
         ctx.reporter.message(f"promoted {node.id}: dev {node.score:.4f} "
                              f"(was {incumbent.score:.4f})")
     ctx.archive.add_log(node.id, "judge", json.dumps(evidence, sort_keys=True))
+    if promoted:  # after the decision is written: the test score can change nothing
+        final_report.evaluate_promoted(ctx, node.id)
     return promoted
 
 

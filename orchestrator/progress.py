@@ -46,6 +46,10 @@ class Reporter:
     def update(self, snapshot: Snapshot) -> None:
         """Counts changed."""
 
+    def step(self, name: str, round_: int) -> None:
+        """The controller enters graph node ``name`` (``recursor.orchestrator.nodes.NodeName``)
+        in round ``round_`` (``seed`` runs at the first round's number)."""
+
     def node(self, line: str) -> None:
         """One node finished (a one-line description)."""
 

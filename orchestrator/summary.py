@@ -1,4 +1,5 @@
-"""The end-of-campaign summary: the starting point against the best node, on dev and held-out.
+"""The end-of-campaign summary: the starting point against the best node, on dev and held-out,
+and the best node's sealed test score (:mod:`recursor.orchestrator.final_report`).
 
 :func:`render_summary` prints every name it did not make itself (campaign name, node ids, metric
 and instance names, the stop reason) through :mod:`recursor.untrusted`, so nothing an evaluated
@@ -18,6 +19,7 @@ from rich.text import Text
 from recursor.archive import Archive, GitStore
 from recursor.errors import ArchiveError
 from recursor.orchestrator import goodhart
+from recursor.orchestrator.final_report import test_result
 from recursor.types import Split
 from recursor.untrusted import rich_text
 
@@ -34,6 +36,9 @@ class NodeReport:
     status: str
     dev: dict[str, Any] = field(default_factory=dict)
     heldout: dict[str, Any] = field(default_factory=dict)
+    test: dict[str, Any] = field(default_factory=dict)  # the sealed split: final report only
+    test_score: float | None = None  # the objective on the test split, when evaluated
+    test_note: str | None = None  # why test_score is null
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -62,9 +67,15 @@ class CampaignSummary:
 def node_report(archive: Archive, node_id: str) -> NodeReport:
     node = archive.node(node_id)
     report = NodeReport(node.id, node.commit, node.proposer, node.rationale, node.status)
+    by_split = {Split.DEV.value: report.dev, Split.HELDOUT.value: report.heldout,
+                Split.TEST.value: report.test}
     for row in archive.evaluations([node_id]):
-        target = report.dev if row.split == Split.DEV.value else report.heldout
-        target.update(run_status=row.run_status, metrics=row.metrics, instances=row.instances)
+        target = by_split.get(row.split)
+        if target is not None:
+            target.update(run_status=row.run_status, metrics=row.metrics,
+                          instances=row.instances)
+    result = test_result(archive, node_id)
+    report.test_score, report.test_note = result.score, result.reason
     return report
 
 
@@ -74,8 +85,7 @@ def campaign_summary(archive: Archive, campaign_id: str, stop_reason: str = "") 
     if campaign.root_node_id is None:
         raise ArchiveError(f"campaign {campaign_id} has no starting point yet")
     best_id = archive.incumbent(campaign_id) or campaign.root_node_id
-    nodes = [n for n in archive.nodes(campaign_id) if n.round > 0]
-    finished = [n for n in nodes if n.status in ("done", "failed")]
+    counts = archive.counts(campaign_id)
     patch = ""
     if best_id != campaign.root_node_id:
         store = GitStore(Path(campaign.repo_path))
@@ -83,11 +93,10 @@ def campaign_summary(archive: Archive, campaign_id: str, stop_reason: str = "") 
                            archive.node(best_id).commit or "")
     return CampaignSummary(
         campaign_id=campaign_id, name=campaign.name, stop_reason=stop_reason,
-        evaluated=len(finished), failed=sum(n.status == "failed" for n in finished),
-        promotions=max(0, len({p.node_id for p in archive.promotions(campaign_id)}) - 1),
+        evaluated=counts.finished, failed=counts.failed,
+        promotions=max(0, archive.promoted_count(campaign_id) - 1),
         root=node_report(archive, campaign.root_node_id), best=node_report(archive, best_id),
-        patch=patch, tokens=sum(n.tokens or 0 for n in nodes),
-        cost=sum(n.cost or 0.0 for n in nodes),
+        patch=patch, tokens=counts.tokens, cost=counts.cost,
     )
 
 
@@ -128,10 +137,19 @@ def render_summary(summary: CampaignSummary, metric: str, console: Console) -> N
                             f"{summary.promotions} promotions. {summary.stop_reason}"))
     if summary.tokens:
         console.print(Text(f"Model usage: {summary.tokens} tokens, ${summary.cost:.4f}."))
+    console.print(_test_line(summary.best, metric))
     for line in summary.milestones:
         console.print(Text(line))
     for line in summary.warnings:
         console.print(rich_text(f"warning: {line}"))
+
+
+def _test_line(best: NodeReport, metric: str) -> Text:
+    """The sealed test split's line: the final incumbent's score, or why there is none."""
+    if best.test_score is not None:
+        return rich_text(f"sealed test split (final incumbent only): {metric} "
+                         f"{best.test_score:.4f}", single_line=True)
+    return rich_text(f"sealed test split: no score ({best.test_note})", single_line=True)
 
 
 def _number(value: Any) -> Text:

@@ -8,15 +8,18 @@ from __future__ import annotations
 
 import difflib
 import hashlib
+from collections.abc import Iterator, Mapping, Sequence
+from typing import overload
 
-from recursor.archive import EvaluationRow, NodeRow
-from recursor.orchestrator.context import CampaignContext
+from recursor.archive import EvaluationRow, GitStore, NodeRow, Settled
+from recursor.orchestrator.context import CampaignContext, Scope
 from recursor.proposers import NodeView, Outcome, ProposalContext
 from recursor.types import ChangeKind, NodeStatus, Split
 
 INSPIRATIONS = 3
 RECENT_FAILURES = 5
 DIVERSITY_WINDOW = 50  # the diverse inspiration is sought among this many newest nodes
+SEARCH_SET_SHOWN = 12  # instances of a search set named in the hints
 
 
 def slot_seed(seed: int, round_: int, slot: int) -> int:
@@ -25,56 +28,118 @@ def slot_seed(seed: int, round_: int, slot: int) -> int:
     return int.from_bytes(digest[:4], "big")
 
 
-def dev_evaluations(ctx: CampaignContext, nodes: list[NodeRow]) -> dict[str, EvaluationRow]:
-    rows = ctx.archive.evaluations([n.id for n in nodes])
-    return {r.node_id: r for r in rows if r.split == Split.DEV.value}
+def dev_evaluations(ctx: CampaignContext, nodes: Sequence[NodeRow]) -> dict[str, EvaluationRow]:
+    rows = ctx.archive.evaluations([n.id for n in nodes], split=Split.DEV)
+    return {r.node_id: r for r in rows}
+
+
+class GitFiles(Mapping[str, str]):
+    """A commit's files, read from the git store on first use (a proposer that never looks
+    at a node's files costs no git read)."""
+
+    def __init__(self, store: GitStore, commit: str | None) -> None:
+        self._store, self._commit = store, commit
+        self._files: dict[str, str] | None = None
+
+    def _read(self) -> dict[str, str]:
+        if self._files is None:
+            self._files = self._store.read(self._commit) if self._commit else {}
+        return self._files
+
+    def __getitem__(self, path: str) -> str:
+        return self._read()[path]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._read())
+
+    def __len__(self) -> int:
+        return len(self._read())
+
+
+class History(Sequence[NodeView]):
+    """Every materialized node's view in (round, slot) order, loaded from the archive on
+    first use: building a proposal context costs nothing for it, a proposer that reads it
+    pays one query (and a git read per node whose files it opens)."""
+
+    def __init__(self, ctx: CampaignContext) -> None:
+        self._ctx = ctx
+        self._views: list[NodeView] | None = None
+
+    def _load(self) -> list[NodeView]:
+        if self._views is None:
+            nodes = [n for n in self._ctx.archive.nodes(self._ctx.campaign_id) if n.commit]
+            devs = dev_evaluations(self._ctx, nodes)
+            self._views = [node_view(self._ctx, n, devs.get(n.id)) for n in nodes]
+        return self._views
+
+    @overload
+    def __getitem__(self, index: int) -> NodeView: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[NodeView]: ...
+
+    def __getitem__(self, index: int | slice) -> NodeView | Sequence[NodeView]:
+        return self._load()[index]
+
+    def __len__(self) -> int:
+        return len(self._load())
 
 
 def node_view(ctx: CampaignContext, node: NodeRow, dev: EvaluationRow | None) -> NodeView:
-    files = ctx.store.read(node.commit) if node.commit else {}
+    """What a proposer sees of ``node``: dev metrics only; files read when first used."""
     return NodeView(
         id=node.id, parent_id=node.parent_id, kind=ChangeKind(node.kind),
         proposer=node.proposer, status=NodeStatus(node.status), score=node.score,
-        metrics=dict(dev.metrics) if dev is not None else {}, files=files,
-        rationale=node.rationale, error=node.error,
+        metrics=dict(dev.metrics) if dev is not None else {},
+        files=GitFiles(ctx.store, node.commit), rationale=node.rationale, error=node.error,
     )
 
 
-def _hints(ctx: CampaignContext) -> str:
-    """The task's hints, plus a co-evolution harness step's search set (dev tasks the
-    incumbent still fails)."""
-    hard = list(ctx.extra.get("search_set", []))
-    if not hard:
+def _hints(ctx: CampaignContext, search_set: list[str]) -> str:
+    """The task's hints, plus a schedule step's search set (dev tasks the incumbent still
+    fails)."""
+    if not search_set:
         return ctx.task.proposer_hints()
-    shown = ", ".join(hard[:12]) + (f" and {len(hard) - 12} more" if len(hard) > 12 else "")
+    n, shown = len(search_set), ", ".join(search_set[:SEARCH_SET_SHOWN])
+    more = f" and {n - SEARCH_SET_SHOWN} more" if n > SEARCH_SET_SHOWN else ""
     return (f"{ctx.task.proposer_hints()}\nSearch set: the current policy still fails "
-            f"{len(hard)} dev tasks ({shown}); aim the harness change at them.")
+            f"{n} dev tasks ({shown}{more}); aim the change at them.")
 
 
-def proposal_context(ctx: CampaignContext, parent_id: str, seed: int) -> ProposalContext:
-    """The context for one proposal on ``parent_id``, built from the archive as it stands."""
-    nodes = ctx.archive.nodes(ctx.campaign_id)
-    devs = dev_evaluations(ctx, nodes)
-    by_id = {n.id: n for n in nodes}
-    views = [node_view(ctx, n, devs.get(n.id)) for n in nodes if n.commit]
-    done = [v for v in views if v.status is NodeStatus.DONE and v.score is not None]
+def proposal_context(ctx: CampaignContext, parent_id: str, seed: int,
+                     scope: Scope) -> ProposalContext:
+    """The context for one proposal on ``parent_id`` within ``scope``, built from the archive
+    as it stands.
+
+    Its cost does not grow with the tree: the parent, the inspirations' candidates (the best
+    scored node and the ``DIVERSITY_WINDOW`` newest) and the recent failures are indexed
+    queries; ``history`` loads when a proposer first reads it."""
+    archive, cid = ctx.archive, ctx.campaign_id
+    parent = archive.node(parent_id)
+    best = archive.best(cid, ctx.task.objective.direction, exclude=parent_id)
+    newest = archive.newest(cid, DIVERSITY_WINDOW, scored=True, exclude=parent_id)[::-1]
+    failed = archive.newest(cid, RECENT_FAILURES, status=NodeStatus.FAILED)  # newest first
+    pool = [best] if best is not None and best.id not in {n.id for n in newest} else []
+    pool += newest
+    devs = dev_evaluations(ctx, [parent, *pool])
     sign = 1.0 if ctx.task.objective.direction == "minimize" else -1.0
-    inspirations = choose_inspirations(done, sign, parent_id)
-    failed = [n for n in nodes if n.status == NodeStatus.FAILED.value][-RECENT_FAILURES:]
-    failures = [node_view(ctx, n, None) for n in reversed(failed)]  # newest first
+    done = [node_view(ctx, n, devs.get(n.id)) for n in pool]
     objective = ctx.task.objective
     return ProposalContext(
-        task_name=ctx.task.name, task_description=_hints(ctx),
+        task_name=ctx.task.name, task_description=_hints(ctx, scope.search_set),
         objective_metric=objective.metric, objective_direction=objective.direction,
-        parent=node_view(ctx, by_id[parent_id], devs.get(parent_id)),
-        editable_paths=ctx.editable_paths, allowed_kinds=ctx.allowed_kinds,
-        inspirations=inspirations, recent_failures=failures, history=views, seed=seed,
+        parent=node_view(ctx, parent, devs.get(parent_id)),
+        editable_paths=list(scope.paths), allowed_kinds=list(scope.kinds),
+        inspirations=choose_inspirations(done, sign, parent_id),
+        recent_failures=[node_view(ctx, n, None) for n in failed], history=History(ctx),
+        seed=seed,
     )
 
 
 def choose_inspirations(done: list[NodeView], sign: float, parent_id: str) -> list[NodeView]:
     """Up to three evaluated nodes other than the parent: the best, the most recent, and the
-    one least like the best (so a prompt shows more than one line of descent)."""
+    one least like the best among the ``DIVERSITY_WINDOW`` newest (so a prompt shows more
+    than one line of descent). ``done`` is in creation order."""
     pool = [v for v in done if v.id != parent_id]
     if not pool:
         return []
@@ -98,8 +163,12 @@ def _text(view: NodeView) -> str:
 
 def outcome_of(node: NodeRow, parent: NodeRow | None, ctx: CampaignContext) -> Outcome:
     """The outcome a proposer and the chooser learn from (dev score against the parent's)."""
-    ok = node.status == NodeStatus.DONE.value and node.score is not None
-    parent_score = parent.score if parent is not None else None
+    return _outcome(node, parent.score if parent is not None else None, ctx)
+
+
+def _outcome(node: NodeRow | Settled, parent_score: float | None,
+             ctx: CampaignContext) -> Outcome:
+    ok = node.status == NodeStatus.DONE and node.score is not None
     improvement = None
     if ok and node.score is not None and parent_score is not None:
         improvement = ctx.task.objective.improvement(node.score, parent_score)
@@ -108,12 +177,10 @@ def outcome_of(node: NodeRow, parent: NodeRow | None, ctx: CampaignContext) -> O
 
 
 def past_outcomes(ctx: CampaignContext) -> list[Outcome]:
-    """Outcomes of every finished non-root node, in creation order (for replaying a chooser)."""
-    nodes = ctx.archive.nodes(ctx.campaign_id)
-    by_id = {n.id: n for n in nodes}
-    finished = (NodeStatus.DONE.value, NodeStatus.FAILED.value)
-    return [outcome_of(n, by_id.get(n.parent_id or ""), ctx) for n in nodes
-            if n.round > 0 and n.status in finished and n.proposer in ctx.proposers]
+    """Outcomes of every finished non-root node, in creation order (for replaying a chooser;
+    one narrow query, no whole rows)."""
+    return [_outcome(n, n.parent_score, ctx) for n in ctx.archive.settled(ctx.campaign_id)
+            if n.proposer in ctx.proposers]
 
 
 __all__ = ["node_view", "outcome_of", "past_outcomes", "proposal_context", "slot_seed"]

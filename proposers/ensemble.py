@@ -34,8 +34,7 @@ from recursor.config import (
     ThompsonChoiceConfig,
     UcbChoiceConfig,
 )
-from recursor.errors import ConfigError
-from recursor.plugins import instantiate
+from recursor.plugins import build_plugin
 from recursor.proposers._base import Outcome
 
 POLICIES = ("alternate", "ucb", "thompson")
@@ -205,13 +204,8 @@ def build_proposer_choice(config: Any, names: Sequence[str], seed: int) -> Propo
     if isinstance(config, AlternateChoiceConfig):
         return AlternateChoice(names, seed)
     if isinstance(config, PluginChoiceConfig):
-        clash = {"names", "seed"} & set(config.options)
-        if clash:
-            raise ConfigError(f"proposer_choice.options: {', '.join(sorted(clash))} come from "
-                              "the campaign; remove them from options")
-        policy: ProposerChoicePolicy = instantiate(
-            config.class_path, {"names": list(names), "seed": seed, **config.options},
-            ProposerChoicePolicy, "proposer_choice")
+        policy: ProposerChoicePolicy = build_plugin(
+            "proposer_choice", config, {"names": list(names), "seed": seed})
         return policy
     raise TypeError(f"not a proposer_choice config: {config!r}")
 

@@ -8,9 +8,10 @@ is rebuilt on every call, so the proposer keeps no state and the same context al
 same proposal.
 
 Search ranges lie around the parent's values, widened to cover every value seen in history:
-log-uniform over ``[v / 100, 5 v]`` for a positive float, ``[-5|v|, -|v| / 100]`` (uniform) for
-a negative one, ``[-1, 1]`` for ``0.0``; an int literal ``n`` stays an int in
-``[n - max(2, |n|), n + max(2, |n|)]``.
+log-uniform over ``[v / 10, 10 v]`` for a positive float, ``[-10|v|, -|v| / 10]`` (uniform) for
+a negative one; an int literal ``n`` stays an int in ``[n - max(2, |n|), n + max(2, |n|)]``.
+Only nonzero literals are moved (:func:`tunable_indices`); a zero stays where it is (it is
+abstracted like any literal, so trials still group by structure).
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ from recursor.types import NodeStatus
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 PLACEHOLDER = "__recursor_constant__"
-LOW_FACTOR, HIGH_FACTOR = 0.01, 5.0
+LOW_FACTOR, HIGH_FACTOR = 0.1, 10.0  # a decade either way: local search
 STARTUP_TRIALS = 4
 MAX_TUNED = 2  # constants moved per proposal
 
@@ -102,10 +103,21 @@ def _distribution(parent: float | int, seen: Sequence[float | int]) -> BaseDistr
         low, high = parent * LOW_FACTOR, parent * HIGH_FACTOR
     elif parent < 0:
         low, high = parent * HIGH_FACTOR, parent * LOW_FACTOR
-    else:
+    else:  # a zero is never tuned (tunable_indices); its range only holds history values
         low, high = -1.0, 1.0
     low, high = min([low, *seen]), max([high, *seen])
     return FloatDistribution(low, high, log=parent > 0 and low > 0)
+
+
+def tunable_indices(literals: Sequence[Literal]) -> list[int]:
+    """The literals optuna may move: the nonzero ones.
+
+    A zero is usually structural (a sign test ``x > 0``, a clip bound ``max(x, 0.0)``, a
+    term switched off) and has no scale to search around: moving it is a different program,
+    which is the mutation proposer's job, and sampling it from a fixed interval mostly broke
+    the program (the campaigns' archives showed such trials among the worst).
+    """
+    return [i for i, lit in enumerate(literals) if lit.value != 0]
 
 
 def _param_name(index: int, literal: Literal) -> str:
@@ -207,7 +219,11 @@ class OptunaProposer(Proposer):
         source = context.parent.files[path]
         trials = self.history_trials(context, path, literals)
         rng = context_rng(f"{self.name}:tune", context, self.seed)
-        tuned = rng.sample(range(len(literals)), rng.randint(1, min(MAX_TUNED, len(literals))))
+        tunable = tunable_indices(literals)
+        if not tunable:
+            raise ProposerError("every numeric constant in the parent's EVOLVE blocks is zero; "
+                                "optuna tunes nonzero constants only (a zero has no scale)")
+        tuned = rng.sample(tunable, rng.randint(1, min(MAX_TUNED, len(tunable))))
         study, distributions = build_study(literals, trials, context.objective_direction,
                                            rng.randrange(2**31), tuned)
         seen = {tuple(values) for values, _ in trials}

@@ -19,13 +19,13 @@ from recursor.config import (
     ProposerConfig,
 )
 from recursor.errors import ConfigError
-from recursor.plugins import build_instance, instantiate, load_entry_point
+from recursor.plugins import KINDS, build_plugin
 from recursor.proposers._base import Proposer
 from recursor.proposers.mutation.primitives import generic_primitives
 from recursor.proposers.mutation.proposer import MutationProposer, ValidityCheck
 from recursor.proposers.optuna_tuner import OptunaProposer
 
-ENTRY_POINT_GROUP = "recursor.proposers"
+ENTRY_POINT_GROUP = KINDS["proposer"].group
 BUILTIN = {
     "mutation": "AST mutation of EVOLVE-BLOCK regions (offline, free)",
     "optuna": "TPE over the numeric constants, with the archive as trials (offline, free)",
@@ -71,14 +71,7 @@ def build_proposer(config: ProposerConfig, task: TaskHooks, seed: int,
 
 
 def _plugin(config: PluginProposerConfig) -> Proposer:
-    proposer: Proposer
-    if config.class_path is not None:
-        proposer = instantiate(config.class_path, config.options, Proposer, "proposers")
-    else:
-        name = config.entry_point or ""
-        cls = load_entry_point(ENTRY_POINT_GROUP, name)
-        proposer = build_instance(cls, f"entry point {name!r}", config.options, Proposer,
-                                  "proposers")
+    proposer: Proposer = build_plugin("proposer", config)
     if not getattr(proposer, "name", None):
         raise ConfigError(f"proposers: {type(proposer).__name__} has no `name` attribute")
     return proposer

@@ -15,12 +15,14 @@ import yaml
 from pydantic import (
     AliasChoices,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Discriminator,
     Field,
     Tag,
     TypeAdapter,
     ValidationError,
+    field_validator,
     model_validator,
 )
 
@@ -31,16 +33,39 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+class _PluginSource(_Model):
+    """A user's plug-in: a ``class_path`` or an installed entry point (``recursor.plugins``
+    names each kind's group), built with ``options``."""
+
+    class_path: str | None = Field(None, pattern=r"^[\w.]+:[\w.]+$",
+                                   description="package.module:Class")
+    entry_point: str | None = Field(None, min_length=1, description="an installed plug-in's "
+                                    "name (see `recursor plugins list`)")
+    options: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _one_source(self) -> _PluginSource:
+        if (self.class_path is None) == (self.entry_point is None):
+            raise ValueError("give exactly one of class_path ('package.module:Class') or "
+                             "entry_point (see `recursor plugins list`)")
+        return self
+
+
 class CfrTaskConfig(_Model):
+    """Discover a better counterfactual-regret-minimization variant (docs/cfr-task.md)."""
+
     kind: Literal["cfr"] = "cfr"
     iterations: int = Field(100, ge=1, le=100_000, description="CFR iterations per game")
 
 
 class WorldsTaskConfig(_Model):
+    """Co-evolve a harness and a trained policy on generated worlds (docs/coevolution.md)."""
+
     kind: Literal["worlds"]
-    universes: dict[Literal["train", "dev", "heldout"], Annotated[int, Field(ge=1, le=200)]] = (
+    universes: dict[Literal["train", "dev", "heldout", "test"],
+                    Annotated[int, Field(ge=1, le=200)]] = (
         Field(default_factory=dict, description="universes per split (train 10, dev 3, "
-                                                "heldout 3)"))
+                                                "heldout 3, test 3: the sealed split)"))
     questions: int = Field(24, ge=4, le=500, description="questions per universe")
     world_seed: int | None = Field(None, ge=0, description="default: random, kept in the "
                                    "campaign's cache (candidates cannot regenerate held-out)")
@@ -49,6 +74,8 @@ class WorldsTaskConfig(_Model):
 
 
 class PsroTaskConfig(_Model):
+    """Discover a better PSRO meta-solver (docs/psro-task.md)."""
+
     kind: Literal["psro"]
     iterations: int = Field(30, ge=1, le=500, description="PSRO iterations per game")
     solver_timeout_s: float = Field(100.0, gt=0, le=3600, description="deadline, from the "
@@ -56,10 +83,10 @@ class PsroTaskConfig(_Model):
                                     "(and 10 s per call)")
 
 
-class PluginTaskConfig(_Model):
+class PluginTaskConfig(_PluginSource):
+    """A user's ``Task``: built as ``Class(**options)``."""
+
     kind: Literal["plugin"]
-    class_path: str = Field(pattern=r"^[\w.]+:[\w.]+$", description="package.module:Class")
-    options: dict[str, Any] = Field(default_factory=dict)
 
 
 class ProgramTaskConfig(_Model):
@@ -101,31 +128,23 @@ TaskConfig = Annotated[
 
 
 class MutationProposerConfig(_Model):
+    """AST mutation of EVOLVE-BLOCK regions (offline, free)."""
+
     kind: Literal["mutation"] = "mutation"
     max_mutations: int = Field(2, ge=1, le=10)
     max_attempts: int = Field(50, ge=1)
 
 
 class OptunaProposerConfig(_Model):
+    """TPE over the numeric constants, with the archive as trials (offline, free)."""
+
     kind: Literal["optuna"] = "optuna"
 
 
-class PluginProposerConfig(_Model):
-    """A user's proposer: ``class_path`` or an entry point of group ``recursor.proposers``."""
+class PluginProposerConfig(_PluginSource):
+    """A user's ``Proposer``: built as ``Class(**options)``."""
 
     kind: Literal["plugin"]
-    class_path: str | None = Field(None, pattern=r"^[\w.]+:[\w.]+$",
-                                   description="package.module:Class")
-    entry_point: str | None = Field(None, min_length=1, description="name in the "
-                                    "recursor.proposers entry-point group")
-    options: dict[str, Any] = Field(default_factory=dict)
-
-    @model_validator(mode="after")
-    def _one_source(self) -> PluginProposerConfig:
-        if (self.class_path is None) == (self.entry_point is None):
-            raise ValueError("give exactly one of class_path ('package.module:Class') or "
-                             "entry_point (see `recursor proposers list`)")
-        return self
 
 
 class LLMProposerConfig(_Model):
@@ -193,12 +212,10 @@ class AlternateChoiceConfig(_Model):
                                        validation_alias=AliasChoices("kind", "policy"))
 
 
-class PluginChoiceConfig(_Model):
+class PluginChoiceConfig(_PluginSource):
     """A user's ``ProposerChoicePolicy``: built as ``Class(names=..., seed=..., **options)``."""
 
     kind: Literal["plugin"]
-    class_path: str = Field(pattern=r"^[\w.]+:[\w.]+$", description="package.module:Class")
-    options: dict[str, Any] = Field(default_factory=dict)
 
 
 def _choice_kind(data: Any) -> str | None:
@@ -216,12 +233,32 @@ ProposerChoiceConfig = Annotated[
 ]
 
 
+class RayPlacementConfig(_Model):
+    """Run each sandboxed evaluation as a task on a Ray cluster (``recursor.sandbox.ray_remote``):
+    the candidate's files and the task's read-only mounts are shipped, the sandbox of this
+    section's ``kind`` runs on the node with the same limits, the verdict comes back."""
+
+    address: str = Field(description="the cluster: 'HOST:PORT' of its GCS (this host is a "
+                         "node), 'ray://HOST:10001' (Ray Client) or 'auto'")
+    num_cpus: float = Field(1.0, gt=0, description="CPUs one evaluation reserves on its node")
+    resources: dict[str, float] = Field(
+        default_factory=dict, description="custom Ray resources an evaluation needs, e.g. "
+        "{evaluator: 1} to keep evaluations on the nodes that offer it")
+    max_retries: int = Field(2, ge=0, description="reruns of an evaluation whose node or "
+                             "worker died (an evaluation has no side effects to repeat)")
+    wait_s: float = Field(3600.0, gt=0, description="longest wait for an evaluation's reply "
+                          "beyond its wall-time limit (queueing and retries included)")
+
+
 class _SandboxLimitsConfig(_Model):
     """Limits every sandbox kind takes; a field left out (None) keeps the task's suggestion.
 
     None rather than a default number, so that the choice survives the stored config's round
     trip (``campaign.yaml`` holds every field; a default written there would look chosen).
     """
+
+    ray: RayPlacementConfig | None = Field(
+        None, description="run evaluations on this Ray cluster; default: on this host")
 
     timeout_s: float | None = Field(None, gt=0, description="default: the task's (cfr: 120)")
     memory_mb: int | None = Field(None, ge=64, description="default: the task's (cfr: 2048)")
@@ -231,10 +268,14 @@ class _SandboxLimitsConfig(_Model):
 
 
 class ProcessSandboxConfig(_SandboxLimitsConfig):
+    """A bubblewrap process sandbox: namespaces, seccomp, cgroup limits (docs/sandboxes.md)."""
+
     kind: Literal["process"] = "process"
 
 
 class DockerSandboxConfig(_SandboxLimitsConfig):
+    """A container per evaluation, through any Docker-API engine (docs/sandboxes.md)."""
+
     kind: Literal["docker"] = "docker"
     image: str | None = Field(
         None, description="image with python3; default: the one `recursor sandbox build-image` "
@@ -246,7 +287,14 @@ class DockerSandboxConfig(_SandboxLimitsConfig):
     pool_size: int = Field(4, ge=1, description="warm containers kept idle at most")
 
 
-SandboxConfig = Annotated[ProcessSandboxConfig | DockerSandboxConfig, Field(discriminator="kind")]
+class PluginSandboxConfig(_SandboxLimitsConfig, _PluginSource):
+    """A user's ``Sandbox``: built as ``Class(hidden_paths=[...], **options)``."""
+
+    kind: Literal["plugin"]
+
+
+SandboxConfig = Annotated[ProcessSandboxConfig | DockerSandboxConfig | PluginSandboxConfig,
+                          Field(discriminator="kind")]
 
 
 class GreedySelectionConfig(_Model):
@@ -276,12 +324,10 @@ class TournamentSelectionConfig(_Model):
     tournament_size: int = Field(4, ge=1)
 
 
-class PluginSelectionConfig(_Model):
+class PluginSelectionConfig(_PluginSource):
     """A user's ``SelectionPolicy``: built as ``Class(**options)``."""
 
     kind: Literal["plugin"]
-    class_path: str = Field(pattern=r"^[\w.]+:[\w.]+$", description="package.module:Class")
-    options: dict[str, Any] = Field(default_factory=dict)
 
 
 SelectionConfig = Annotated[
@@ -333,6 +379,10 @@ class PromotionConfig(_Model):
         None, ge=0, description="largest held-out regression (objective units) allowed; "
         "default: the task's own (cfr and psro 0.1 log10 units, worlds 0.05)")
     goodhart: GoodhartConfig = Field(default_factory=GoodhartConfig)
+    test_at_promotions: bool = Field(
+        False, description="also evaluate every promoted node on the task's sealed test split; "
+        "recorded in the archive only, never read by the search (the final incumbent's test "
+        "score is evaluated at the end either way)")
 
 
 class BudgetConfig(_Model):
@@ -347,29 +397,101 @@ class BudgetConfig(_Model):
     max_cost: float | None = Field(None, gt=0, description="dollars spent on models")
 
 
-class ScheduleStep(_Model):
-    """One step of a co-evolution schedule."""
+class LocalExecutorConfig(_Model):
+    """Each job a supervised local process, recorded in its job folder (docs/executors.md)."""
 
-    step: Literal["harness", "policy"]
-    evals: int = Field(4, ge=1, description="candidates this step evaluates (harness step), "
-                       "or policies it trains (policy step)")
-    adapt: bool = Field(False, description="harness step: judge each harness candidate with a "
-                        "policy retrained under it, instead of the fixed incumbent policy")
+    kind: Literal["local"] = "local"
+
+
+class DeepSpeedExecutorConfig(_Model):
+    """Jobs under the ``deepspeed`` launcher with a generated ZeRO config."""
+
+    kind: Literal["deepspeed"]
+    num_procs: int = Field(2, ge=1, description="ranks to launch")
+    zero_stage: int = Field(2, ge=0, le=3, description="ZeRO stage")
+    offload: bool = Field(False, description="optimizer state on CPU (builds cpu_adam once)")
+    micro_batch: int | None = Field(None, ge=1, description="per rank; default: the "
+                                    "trainer's batch size")
+
+
+class RayExecutorConfig(_Model):
+    """Jobs submitted to a Ray cluster through its job-submission API."""
+
+    kind: Literal["ray"]
+    address: str | None = Field(None, description="the dashboard's address; default: "
+                                "$RAY_ADDRESS, else http://127.0.0.1:8265")
+    num_cpus: float = Field(1.0, gt=0, description="CPUs reserved per job")
+
+
+class PluginExecutorConfig(_PluginSource):
+    """A user's ``Executor``: built as ``Class(root=jobs folder, **options)``."""
+
+    kind: Literal["plugin"]
+
+
+ExecutorConfig = Annotated[
+    LocalExecutorConfig | DeepSpeedExecutorConfig | RayExecutorConfig | PluginExecutorConfig,
+    Field(discriminator="kind")]
+EXECUTOR_ADAPTER: TypeAdapter[Any] = TypeAdapter(ExecutorConfig)
+
+
+def _executor_from_name(value: Any) -> Any:
+    """The older spelling ``executor: local`` (a bare kind) as ``{kind: local}``."""
+    return {"kind": value} if isinstance(value, str) else value
+
+
+class SearchStep(_Model):
+    """A schedule step that searches the named components: the usual propose -> evaluate ->
+    judge loop with only those components editable and every candidate a child of the
+    incumbent."""
+
+    step: Literal["search"]
+    components: list[str] = Field(min_length=1, description="the task components this step's "
+                                  "proposals may change")
+    evals: int = Field(4, ge=1, description="candidates this step evaluates")
+    adapt: bool = Field(False, description="judge each candidate with a policy retrained under "
+                        "it, instead of the fixed incumbent policy (a task with a trained policy)")
+
+
+class TrainStep(_Model):
+    """A schedule step that trains the task's policy (a task with a trained policy)."""
+
+    step: Literal["train"]
+    evals: int = Field(4, ge=1, description="policies this step trains")
     method: Literal["sft", "grpo"] = Field(
-        "sft", description="policy step: sft (from scratch, on verified trajectories rendered "
-        "under the adopted harness) or grpo (from the incumbent, on its fresh rollouts there)")
+        "sft", description="sft (from scratch, on verified trajectories rendered under the "
+        "adopted harness) or grpo (from the incumbent, on its fresh rollouts there)")
+
+
+ScheduleStep = Annotated[SearchStep | TrainStep, Field(discriminator="step")]
+
+# the schedule's first step names, still read from stored configs: {step: harness} searched
+# the worlds task's harness, {step: policy} trained its policy
+_LEGACY_STEPS: dict[str, dict[str, Any]] = {
+    "harness": {"step": "search", "components": ["harness"]}, "policy": {"step": "train"}}
+
+
+def _legacy_step(data: Any) -> Any:
+    if isinstance(data, dict) and data.get("step") in _LEGACY_STEPS:
+        return {**data, **_LEGACY_STEPS[data["step"]]}
+    return data
 
 
 class ScheduleConfig(_Model):
-    """Co-evolution (tasks with a trained policy): the steps, run in order ``cycles`` times."""
+    """A schedule: its steps, run in order ``cycles`` times (train steps need a task with a
+    trained policy)."""
 
-    steps: list[ScheduleStep] = Field(
-        default_factory=lambda: [ScheduleStep(step="harness"), ScheduleStep(step="policy")],
-        min_length=1)
+    steps: list[ScheduleStep] = Field(min_length=1)
     cycles: int = Field(2, ge=1, le=100)
-    executor: Literal["local", "deepspeed", "ray"] = "local"
+    executor: Annotated[ExecutorConfig, BeforeValidator(_executor_from_name)] = Field(
+        default_factory=LocalExecutorConfig, description="where training jobs run")
     jobs_dir: str | None = Field(None, description="where training jobs run; default: the "
                                  "campaign's jobs/ (campaigns sharing one reuse equal jobs)")
+
+    @field_validator("steps", mode="before")
+    @classmethod
+    def _legacy_steps(cls, data: Any) -> Any:
+        return [_legacy_step(step) for step in data] if isinstance(data, list) else data
 
 
 class ArchiveConfig(_Model):
@@ -393,7 +515,8 @@ class CampaignConfig(_Model):
     concurrency: int = Field(2, ge=1, le=256)
     archive: ArchiveConfig = Field(default_factory=ArchiveConfig)
     schedule: ScheduleConfig | None = Field(
-        None, description="co-evolution: alternate harness and policy steps")
+        None, description="run these steps in order (e.g. co-evolution: alternate harness "
+        "search and policy training)")
     seed: int = 0
 
     @model_validator(mode="before")

@@ -38,6 +38,14 @@ class NodeStatus(StrEnum):
         return order[new] > order[self] or new == self
 
 
+class CampaignStatus(StrEnum):
+    """Where a campaign stands: running, stopped (interrupted; resumable) or finished."""
+
+    RUNNING = "running"
+    STOPPED = "stopped"
+    FINISHED = "finished"
+
+
 class ChangeKind(StrEnum):
     """What a proposal changes."""
 
@@ -50,8 +58,17 @@ class ChangeKind(StrEnum):
 
 
 class Split(StrEnum):
+    """Where an evaluation's instances come from.
+
+    ``dev`` drives the search (proposals see it, selection and promotion use it); ``heldout``
+    gates promotions but is never shown to proposers; ``test`` is sealed: evaluated only for
+    the final report (the campaign's last incumbent), never shown to proposers and never read
+    by selection or promotion (docs/cfr-task.md, "Splits").
+    """
+
     DEV = "dev"
     HELDOUT = "heldout"
+    TEST = "test"
 
 
 @dataclass(frozen=True)

@@ -49,6 +49,12 @@ class SandboxResult:
     result: dict[str, Any] | None = None
     error: str | None = None
     output_truncated: bool = False
+    # The verdict channel's bytes as written (None: nothing), kept beside the parsed ``result``
+    # so that a run made on another machine is judged again where it is used (``ray_remote``).
+    verdict_text: str | None = field(default=None, repr=False)
+    verdict_truncated: bool = False
+    # Where the run happened when not on this host (e.g. the Ray node): trusted-side facts.
+    placement: dict[str, str] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -32,6 +32,7 @@ def judge(
     ``oom_killed`` must come from the host side (see the module docstring); it turns a failed
     exit into ``oom``. Without it a failed exit is ``crashed``.
     """
+    result.verdict_text, result.verdict_truncated = verdict, verdict_truncated
     if timed_out:
         result.status, result.exit_code = RunStatus.TIMEOUT, None
         result.error = f"wall time limit of {limit_s:g} s exceeded"

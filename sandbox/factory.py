@@ -5,13 +5,27 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from recursor.config import DockerSandboxConfig, ProcessSandboxConfig, SandboxConfig
+from recursor.config import (
+    DockerSandboxConfig,
+    PluginSandboxConfig,
+    ProcessSandboxConfig,
+    SandboxConfig,
+)
 from recursor.errors import ConfigError
+from recursor.plugins import build_plugin
 from recursor.sandbox._base import Sandbox, SandboxLimits
 
 
 def build_sandbox(config: SandboxConfig, hidden_paths: Sequence[Path] = ()) -> Sandbox:
-    """A ready sandbox; ``hidden_paths`` (e.g. the campaign directory) stay out of its sight."""
+    """A ready sandbox; ``hidden_paths`` (e.g. the campaign directory) stay out of its sight.
+
+    With ``config.ray`` set, the sandbox of ``config.kind`` runs on the nodes of that Ray
+    cluster (``recursor.sandbox.ray_remote``), built there by this same function.
+    """
+    if config.ray is not None:
+        from recursor.sandbox.ray_remote import RaySandbox
+
+        return RaySandbox(config, config.ray, list(hidden_paths))
     if isinstance(config, ProcessSandboxConfig):
         from recursor.sandbox.process import ProcessSandbox
 
@@ -22,6 +36,10 @@ def build_sandbox(config: SandboxConfig, hidden_paths: Sequence[Path] = ()) -> S
 
         return DockerSandbox(image=config.image, docker_host=config.docker_host,
                              cpus=config.cpus, warm=config.warm, pool_size=config.pool_size)
+    if isinstance(config, PluginSandboxConfig):
+        # A plug-in is told what to hide; keeping it hidden is part of the Sandbox contract.
+        sandbox: Sandbox = build_plugin("sandbox", config, {"hidden_paths": list(hidden_paths)})
+        return sandbox
     raise ConfigError(f"sandbox.kind {getattr(config, 'kind', config)!r} is not available")
 
 

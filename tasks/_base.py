@@ -13,6 +13,15 @@ Contract for the evaluation command: it writes one JSON object
 ``{"metrics": {name: float}, "instances": {name: float}, "error": str | null}`` to the file
 named by ``$RECURSOR_RESULT``. ``metrics`` must contain ``objective.metric``. ``instances``
 holds the per-instance values (games, seeds, tasks) that paired promotion tests use.
+
+Splits (``recursor.types.Split``): every task has ``dev`` and ``heldout``; a task that lists
+``Split.TEST`` in ``splits`` also has a sealed test split, which the controller evaluates only
+for the final report (:mod:`recursor.orchestrator.final_report`). An evaluation plan for one
+split mounts that split's data alone, so a dev or held-out run never sees test data.
+
+Noise: a task whose evaluation is stochastic lists several ``evaluation_seeds``; the controller
+then evaluates every node once per seed (``evaluation(split, cache_dir, seed=s)``), pairs
+instances across nodes as ``instance@seed`` and combines the metrics with ``aggregate_seeds``.
 """
 
 from __future__ import annotations
@@ -27,11 +36,20 @@ from recursor.types import Component, Objective, Split
 
 
 class Task(abc.ABC):
-    """A system under improvement. Built-ins: ``cfr``."""
+    """A system under improvement. Built-ins: ``cfr``, ``worlds``, ``psro``.
+
+    ``splits``: the splits :meth:`evaluation` accepts; ``Split.TEST`` among them declares the
+    sealed test split (``no_test_reason`` says, in the final report, why a task has none).
+    ``evaluation_seeds``: one seed (the default) for a deterministic evaluation; several for a
+    noisy one, and then :meth:`evaluation` takes a ``seed`` keyword.
+    """
 
     name: str
     description: str
     objective: Objective
+    splits: tuple[Split, ...] = (Split.DEV, Split.HELDOUT)
+    no_test_reason: str = "the task declares no sealed test split"
+    evaluation_seeds: tuple[int, ...] = (0,)
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -72,6 +90,17 @@ class Task(abc.ABC):
     def evaluation(self, split: Split, cache_dir: Path) -> EvaluationPlan:
         """The sandboxed command that evaluates ``/workspace`` on ``split``."""
 
+    def aggregate_seeds(self, per_seed: Mapping[int, Mapping[str, float]]) -> dict[str, float]:
+        """One node's metrics from its per-seed metrics (only called with several
+        ``evaluation_seeds``); the default is each metric's mean over the seeds that report
+        it."""
+        names = sorted({name for metrics in per_seed.values() for name in metrics})
+        out: dict[str, float] = {}
+        for name in names:
+            values = [m[name] for m in per_seed.values() if name in m]
+            out[name] = sum(values) / len(values)
+        return out
+
     def mutation_primitives(self) -> Sequence[Any]:
         """Task-specific mutation primitives added to the generic library."""
         return ()
@@ -97,9 +126,23 @@ class PolicyTask(Task):
     """
 
     policy_path: str
-    # name -> workspace path of the components whose content ids (``recursor.content``) label
-    # every training row: the evaluator reports the ids it hashed, the controller checks them
-    provenance_files: Mapping[str, str]
+    policy_component: str = "policy"  # the component whose file is ``policy_path``
+    #: the component a policy is trained under: training rows are kept only when their
+    #: provenance names the adopted version of it (``provenance_ids``)
+    routing_component: str
+
+    @abc.abstractmethod
+    def content_id(self, text: str) -> str:
+        """The content id this task's provenance uses for ``text`` (corpora are named by it)."""
+
+    @abc.abstractmethod
+    def provenance_ids(self, files: Mapping[str, str]) -> dict[str, str]:
+        """Component name -> content id of its files in ``files``, exactly as the corpus
+        command reports them in its verdict's ``components`` (they must match)."""
+
+    @abc.abstractmethod
+    def policy_name(self, files: Mapping[str, str]) -> str:
+        """The id of the policy the workspace's ``policy_path`` names."""
 
     @abc.abstractmethod
     def corpus_plan(self, cache_dir: Path, cycle: int, seed: int,

@@ -1,4 +1,5 @@
-"""Building a task from its campaign config (built-ins, ``class_path`` plug-ins)."""
+"""Building a task from its campaign config (built-ins, and plug-ins by ``class_path`` or
+an entry point of group ``recursor.tasks``)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from recursor.config import (
     WorldsTaskConfig,
 )
 from recursor.errors import ConfigError
-from recursor.plugins import instantiate
+from recursor.plugins import build_plugin
 from recursor.tasks._base import Task
 
 
@@ -35,7 +36,7 @@ def build_task(config: TaskConfig) -> Task:
 
         return ProgramTask(config)
     if isinstance(config, PluginTaskConfig):
-        task: Task = instantiate(config.class_path, config.options, Task, "task")
+        task: Task = build_plugin("task", config)
         return task
     raise ConfigError(f"unknown task kind {config!r}")
 

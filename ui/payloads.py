@@ -149,7 +149,6 @@ class NodeDetail:
     training: dict[str, Any] | None
     promotions: list[PromotionRow]
     jobs: list[dict[str, Any]]
-    artifacts: list[dict[str, Any]]
     prompt: list[dict[str, str]]
     response: str | None
     diff_parent: str
@@ -219,14 +218,12 @@ def node_detail(source: CampaignSource, node_id: str) -> NodeDetail:
         training=_parsed(training[-1].content) if training else None,
         promotions=promotions,
         jobs=[_job(j) for j in archive.jobs(node.id)],
-        artifacts=[{"name": a.name, "kind": a.kind, "uri": a.uri, "sha256": a.sha256}
-                   for a in archive.artifacts(node.id)],
         prompt=prompt, response=response,
         diff_parent=_diff(source, parent, node) if parent else "",
         diff_start=_diff(source, start, node) if start and start.id != node.id else "",
         parent=parent, start=start,
         incumbent=all_promotions[-1].node_id if all_promotions else None,
-        children=[n for n in archive.nodes(source.campaign_id) if n.parent_id == node.id],
+        children=archive.children(node.id),
     )
 
 

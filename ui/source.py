@@ -23,7 +23,6 @@ from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.pool import QueuePool
 
 from recursor.archive.models import (
-    ArtifactRow,
     CampaignRow,
     EvaluationRow,
     JobRow,
@@ -122,10 +121,11 @@ class ReadOnlyArchive:
             query = select(LogRow).where(LogRow.node_id == node_id).order_by(LogRow.id)
             return list(s.scalars(query))
 
-    def artifacts(self, node_id: str) -> list[ArtifactRow]:
+    def children(self, node_id: str) -> list[NodeRow]:
+        """The node's children in (round, slot) order (one indexed query)."""
         with self._session() as s:
-            query = select(ArtifactRow).where(ArtifactRow.node_id == node_id)
-            return list(s.scalars(query.order_by(ArtifactRow.id)))
+            query = select(NodeRow).where(NodeRow.parent_id == node_id)
+            return list(s.scalars(query.order_by(NodeRow.round, NodeRow.slot)))
 
     def jobs(self, node_id: str) -> list[JobRow]:
         with self._session() as s:

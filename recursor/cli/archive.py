@@ -250,7 +250,8 @@ def lineage(node: Annotated[str, typer.Argument(help="node id")], directory: Dir
 @app.command()
 def best(directory: Dir = None, url: Url = None, campaign: CampaignId = None,
          as_json: Json = False) -> None:
-    """The best (latest promoted) node with its metrics per split and commit."""
+    """The best (latest promoted) node with its metrics per split and commit, and its sealed
+    test score (``test_score``; null, with ``test_note`` saying why, when there is none)."""
     from recursor.orchestrator.summary import node_report
 
     with _open(directory, url) as archive:
@@ -265,10 +266,12 @@ def best(directory: Dir = None, url: Url = None, campaign: CampaignId = None,
     console.print(Text.assemble(rich_text(report.id, "bold"), " (", rich_text(report.proposer),
                                 ") commit ", rich_text(report.commit)))
     console.print(rich_text(report.rationale))
-    for split in ("dev", "heldout"):
+    for split in ("dev", "heldout", "test"):
         metrics = getattr(report, split).get("metrics")
         if metrics:
             console.print(_field(split, json.dumps(metrics, ensure_ascii=False)))
+    if report.test_score is None:  # the sealed split's score is in the JSON as test_score
+        console.print(_field("test", f"no score: {report.test_note}"))
 
 
 @app.command()

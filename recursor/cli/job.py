@@ -11,22 +11,32 @@ through :mod:`recursor.untrusted` (``--json`` escapes them as JSON does).
 from __future__ import annotations
 
 import json
-import os
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+from pydantic import ValidationError
 from rich.console import Console
 from rich.text import Text
 
-from recursor.errors import RecursorError
-from recursor.executors._base import Executor
+from recursor.config import (
+    EXECUTOR_ADAPTER,
+    DeepSpeedExecutorConfig,
+    ExecutorConfig,
+    LocalExecutorConfig,
+    PluginExecutorConfig,
+    RayExecutorConfig,
+)
+from recursor.errors import ConfigError, RecursorError
 from recursor.untrusted import rich_text
 
 if TYPE_CHECKING:
     from recursor.executors.spec import JobRecord
 
+EXECUTOR_MODELS: dict[str, type[Any]] = {
+    "local": LocalExecutorConfig, "deepspeed": DeepSpeedExecutorConfig,
+    "ray": RayExecutorConfig, "plugin": PluginExecutorConfig}
 app = typer.Typer(help="Run training and evaluation jobs (SFT, GRPO, commands).")
 err = Console(stderr=True)
 
@@ -40,23 +50,28 @@ class ExecutorKind(StrEnum):
     LOCAL = "local"
     DEEPSPEED = "deepspeed"
     RAY = "ray"
+    PLUGIN = "plugin"
 
 
-def _executor(kind: ExecutorKind, directory: Path, address: str | None,
-              deepspeed: tuple[int, int, bool]) -> Executor:
-    if kind is ExecutorKind.DEEPSPEED:
-        from recursor.executors.deepspeed_executor import DeepSpeedExecutor
+def executor_config(kind: ExecutorKind, **fields: Any) -> ExecutorConfig:
+    """The ``ExecutorConfig`` of ``kind`` from the command's options (None: not given);
+    ConfigError naming an option that does not go with ``kind``, or a bad value."""
+    given = {name: value for name, value in fields.items() if value is not None}
+    foreign = sorted(set(given) - set(EXECUTOR_MODELS[kind].model_fields))
+    if foreign:
+        raise ConfigError(f"{', '.join(_option(name) for name in foreign)} does not go with "
+                          f"--executor {kind.value} (see `recursor job run --help`)")
+    try:
+        config: ExecutorConfig = EXECUTOR_ADAPTER.validate_python({**given, "kind": kind.value})
+    except ValidationError as exc:
+        problems = "; ".join(f"{_option(str(e['loc'][-1])) if len(e['loc']) > 1 else 'options'}"
+                             f": {e['msg']}" for e in exc.errors())
+        raise ConfigError(f"--executor {kind.value}: {problems}") from None
+    return config
 
-        procs, stage, offload = deepspeed
-        return DeepSpeedExecutor(directory, num_procs=procs, zero_stage=stage, offload=offload)
-    if kind is ExecutorKind.RAY:
-        from recursor.executors.ray_executor import RayExecutor
 
-        return RayExecutor(address or os.environ.get("RAY_ADDRESS", "http://127.0.0.1:8265"),
-                           directory)
-    from recursor.executors.local import LocalExecutor
-
-    return LocalExecutor(directory)
+def _option(field: str) -> str:
+    return "--" + field.replace("_", "-")
 
 
 @app.command()
@@ -69,19 +84,30 @@ def run(
     address: Annotated[str | None, typer.Option(
         help="ray: the cluster's dashboard address (default $RAY_ADDRESS or "
              "http://127.0.0.1:8265).")] = None,
-    num_procs: Annotated[int, typer.Option(help="deepspeed: ranks to launch.", min=1)] = 2,
-    zero_stage: Annotated[int, typer.Option(help="deepspeed: ZeRO stage.", min=0, max=3)] = 2,
-    offload: Annotated[bool, typer.Option(help="deepspeed: optimizer state on CPU.")] = False,
+    num_procs: Annotated[int | None, typer.Option(
+        help="deepspeed: ranks to launch (default 2).", min=1)] = None,
+    zero_stage: Annotated[int | None, typer.Option(
+        help="deepspeed: ZeRO stage (default 2).", min=0, max=3)] = None,
+    offload: Annotated[bool | None, typer.Option(
+        help="deepspeed: optimizer state on CPU (default: no).")] = None,
+    class_path: Annotated[str | None, typer.Option(
+        help="plugin: the Executor class, 'package.module:Class'.")] = None,
+    entry_point: Annotated[str | None, typer.Option(
+        help="plugin: an installed executor's name (see `recursor plugins list`).")] = None,
     follow: Annotated[bool, typer.Option(help="Stream the job's log to stderr.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the record as JSON.")] = False,
 ) -> None:
     """Run the job SPEC_FILE describes to the end and print its record."""
     from recursor.archive.store import Archive
+    from recursor.executors import build_executor
     from recursor.executors.spec import JobStatus, load_spec
 
     try:
         spec = load_spec(spec_file)
-        runner = _executor(executor, directory, address, (num_procs, zero_stage, offload))
+        config = executor_config(executor, address=address, num_procs=num_procs,
+                                 zero_stage=zero_stage, offload=offload,
+                                 class_path=class_path, entry_point=entry_point)
+        runner = build_executor(config, directory)
         handle = runner.submit(spec)
         err.print(rich_text(f"job {handle.job_id}: {runner.status(handle).value} "
                             f"({handle.directory})"))

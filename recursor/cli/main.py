@@ -21,6 +21,7 @@ from rich.text import Text
 
 from recursor.cli import archive as cli_archive
 from recursor.cli import job as cli_job
+from recursor.cli import plugins as cli_plugins
 from recursor.cli import proposers as cli_proposers
 from recursor.cli import replay as cli_replay
 from recursor.cli import sandbox as cli_sandbox
@@ -34,6 +35,7 @@ app = typer.Typer(help="Recursor: unattended improvement campaigns with a discov
 app.add_typer(cli_archive.app, name="archive")
 app.add_typer(cli_sandbox.app, name="sandbox")
 app.add_typer(cli_proposers.app, name="proposers")
+app.add_typer(cli_plugins.app, name="plugins")
 app.add_typer(cli_job.app, name="job")
 app.add_typer(cli_replay.app, name="replay")
 cli_ui.register(app)

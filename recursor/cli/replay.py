@@ -45,6 +45,8 @@ Budget = Annotated[int | None, typer.Option("--budget", min=1, help="evaluations
 Target = Annotated[float | None, typer.Option("--target", help="score to reach; default: "
                                               "each campaign's best recorded dev score")]
 Seeds = Annotated[int, typer.Option("--seeds", min=1, help="simulation seeds per policy")]
+Workers = Annotated[int, typer.Option("--workers", min=1, help="processes that run the "
+                                      "simulations (the figures do not depend on it)")]
 
 
 Archives = Annotated[list[str] | None, typer.Option(
@@ -77,6 +79,7 @@ def replay(
     seeds: Seeds = 100,
     budget: Budget = None,
     target: Target = None,
+    workers: Workers = 1,
     as_json: Annotated[bool, typer.Option("--json", help="machine-readable output")] = False,
     plot: Annotated[Path | None, typer.Option("--plot", help="PNG of best-so-far against "
                                               "evaluations")] = None,
@@ -88,7 +91,7 @@ def replay(
     sims = [Simulator(c) for c in campaigns]
     checks = [fidelity(s) for s in sims]
     budget = budget or campaigns[0].config.budget.max_evals
-    results = [evaluate_policy(sims, p, range(seeds), budget, _targets(campaigns, target))
+    results = [evaluate_policy(sims, p, range(seeds), budget, _targets(campaigns, target), workers)
                for p in policies(campaigns[0].config, policy or [])]
     if plot is not None:
         plot_curves(results, plot, campaigns[0].objective.metric)
@@ -166,6 +169,7 @@ def tune_command(
     seeds: Seeds = 30,
     budget: Budget = None,
     target: Target = None,
+    workers: Workers = 1,
 ) -> None:
     """Search selection and proposer-choice settings in the simulator; write the best."""
     if objective not in ("evals_to_target", "best_at_budget"):
@@ -174,7 +178,8 @@ def tune_command(
     campaigns = _load(dirs, archives)
     sims = [Simulator(c) for c in campaigns]
     budget = budget or campaigns[0].config.budget.max_evals
-    result = tune(sims, _targets(campaigns, target), budget, trials, range(seeds), goal)
+    result = tune(sims, _targets(campaigns, target), budget, trials, range(seeds), goal,
+                  workers=workers)
     header = (f"# recursor replay tune: {trials} trials, {seeds} seeds, budget {budget}, "
               f"objective {goal}\n# simulated evals to target: tuned "
               f"{result.tuned.evals_to_target.mean:.2f}, recorded settings "

@@ -64,6 +64,8 @@ class OutcomeModel:
             for key in ((proposer, bucket, min(depth, DEPTH_BUCKETS)), (proposer, bucket),
                         (proposer,), ()):
                 self.classes.setdefault(key, []).append(transition)
+        # (proposer, bucket, depth bucket) -> the class draw() falls back to, found once
+        self.resolved: dict[tuple[str, int, int], list[Transition]] = {}
 
     def bucket(self, score: float) -> int:
         """0 (worst quarter of recorded parents) to 3 (best)."""
@@ -71,12 +73,24 @@ class OutcomeModel:
 
     def draw(self, proposer: str, parent_score: float, depth: int,
              rng: random.Random) -> Transition:
-        bucket = self.bucket(parent_score)
-        for key in ((proposer, bucket, min(depth, DEPTH_BUCKETS)), (proposer, bucket),
-                    (proposer,), ()):
+        """A transition drawn uniformly (``rng.randrange``) from the first non-empty class."""
+        key = (proposer, bisect.bisect_right(self.cuts, self.sign * parent_score),
+               depth if depth < DEPTH_BUCKETS else DEPTH_BUCKETS)  # bucket(), min(), inlined
+        pool = self.resolved.get(key)
+        if pool is None:
+            pool = self.resolved[key] = self._pool(*key)
+        n = len(pool)  # rng.randrange(n), spelled out: the same getrandbits calls, faster
+        bits = n.bit_length()
+        r = rng.getrandbits(bits)
+        while r >= n:
+            r = rng.getrandbits(bits)
+        return pool[r]
+
+    def _pool(self, proposer: str, bucket: int, depth: int) -> list[Transition]:
+        for key in ((proposer, bucket, depth), (proposer, bucket), (proposer,), ()):
             pool = self.classes.get(key)
             if pool:
-                return pool[rng.randrange(len(pool))]
+                return pool
         raise AssertionError("the () class always holds every transition")
 
 

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from recursor.replay.parallel import run_seeds
 from recursor.replay.record import RecordedCampaign
 from recursor.replay.simulator import Policy, Simulator, Trace, policy_from_config
 
@@ -100,26 +101,18 @@ def reach(trace: Trace, target: float, minimize: bool, budget: int) -> tuple[int
 
 
 def evaluate_policy(sims: Sequence[Simulator], policy: Policy, seeds: Sequence[int], budget: int,
-                    targets: Sequence[float]) -> PolicyResult:
-    """Run ``policy`` on every campaign for every seed; pool the runs."""
-    evals, costs, bests, hits, curves = [], [], [], 0, []
-    model_evals = total_evals = 0
-    for sim, target in zip(sims, targets, strict=True):
-        minimize = sim.campaign.objective.direction == "minimize"
-        for seed in seeds:
-            trace = sim.run(policy, seed, budget)
-            n, cost, hit = reach(trace, target, minimize, budget)
-            evals.append(float(n))
-            costs.append(cost)
-            hits += hit
-            bests.append(trace.best[-1] if trace.best else float("nan"))
-            model_evals += trace.from_model
-            total_evals += trace.evaluations
-            curves.append(trace.best)
-    return PolicyResult(policy.name, policy.config, len(evals), budget, hits / len(evals),
-                        bootstrap(evals), bootstrap(costs), bootstrap(bests),
-                        model_evals / max(total_evals, 1), quartiles(evals),
-                        mean_curve(curves, budget))
+                    targets: Sequence[float], workers: int = 1) -> PolicyResult:
+    """Run ``policy`` on every campaign for every seed (in ``workers`` processes: the result
+    does not depend on it); pool the runs."""
+    runs = run_seeds(sims, policy, seeds, budget, targets, workers)
+    evals = [float(r.evals_to_target) for r in runs]
+    total_evals = sum(r.evaluations for r in runs)
+    return PolicyResult(policy.name, policy.config, len(runs), budget,
+                        sum(r.reached for r in runs) / len(runs), bootstrap(evals),
+                        bootstrap([r.cost_to_target for r in runs]),
+                        bootstrap([r.best for r in runs]),
+                        sum(r.from_model for r in runs) / max(total_evals, 1), quartiles(evals),
+                        mean_curve([r.curve for r in runs], budget))
 
 
 def quartiles(values: Sequence[float]) -> tuple[float, float, float]:
@@ -131,13 +124,12 @@ def quartiles(values: Sequence[float]) -> tuple[float, float, float]:
 
 def mean_curve(curves: Sequence[Sequence[float]], budget: int) -> list[float]:
     """Mean best-so-far after each evaluation (a run that stopped early keeps its last)."""
-    out = []
-    for i in range(budget):
-        values = [c[min(i, len(c) - 1)] for c in curves if c]
-        if not values:
-            break
-        out.append(sum(values) / len(values))
-    return out
+    runs = [c for c in curves if c]
+    if not runs:
+        return []
+    # each run padded with its last value to the budget, then summed in run order per step
+    padded = [list(c[:budget]) + [c[-1]] * (budget - len(c)) for c in runs]
+    return [sum(step) / len(runs) for step in zip(*padded, strict=True)]
 
 
 def default_targets(campaigns: Sequence[RecordedCampaign]) -> list[float]:

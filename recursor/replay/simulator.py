@@ -16,15 +16,21 @@ Wall-time, token and money budgets and paused proposers are not simulated.
 from __future__ import annotations
 
 import bisect
+import math
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from recursor.archive.selection import RankedSelectionPolicy, SelectionPolicy, build_selection
+from recursor.archive.selection import (
+    RankedSelectionPolicy,
+    SelectionPolicy,
+    build_selection,
+    score_key,
+)
 from recursor.config import CampaignConfig
-from recursor.proposers._base import Outcome
 from recursor.proposers.ensemble import ProposerChoicePolicy, build_proposer_choice
+from recursor.replay.fast import Picker, below, chooser, fast_picker, seed_from_text
 from recursor.replay.model import OutcomeModel
 from recursor.replay.record import RecordedCampaign, RecordedNode
 
@@ -49,15 +55,6 @@ def policy_from_config(name: str, config: CampaignConfig,
     return Policy(name, build_selection(config.selection),
                   lambda names, seed: build_proposer_choice(choice, names, seed),
                   config.concurrency, dict(fragment or {}))
-
-
-@dataclass
-class _Node:
-    id: str
-    rec: RecordedNode | None  # None: an outcome of the model
-    score: float | None
-    ok: bool
-    depth: int
 
 
 @dataclass
@@ -90,12 +87,20 @@ class Simulator:
         self.pools: dict[tuple[str, str], list[RecordedNode]] = {}
         for node in campaign.nodes[1:]:
             self.pools.setdefault((node.parent_id or "", node.proposer), []).append(node)
+        # per (node, proposer): its recorded children last first, so a run pops the next one
+        self.stacks = {key: tuple(reversed(pool)) for key, pool in self.pools.items()}
         self.sign = 1.0 if campaign.objective.direction == "minimize" else -1.0
+        # a NaN score has no place in a sorted ranking: the fast pickers' worst-first ranking
+        # would not match ``selection.ranked`` then, so such a record takes the general path
+        self.orderable = not any(n.score is not None and math.isnan(n.score)
+                                 for n in campaign.nodes)
 
     def run(self, policy: Policy, seed: int, budget: int, ordered: bool = False,
-            max_unevaluated: int | None = None) -> Trace:
-        """Simulate ``policy`` with campaign seed ``seed`` until ``budget`` evaluations."""
-        run = _Run(self, policy, seed, ordered)
+            max_unevaluated: int | None = None, details: bool = True) -> Trace:
+        """Simulate ``policy`` with campaign seed ``seed`` until ``budget`` evaluations.
+        ``details=False`` leaves the trace's per-node ``choices`` and ``results`` empty
+        (reports need only the curves; the run itself is the same)."""
+        run = _Run(self, policy, seed, ordered, details)
         cap = max_unevaluated or max(budget, MIN_UNEVALUATED_CAP)
         round_ = 1
         while run.attempted < budget and run.unevaluated < cap:
@@ -105,97 +110,166 @@ class Simulator:
         return run.trace
 
 
-class _Run:
-    """The state of one simulated campaign."""
+class _Descending(str):
+    """A node id that sorts in reverse (only compared when two scores tie)."""
 
-    def __init__(self, sim: Simulator, policy: Policy, seed: int, ordered: bool) -> None:
+    __slots__ = ()
+
+    def __lt__(self, other: str) -> bool:
+        return str.__gt__(self, other)
+
+    def __gt__(self, other: str) -> bool:
+        return str.__lt__(self, other)
+
+    def __le__(self, other: str) -> bool:
+        return str.__ge__(self, other)
+
+    def __ge__(self, other: str) -> bool:
+        return str.__le__(self, other)
+
+
+# (recorded child or None, dev score, ok, spends the budget, cost, answered by the model)
+_Outcome = tuple[RecordedNode | None, float | None, bool, bool, float, bool]
+
+
+class _Run:
+    """The state of one simulated campaign. Nodes are numbered in creation order (the root
+    is 0) and kept in parallel lists.
+
+    The ranking is ``selection.ranked``'s: by (sign * score, id), best first. With a fast
+    picker it is kept *worst first* in ``ranking`` as sorted (-sign * score, _Descending(id),
+    number) entries, position p of the ranking being ``ranking[-1 - p]``: a search's new
+    nodes rank near the top, so inserting them near the end moves little of the list.
+    Otherwise the ids best first (and the scored pairs) are kept for the policy's methods."""
+
+    def __init__(self, sim: Simulator, policy: Policy, seed: int, ordered: bool,
+                 details: bool) -> None:
         campaign = sim.campaign
         self.sim, self.policy, self.seed, self.ordered = sim, policy, seed, ordered
-        self.choice = policy.make_choice(list(campaign.proposers), seed)
+        self.details = details
+        self.sign, self.prefix, self.promoted = sim.sign, campaign.prefix, campaign.promoted
+        self.chooser = chooser(policy.make_choice(list(campaign.proposers), seed))
         self.outcome_rng = random.Random(f"{seed}-outcomes")
         self.used: dict[tuple[str, str], list[RecordedNode]] = {}
         root = campaign.root
-        self.nodes = {root.id: _Node(root.id, root, root.score, True, 0)}
+        self.ids = [root.id]
+        self.recs: list[RecordedNode | None] = [root]
+        self.scores: list[float | None] = [root.score]
+        self.depths = [0]
         score = float(root.score if root.score is not None else 0.0)
-        self.keys: list[tuple[float, str]] = [(sim.sign * score, root.id)]
-        self.order = [root.id]  # ids best first, kept in step with keys
-        self.scored: list[tuple[str, float]] = [(root.id, score)]
+        fast = fast_picker(policy.selection) if sim.orderable else None
+        self.picker: Picker | None = fast[0] if fast is not None else None
+        self.seeded = fast[1] if fast is not None else True
+        self.select_rng = random.Random()
+        self.ranking = [(-sim.sign * score, _Descending(root.id), 0)]
+        # only for a selection without a fast path: what its public methods take
+        self.keys = [(sim.sign * score, root.id)]
+        self.order_ids, self.scored = [root.id], [(root.id, score)]
+        self.index_of = {root.id: 0}
+        # selection ranks one node per distinct score, the oldest (``distinct_scores``)
+        self.score_keys = {score_key(score)}
         self.best_score, self.spent = score, 0.0
         self.attempted = self.unevaluated = self.created = 0
         self.trace = Trace([], [], [], [], [])
 
     def round(self, round_: int, k: int) -> None:
+        # every slot's proposer is chosen and expanded before any outcome is told (as the
+        # controller proposes a round, then evaluates it)
+        step, choose, expand = self.created, self.chooser.choose, self._expand
+        children = []
+        for slot, parent in enumerate(self._parents(round_, k)):
+            name = choose(step + slot)
+            children.append((parent, name, expand(parent, name)))
+        self.created += k
+        record = self._record
+        for slot, (parent, name, outcome) in enumerate(children):
+            record(round_, slot, parent, name, outcome)
+
+    def _parents(self, round_: int, k: int) -> list[int]:
+        """The numbers of ``k`` parents, drawn with ``Random(f"{seed}-select-{round}")``."""
+        ranking, picker = self.ranking, self.picker
+        if picker is not None:
+            rng = self.select_rng
+            if self.seeded:
+                seed_from_text(rng, f"{self.seed}-select-{round_}")
+            n = len(ranking)
+            return [ranking[-1 - picker(n, rng)][2] for _ in range(k)]
         rng = random.Random(f"{self.seed}-select-{round_}")
         selection = self.policy.selection
         if isinstance(selection, RankedSelectionPolicy):
-            parents = [selection.pick(self.order, rng) for _ in range(k)]
+            chosen = [selection.pick(self.order_ids, rng) for _ in range(k)]
         else:
-            parents = selection.choose(list(self.scored), self.sim.campaign.objective, rng, k)
-        children = []
-        for slot, parent_id in enumerate(parents):
-            name, _ = self.choice.choose(self.created + slot, ())
-            children.append((self._expand(self.nodes[parent_id], name, round_, slot), name,
-                             parent_id))
-        self.created += len(children)
-        for slot, ((child, spends, cost, from_model), name, parent_id) in enumerate(children):
-            self._record(child, spends, cost, from_model, name, self.nodes[parent_id])
-            self.trace.choices.append((round_, slot, parent_id, name))
+            chosen = selection.choose(list(self.scored), self.sim.campaign.objective, rng, k)
+        return [self.index_of[node_id] for node_id in chosen]
 
-    def _expand(self, parent: _Node, name: str, round_: int,
-                slot: int) -> tuple[_Node, bool, float, bool]:
-        """(child, spends budget, cost, answered by the model) for one expansion."""
-        node_id = self.sim.campaign.node_id(round_, slot)
-        recorded = self._recorded_child(parent, name)
-        if recorded is not None:
-            return (_Node(node_id, recorded, recorded.score, recorded.ok, parent.depth + 1),
-                    recorded.spends, recorded.cost, False)
-        assert parent.score is not None
-        t = self.sim.model.draw(name, parent.score, parent.depth, self.outcome_rng)
-        score = parent.score - self.sim.sign * t.delta if t.ok else None
-        return _Node(node_id, None, score, t.ok, parent.depth + 1), t.spends, t.cost, True
+    def _expand(self, parent: int, name: str) -> _Outcome:
+        """One expansion of node ``parent`` by proposer ``name``: a recorded child of it by
+        that proposer not used yet in this run, else an outcome of the model."""
+        rec = self.recs[parent]
+        if rec is not None:
+            key = (rec.id, name)
+            left = self.used.get(key)
+            if left is None:
+                left = self.used[key] = list(self.sim.stacks.get(key, ()))
+            if left:
+                if not self.ordered:
+                    i = below(self.outcome_rng, len(left))
+                    left[i], left[-1] = left[-1], left[i]
+                child = left.pop()
+                return child, child.score, child.ok, child.spends, child.cost, False
+        score = self.scores[parent]
+        assert score is not None
+        t = self.sim.model.draw(name, score, self.depths[parent], self.outcome_rng)
+        return (None, score - self.sign * t.delta if t.ok else None, t.ok, t.spends, t.cost,
+                True)
 
-    def _recorded_child(self, parent: _Node, name: str) -> RecordedNode | None:
-        if parent.rec is None:
-            return None
-        key = (parent.rec.id, name)
-        left = self.used.get(key)
-        if left is None:
-            left = self.used[key] = list(reversed(self.sim.pools.get(key, [])))
-        if not left:
-            return None
-        if self.ordered:
-            return left.pop()
-        i = self.outcome_rng.randrange(len(left))
-        left[i], left[-1] = left[-1], left[i]
-        return left.pop()
-
-    def _record(self, child: _Node, spends: bool, cost: float, from_model: bool, name: str,
-                parent: _Node) -> None:
-        self.nodes[child.id] = child
-        self.trace.results.append((child.ok, child.score, spends))
+    def _record(self, round_: int, slot: int, parent: int, name: str,
+                outcome: _Outcome) -> None:
+        rec, score, ok, spends, cost, from_model = outcome
+        node_id, number, trace = f"{self.prefix}-{round_:03d}-{slot}", len(self.ids), self.trace
+        parent_score, sign = self.scores[parent], self.sign
+        self.ids.append(node_id)
+        self.recs.append(rec)
+        self.scores.append(score)
+        self.depths.append(self.depths[parent] + 1)
         improvement = None
-        if child.ok and child.score is not None:
-            key = (self.sim.sign * child.score, child.id)
-            at = bisect.bisect(self.keys, key)
-            self.keys.insert(at, key)
-            self.order.insert(at, child.id)
-            self.scored.append((child.id, child.score))
-            assert parent.score is not None
-            improvement = self.sim.campaign.objective.improvement(child.score, parent.score)
-            if self.sim.sign * child.score < self.sim.sign * self.best_score:
-                self.best_score = child.score
+        if ok and score is not None:
+            key = score_key(score)
+            fresh = key not in self.score_keys
+            self.score_keys.add(key)
+            if self.picker is None:
+                self._for_plugin(number, node_id, score, fresh)
+            elif fresh:
+                bisect.insort(self.ranking, (-sign * score, _Descending(node_id), number))
+            assert parent_score is not None
+            improvement = sign * (parent_score - score)  # objective.improvement
+            if sign * score < sign * self.best_score:
+                self.best_score = score
         if spends:
             self.attempted += 1
             self.spent += cost
-            self.trace.best.append(self.best_score)
-            self.trace.cost.append(self.spent)
-            self.trace.modelled.append(from_model)
+            trace.best.append(self.best_score)
+            trace.cost.append(self.spent)
+            trace.modelled.append(from_model)
         else:
             self.unevaluated += 1
-        if child.rec is not None and child.rec.id in self.sim.campaign.promoted:
-            self.trace.promoted.append(child.rec.id)
-        self.choice.update(Outcome(child.id, name, child.ok, child.score, parent.score,
-                                   improvement, cost))
+        if rec is not None and rec.id in self.promoted:
+            trace.promoted.append(rec.id)
+        self.chooser.update(node_id, name, ok, score, parent_score, improvement, cost)
+        if self.details:
+            trace.results.append((ok, score, spends))
+            trace.choices.append((round_, slot, self.ids[parent], name))
+
+    def _for_plugin(self, number: int, node_id: str, score: float, fresh: bool) -> None:
+        """Keep what a selection without a fast path is given: all scored pairs, and the
+        ranking of distinct scores (ids best first) that ``RankedSelectionPolicy.pick`` takes."""
+        if fresh:
+            key = (self.sign * score, node_id)
+            at = bisect.bisect(self.keys, key)
+            self.keys.insert(at, key)
+            self.order_ids.insert(at, node_id)
+        self.scored.append((node_id, score))
+        self.index_of[node_id] = number
 
 
 __all__ = ["Policy", "Simulator", "Trace", "policy_from_config"]

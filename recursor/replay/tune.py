@@ -75,16 +75,17 @@ def score(result: PolicyResult, goal: Goal, minimize: bool) -> float:
 
 
 def tune(sims: Sequence[Simulator], targets: Sequence[float], budget: int, trials: int,
-         seeds: Sequence[int], goal: Goal, seed: int = 0) -> TuneResult:
+         seeds: Sequence[int], goal: Goal, seed: int = 0, workers: int = 1) -> TuneResult:
     """Search ``trials`` settings; return the best as a fragment, with its simulated figures
-    and those of the recorded settings on the same seeds."""
+    and those of the recorded settings on the same seeds. ``workers`` processes run each
+    trial's simulations; the result does not depend on it."""
     base = sims[0].campaign.config
     minimize = sims[0].campaign.objective.direction == "minimize"
 
     def objective(trial: optuna.Trial) -> float:
         fragment = suggest(trial)
         result = evaluate_policy(sims, build_policy(base, fragment, f"trial {trial.number}"),
-                                 seeds, budget, targets)
+                                 seeds, budget, targets, workers)
         return score(result, goal, minimize)
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
@@ -96,8 +97,8 @@ def tune(sims: Sequence[Simulator], targets: Sequence[float], budget: int, trial
     study.optimize(objective, n_trials=trials)
     fragment = suggest(optuna.trial.FixedTrial(study.best_trial.params))
     tuned = evaluate_policy(sims, build_policy(base, {"name": "tuned", **fragment}, "tuned"),
-                            seeds, budget, targets)
-    recorded = evaluate_policy(sims, recorded_policy(base), seeds, budget, targets)
+                            seeds, budget, targets, workers)
+    recorded = evaluate_policy(sims, recorded_policy(base), seeds, budget, targets, workers)
     return TuneResult(fragment, tuned, recorded, trials, goal)
 
 

@@ -85,12 +85,14 @@ def static_check(source: str) -> str | None:
 
 
 class CFRTask(Task):
-    """Discover CFR variants; dev games are poker, held-out games are never shown."""
+    """Discover CFR variants; dev games are poker, held-out and test games are never shown
+    (test games are evaluated only for the final report)."""
 
     name = "cfr"
     description = DESCRIPTION
     # score is a mean log10 exploitability: 0.1 lets held-out get at most ~26% worse
     objective = Objective("score", "minimize", heldout_tolerance=0.1)
+    splits = (Split.DEV, Split.HELDOUT, Split.TEST)  # test: games.SPLITS["test"], sealed
 
     def __init__(self, iterations: int = 100) -> None:
         if iterations < 1:
@@ -133,7 +135,7 @@ class CFRTask(Task):
             "recursor.tasks.cfr.evaluate", "--workspace", "/workspace", "--split",
             Split(split).value, "--cache", CACHE_TARGET, "--iterations", str(self.iterations),
             "--timeout", "100")
-        # only this split's game trees: a dev evaluation never sees the held-out games
+        # only this split's game trees: a dev evaluation never sees held-out or test games
         trees = [games.cache_path(Path(cache_dir), game) for game in games.SPLITS[Split(split)]]
         return EvaluationPlan(
             command=command,

@@ -52,6 +52,8 @@ class ProgramTask(Task):
     """A user's program and evaluator (see the module docstring); one component, ``program``."""
 
     name = "program"
+    no_test_reason = ("a program task declares no sealed test split: its evaluator is asked "
+                      "for dev and heldout only")
 
     def __init__(self, config: ProgramTaskConfig) -> None:
         self.program = Path(config.program).resolve()

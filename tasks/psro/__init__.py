@@ -86,6 +86,8 @@ class PSROTask(Task):
     description = DESCRIPTION
     # score is a mean log10 exploitability, as for cfr
     objective = Objective("score", "minimize", heldout_tolerance=0.1)
+    no_test_reason = ("psro declares no sealed test split: its held-out games (docs/psro-task.md) "
+                      "are its only unseen ones")
 
     def __init__(self, iterations: int = 30, solver_timeout_s: float = 100.0) -> None:
         if iterations < 1:

@@ -26,11 +26,12 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
+from recursor.content import content_id
 from recursor.mutation import MutationPrimitive
 from recursor.plan import Mount, SandboxLimits, trusted_module_command
 from recursor.tasks._base import Component, EvaluationPlan, Objective, PolicyTask
-from recursor.tasks.worlds import world
-from recursor.tasks.worlds.evaluate import COMPONENT_FILES, CURRICULUM, HARNESS, POLICY, RECIPE
+from recursor.tasks.worlds import evaluate, world
+from recursor.tasks.worlds.evaluate import CURRICULUM, HARNESS, POLICY, RECIPE
 from recursor.tasks.worlds.policy import readable_by_all
 from recursor.tasks.worlds.primitives import worlds_primitives
 from recursor.tasks.worlds.stage import serve_once
@@ -61,22 +62,25 @@ pays off fully only after the policy is retrained under it.
 """
 
 
-WorldSplit = Literal["train", "dev", "heldout"]
+WorldSplit = Literal["train", "dev", "heldout", "test"]
 
 
 class WorldsTask(PolicyTask):
-    """Co-evolve a search agent's harness and policy; held-out universes are never shown."""
+    """Co-evolve a search agent's harness and policy; held-out and test universes are never
+    shown (test ones are evaluated only for the final report)."""
 
     name = "worlds"
     description = DESCRIPTION
     # success is a fraction of questions: a held-out drop of at most 5 points
     objective = Objective("success", "maximize", heldout_tolerance=0.05)
+    # test: universes of its own (world.SPLIT_SEEDS), evaluated only for the final report
+    splits = (Split.DEV, Split.HELDOUT, Split.TEST)
     policy_path = POLICY
-    provenance_files = COMPONENT_FILES
+    routing_component = "harness"
 
     def __init__(self, universes: Mapping[WorldSplit, int] | None = None, questions: int = 24,
                  world_seed: int | None = None, policy: Mapping[str, Any] | None = None) -> None:
-        self.universes = {"train": 10, "dev": 3, "heldout": 3, **(universes or {})}
+        self.universes = {"train": 10, "dev": 3, "heldout": 3, "test": 3, **(universes or {})}
         self.questions = questions
         self.world_seed = world_seed
         options = dict(policy or {})
@@ -170,6 +174,15 @@ class WorldsTask(PolicyTask):
         return {"kind": "sft", "model": "tiny-gpt2", "data": str(data), "seed": seed,
                 "model_options": dict(self.policy_options["model_options"]),
                 "config": dict(self.policy_options["sft"])}
+
+    def content_id(self, text: str) -> str:
+        return content_id(text)
+
+    def provenance_ids(self, files: Mapping[str, str]) -> dict[str, str]:
+        return evaluate.component_ids(files)
+
+    def policy_name(self, files: Mapping[str, str]) -> str:
+        return evaluate.policy_name(files)
 
     def policy_checkpoint(self, files: Mapping[str, str], cache_dir: Path) -> Path | None:
         policy = json.loads(files[POLICY])["policy"]

@@ -44,7 +44,10 @@ FILLERS = ("{s} is often mentioned in old songs .", "many travellers have writte
            "little is known about the early days of {s} .", "{s} appears in several records .")
 KIND_WORDS = {"person": "a person", "city": "a city", "country": "a country",
               "org": "an organisation"}
-SPLIT_SEEDS = {"train": 1000, Split.DEV.value: 2000, Split.HELDOUT.value: 3000}
+# each split's universe seeds start here (a split holds far fewer than 1000 universes), so no
+# two splits share a universe; ``test`` is the sealed split of the final report
+SPLIT_SEEDS = {"train": 1000, Split.DEV.value: 2000, Split.HELDOUT.value: 3000,
+               Split.TEST.value: 4000}
 MAX_HOPS = 4
 
 
@@ -165,8 +168,8 @@ def generate(seed: int, split: str, questions: int = 24) -> Universe:
 
 def split_universes(split: str, count: int, questions: int = 24,
                     world_seed: int = 0) -> list[Universe]:
-    """``count`` universes of ``split`` (train, dev or heldout); their seeds never overlap.
-    ``world_seed`` shifts every split at once (a campaign keeps its own private one)."""
+    """``count`` universes of ``split`` (train, dev, heldout or test); their seeds never
+    overlap. ``world_seed`` shifts every split at once (a campaign keeps its own private one)."""
     base = SPLIT_SEEDS[split] + 10_000 * world_seed
     return [generate(base + i, split, questions) for i in range(count)]
 

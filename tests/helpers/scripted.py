@@ -1,10 +1,17 @@
-"""A test proposer plug-in that proposes a fixed sequence of hook files, round robin."""
+"""Test plug-ins: a proposer that proposes a fixed sequence of hook files, round robin, and
+recording variants of a proposer and a selection policy (what the search was shown)."""
 
 from __future__ import annotations
 
+import json
+import random
+from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
+from recursor.archive.selection import SelectionPolicy, ranked
 from recursor.proposers import Proposal, ProposalContext, Proposer
+from recursor.tasks import Objective
 from recursor.types import ChangeKind
 
 VANILLA_TAIL_FAILS = '''
@@ -60,3 +67,33 @@ class ScriptedProposer(Proposer):
         self.calls += 1
         return Proposal(kind=ChangeKind.ALGORITHM, rationale=f"scripted: {behaviour}",
                         files={context.editable_paths[0]: hook_source(behaviour)})
+
+
+class RecordingProposer(ScriptedProposer):
+    """A :class:`ScriptedProposer` that keeps every context it is given (the sealed-split
+    tests search them, and the prompts an LLM proposer would build from them, for leaks)."""
+
+    name = "recording"
+
+    def __init__(self, behaviours: list[str] | None = None, **options: Any) -> None:
+        super().__init__(behaviours, **options)
+        self.contexts: list[ProposalContext] = []
+
+    def propose(self, context: ProposalContext) -> Proposal:
+        self.contexts.append(context)
+        return super().propose(context)
+
+
+class RecordingSelection(SelectionPolicy):
+    """Greedy selection that appends each call's inputs (the scored nodes) as a JSON line to
+    the file ``record``, so a test can check what selection was shown."""
+
+    def __init__(self, record: str) -> None:
+        self.record = Path(record)
+
+    def choose(self, scored: Sequence[tuple[str, float]], objective: Objective,
+               rng: random.Random, k: int) -> list[str]:
+        with self.record.open("a") as out:
+            out.write(json.dumps({"scored": [list(pair) for pair in scored],
+                                  "objective": repr(objective)}) + "\n")
+        return [ranked(scored, objective)[0]] * k

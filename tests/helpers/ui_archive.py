@@ -50,7 +50,7 @@ def build(directory: Path) -> Path:
     root = _node(archive, store, ROOT, None, 0, 0, start, kind="root", proposer="seed",
                  rationale="the task's starting algorithm", status="done", run_status="ok",
                  score=1.0, heldout_score=1.2, wall_s=2.0)
-    archive.update_campaign(CAMPAIGN_ID, root_node_id=ROOT)
+    archive.set_root_node(CAMPAIGN_ID, ROOT)
     _evaluate(archive, ROOT, "dev", 1.0, 2.0)
     _evaluate(archive, ROOT, "heldout", 1.2, 2.0)
     archive.add_promotion(CAMPAIGN_ID, "algorithm", ROOT, None, {"reason": "starting point"})

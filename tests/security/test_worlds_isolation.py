@@ -34,7 +34,7 @@ from recursor.sandbox.factory import limits_for
 from recursor.sandbox.process import ProcessSandbox
 from recursor.tasks.worlds import POLICY_DEFAULTS, WorldsTask, world
 from recursor.tasks.worlds.episodes import Harness
-from recursor.tasks.worlds.evaluate import COMPONENT_FILES, child, component_ids
+from recursor.tasks.worlds.evaluate import child, component_ids
 from recursor.tasks.worlds.policy import write_untrained
 from recursor.tasks.worlds.protocol import ChildCrashed, HarnessError, ProtocolError
 from recursor.tasks.worlds.stage import read_once, serve_once
@@ -119,7 +119,7 @@ def test_a_tampering_harness_changes_neither_rows_nor_provenance(campaign: Any) 
     honest, tampered = _corpus(campaign, honest_files), _corpus(campaign, tamper_files)
     assert honest["error"] is None and tampered["error"] is None, tampered["error"]
     assert honest["rows"] and tampered["rows"] == honest["rows"]
-    rows = stamp(tamper_files, tampered, "untrained", COMPONENT_FILES)
+    rows = stamp(component_ids(tamper_files), tampered, "untrained")
     ids = component_ids(tamper_files)
     assert ids["harness"] != component_ids(honest_files)["harness"]
     assert ids["recipe"] == component_ids(honest_files)["recipe"]
@@ -197,15 +197,14 @@ def test_the_controller_stamps_provenance_and_refuses_forged_labels() -> None:
     ids = component_ids(files)
     row = {"prompt": "p", "completion": " c",
            "provenance": {"harness": "0123456789ab", "task": "worlds:q", "source": "solver"}}
-    stamped = stamp(files, {"components": ids, "rows": [row]}, "p1", COMPONENT_FILES)
+    stamped = stamp(ids, {"components": ids, "rows": [row]}, "p1")
     assert stamped[0]["provenance"] == {**ids, "policy": "solver", "task": "worlds:q",
                                         "source": "solver"}
     with pytest.raises(RoutingError, match="not the ones sent"):
-        stamp(files, {"components": component_ids(_files(TAMPER)), "rows": [row]}, "p1",
-              COMPONENT_FILES)
+        stamp(ids, {"components": component_ids(_files(TAMPER)), "rows": [row]}, "p1")
     forged = {**row, "provenance": {"task": "worlds:q", "source": "oracle"}}
     with pytest.raises(RoutingError, match="source 'oracle'"):
-        stamp(files, {"components": ids, "rows": [forged]}, "p1", COMPONENT_FILES)
+        stamp(ids, {"components": ids, "rows": [forged]}, "p1")
 
 
 def test_a_harness_missing_a_function_is_invalid_and_leaves_no_process() -> None:

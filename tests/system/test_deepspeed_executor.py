@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from recursor.config import DeepSpeedExecutorConfig
+from recursor.executors import build_executor
 from recursor.executors.deepspeed_executor import DeepSpeedExecutor
 from recursor.executors.spec import JobSpec, JobStatus
 
@@ -47,7 +49,10 @@ def test_a_plain_script_under_the_launcher(tmp_path: Path) -> None:
     script = tmp_path / "plain.py"
     script.write_text(PLAIN_SCRIPT)
     spec = JobSpec(kind="command", command=[sys.executable, str(script)])
-    executor = DeepSpeedExecutor(tmp_path / "jobs", num_procs=2, zero_stage=2)
+    # built from its config, as `schedule.executor: {kind: deepspeed}` builds it
+    executor = build_executor(DeepSpeedExecutorConfig(kind="deepspeed", num_procs=2,
+                                                      zero_stage=2), tmp_path / "jobs")
+    assert isinstance(executor, DeepSpeedExecutor)
     record = executor.wait(executor.submit(spec), timeout_s=300)
     assert record.status is JobStatus.DONE, record.error
     assert record.metrics == {"world_size": 2, "stage": 2}

@@ -68,7 +68,8 @@ def test_the_plugin_drives_a_campaign(installed: Path, subprocess_env: dict[str,
 
 def test_an_unknown_entry_point_names_what_is_installed() -> None:
     config = PluginProposerConfig(kind="plugin", entry_point="no-such-proposer")
-    with pytest.raises(ConfigError, match="no plug-in 'no-such-proposer'"):
+    with pytest.raises(ConfigError, match="no proposer plug-in 'no-such-proposer' in "
+                                          "entry-point group 'recursor.proposers'"):
         build_proposer(config, CFRTask(), 0)
 
 

@@ -78,10 +78,15 @@ def test_sft_through_ray_and_resubmission_reattaches(cluster: tuple[str, str],
     assert time.monotonic() - again < 5 < time.monotonic() - started
 
 
-def test_a_failing_job_on_ray_is_a_record(cluster: tuple[str, str], tmp_path: Path) -> None:
-    from recursor.executors.ray_executor import RayExecutor
+def test_a_failing_job_on_ray_is_a_record(cluster: tuple[str, str], tmp_path: Path,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    from recursor.config import RayExecutorConfig
+    from recursor.executors import build_executor
 
-    executor = RayExecutor(cluster[1], tmp_path / "jobs")
+    # `schedule.executor: {kind: ray}` with no address: the cluster in $RAY_ADDRESS
+    monkeypatch.setenv("RAY_ADDRESS", cluster[1])
+    executor = build_executor(RayExecutorConfig(kind="ray"), tmp_path / "jobs")
+    assert executor.kind == "ray"
     spec = JobSpec(kind="command", command=[sys.executable, "-c", "raise SystemExit(4)"])
     record = executor.wait(executor.submit(spec), timeout_s=300)
     assert record.status is JobStatus.FAILED and "status 4" in (record.error or "")

@@ -51,6 +51,16 @@ def test_replay_reproduces_the_recorded_campaign_exactly(recorded: Path, tmp_pat
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def test_workers_change_the_speed_not_the_figures(recorded: Path) -> None:
+    runs = [_replay("--dir", str(recorded), "--json", "--seeds", "12", "--workers", w,
+                    "--policy", "{name: rank, selection: {kind: rank}}") for w in ("1", "2")]
+    assert all(proc.returncode == 0 for proc in runs), [p.stderr[-2000:] for p in runs]
+    one, two = (json.loads(proc.stdout)["policies"] for proc in runs)
+    assert one == two and len(one) == 2
+    bad = _replay("--dir", str(recorded), "--workers", "0")
+    assert bad.returncode != 0 and "--workers" in bad.stderr
+
+
 def test_the_table_and_a_bad_policy(recorded: Path) -> None:
     proc = _replay("--dir", str(recorded), "--seeds", "5")
     assert proc.returncode == 0 and "exact" in proc.stdout and "recorded" in proc.stdout

@@ -34,7 +34,10 @@ def test_real_campaign_tree_node_page_diff_and_evaluations(page: Page, server: s
     page.goto(f"{server}/c/{cid}")
     root = page.locator(f'li.node[data-id="{prefix}-000-0"]')
     expect(root).to_be_visible(timeout=TIMEOUT)
-    child = page.locator(f'li.node[data-id^="{prefix}-001-"] > .row > a.nid').first
+    # a child of the start (the incumbent's lineage opens first; siblings may wait behind
+    # "show more")
+    child = page.locator(f'li.node[data-id="{prefix}-000-0"] > ul.kids > li.node > .row > a.nid'
+                         ).first
     expect(child).to_be_visible(timeout=TIMEOUT)
     node_id = child.text_content()
     child.click()

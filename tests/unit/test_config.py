@@ -61,3 +61,41 @@ def test_a_file_overrides_defaults(tmp_path: Path) -> None:
     config = load_config(path)
     assert (config.name, config.budget.max_evals, config.selection.kind) == ("x", 5, "greedy")
     assert config.concurrency == 2
+
+
+_TRAIN = [{"step": "train"}]
+
+
+def test_the_schedule_executor_is_a_union_of_kinds() -> None:
+    from recursor.config import DeepSpeedExecutorConfig, LocalExecutorConfig, RayExecutorConfig
+
+    schedule = parse_config({"schedule": {"steps": _TRAIN}}).schedule
+    assert schedule is not None and schedule.executor == LocalExecutorConfig()
+    ray = parse_config({"schedule": {"steps": _TRAIN, "executor": {
+        "kind": "ray", "address": "http://h:1", "num_cpus": 2}}}).schedule
+    assert ray is not None and ray.executor == RayExecutorConfig(kind="ray", address="http://h:1",
+                                                                 num_cpus=2)
+    deepspeed = parse_config({"schedule": {"steps": _TRAIN, "executor": {
+        "kind": "deepspeed", "zero_stage": 3, "offload": True}}}).schedule
+    assert deepspeed is not None and isinstance(deepspeed.executor, DeepSpeedExecutorConfig)
+    assert (deepspeed.executor.zero_stage, deepspeed.executor.offload) == (3, True)
+
+
+@pytest.mark.parametrize("name", ["local", "deepspeed", "ray"])
+def test_a_bare_executor_name_still_loads(name: str) -> None:
+    """Campaign files (and configs stored with earlier campaigns) say `executor: local`."""
+    schedule = parse_config({"schedule": {"steps": _TRAIN, "executor": name}}).schedule
+    assert schedule is not None and schedule.executor.kind == name
+    again = parse_config(parse_config({"schedule": {"steps": _TRAIN, "executor": name}}
+                                      ).model_dump(mode="json"))
+    assert again.schedule is not None and again.schedule.executor == schedule.executor
+
+
+def test_executor_fields_belong_to_their_kind() -> None:
+    with pytest.raises(ConfigError, match=r"schedule.executor.ray.zero_stage: unknown field"):
+        parse_config({"schedule": {"executor": {"kind": "ray", "zero_stage": 2}}})
+    with pytest.raises(ConfigError, match=r"schedule.executor.kind: .*'slurm'.*'local', "
+                       r"'deepspeed', 'ray', 'plugin'"):
+        parse_config({"schedule": {"executor": "slurm"}})
+    with pytest.raises(ConfigError, match=r"schedule.executor.deepspeed.zero_stage"):
+        parse_config({"schedule": {"executor": {"kind": "deepspeed", "zero_stage": 4}}})

@@ -99,3 +99,27 @@ def test_bad_specs_name_the_problem(tmp_path: Path) -> None:
         path.write_text(text)
         with pytest.raises(ConfigError, match=message):
             load_spec(path)
+
+
+def test_a_spec_is_the_model_of_its_kind() -> None:
+    from recursor.executors.spec import CommandJob, SftJob
+
+    command = JobSpec(kind="command", command=["true"])
+    sft = JobSpec(kind="sft", model="tiny-gpt2", data="/d.jsonl", config={"max_steps": 2})
+    assert isinstance(command, CommandJob) and isinstance(sft, SftJob)
+    assert not hasattr(command, "model") and not hasattr(sft, "command")
+    # ids are those of the one-model-for-all-kinds specs, so existing job folders are found
+    assert command.job_id == "command-41312f8e69ae4735"
+    assert sft.job_id == "sft-102e84aa869c40b0"
+
+
+def test_fields_of_another_kind_are_refused(tmp_path: Path) -> None:
+    path = tmp_path / "spec.yaml"
+    path.write_text("kind: command\ncommand: [true]\nmodel: tiny-gpt2\n")
+    with pytest.raises(ConfigError, match=r"model: not a field of a command job \(name, seed, "
+                       r"wall_time_s, provenance, command\)"):
+        load_spec(path)
+    path.write_text("kind: train\n")
+    with pytest.raises(ConfigError, match="kind: must be one of sft, grpo, generate, eval, "
+                       "serve, command, not 'train'"):
+        load_spec(path)

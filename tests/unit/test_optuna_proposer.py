@@ -6,7 +6,12 @@ import pytest
 
 from recursor.errors import ProposerError
 from recursor.proposers import NodeView, OptunaProposer, ProposalContext
-from recursor.proposers.optuna_tuner import find_literals, structure, with_values
+from recursor.proposers.optuna_tuner import (
+    find_literals,
+    structure,
+    tunable_indices,
+    with_values,
+)
 from recursor.tasks.cfr import CFRTask, static_check
 from recursor.types import ChangeKind, NodeStatus
 
@@ -90,3 +95,17 @@ def test_quick_check_rejections_exhaust_attempts() -> None:
     proposer = OptunaProposer(lambda files: "rejected", [HOOK], max_attempts=3)
     with pytest.raises(ProposerError, match="rejected"):
         proposer.propose(_context([]))
+
+
+def test_zero_constants_are_never_tuned() -> None:
+    """A zero (the sign test's 0, the clip bound 0.0) is structural: optuna moves only the
+    nonzero constants, over many contexts."""
+    literals = find_literals(VANILLA)
+    assert tunable_indices(literals) == [i for i, lit in enumerate(literals) if lit.value != 0]
+    zeros = [lit.node.lineno for lit in literals if lit.value == 0]
+    assert zeros  # vanilla has `regret > 0` and `np.maximum(cum_regret, 0.0)`
+    proposer = OptunaProposer(_check)
+    for seed in range(12):
+        proposal = proposer.propose(_context([], seed))
+        moved = {c["line"] for c in proposal.metadata["constants"]}
+        assert moved and not moved & set(zeros)

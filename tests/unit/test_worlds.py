@@ -14,7 +14,7 @@ from recursor.orchestrator.coevolution import RoutingError, check_single_harness
 from recursor.sandbox import trusted_module_command
 from recursor.tasks.worlds import WorldsTask, world
 from recursor.tasks.worlds.episodes import Harness, HarnessError, run_episodes
-from recursor.tasks.worlds.evaluate import COMPONENT_FILES, child, corpus
+from recursor.tasks.worlds.evaluate import child, component_ids, corpus
 from recursor.tasks.worlds.protocol import ChildCrashed
 from recursor.tasks.worlds.solver import plan, solve, verified
 from recursor.tasks.worlds.tools import Episode, index_for
@@ -114,7 +114,7 @@ def test_corpus_rows_carry_the_workspace_harness() -> None:
     files = _files()
     verdict = corpus(files, world.split_universes("train", 2, 8), None, cycle=0, seed=0)
     assert verdict["error"] is None
-    rows = stamp(files, verdict, "none", COMPONENT_FILES)
+    rows = stamp(component_ids(files), verdict, "none")
     assert rows
     harness = content_id(files["harness.py"])
     assert {r["provenance"]["harness"] for r in rows} == {harness}
@@ -221,4 +221,4 @@ def test_the_coevolution_example_campaign_is_valid() -> None:
     path = Path(__file__).parents[2] / "examples" / "campaigns" / "coevolve.yaml"
     config = load_config(path)
     assert config.schedule is not None and config.task.kind == "worlds"
-    assert {s.step for s in config.schedule.steps} == {"harness", "policy"}
+    assert {s.step for s in config.schedule.steps} == {"search", "train"}

@@ -1,0 +1,23 @@
+"""``evaluate``: evaluate the round's materialized nodes on dev."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from recursor.orchestrator.nodes._state import CampaignState, Ctx
+from recursor.orchestrator.scoring import evaluate_nodes
+from recursor.types import NodeStatus
+
+
+async def evaluate(state: CampaignState, runtime: Ctx) -> dict[str, Any]:
+    """Evaluate the round's materialized nodes on dev, up to ``concurrency`` at once."""
+    ctx, started = runtime.context, time.monotonic()
+    todo = [n for n in ctx.archive.nodes(ctx.campaign_id, state["round"])
+            if n.commit is not None
+            and n.status in (NodeStatus.PENDING.value, NodeStatus.RUNNING.value)]
+    await evaluate_nodes(ctx, todo)
+    return {"active_s": time.monotonic() - started}
+
+
+__all__ = ["evaluate"]

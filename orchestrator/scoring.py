@@ -1,0 +1,119 @@
+"""The evaluation service the graph nodes and the judge share: evaluate nodes on a split,
+record the verdicts in the archive, set each node's status from its dev verdict, and describe
+the tree's progress.
+
+Everything here is idempotent: an evaluation already recorded for a node and split is read
+back, never run again, so a resumed campaign re-does only what did not reach the archive.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+from recursor.archive import EvaluationRow, NodeRow
+from recursor.orchestrator.context import CampaignContext
+from recursor.orchestrator.evaluation import EvaluationOutcome, run_evaluation
+from recursor.orchestrator.progress import Snapshot
+from recursor.types import NodeStatus, RunStatus, Split
+
+
+def spends_budget(node: NodeRow) -> bool:
+    """Whether a node counts against ``budget.max_evals``: it reached a proposal (its proposer
+    produced files, so it was materialized) and was not a duplicate answered from the cache."""
+    return node.commit is not None and not (node.proposal or {}).get("duplicate_of")
+
+
+def snapshot(ctx: CampaignContext) -> Snapshot:
+    """The counts the progress line shows."""
+    nodes = ctx.archive.nodes(ctx.campaign_id)
+    finished = [n for n in nodes if n.round > 0 and n.status in ("done", "failed")
+                and spends_budget(n)]
+    incumbent = ctx.archive.incumbent(ctx.campaign_id)
+    best = next((n.score for n in nodes if n.id == incumbent), None)
+    return Snapshot(evaluated=len(finished), budget=ctx.config.budget.max_evals, best=best,
+                    failures=sum(n.round > 0 and n.status == "failed" for n in nodes),
+                    promotions=max(0, len({p.node_id for p in
+                                           ctx.archive.promotions(ctx.campaign_id)}) - 1))
+
+
+def describe(node: NodeRow) -> str:
+    """One progress line for a finished node."""
+    score = "-" if node.score is None else f"{node.score:.4f}"
+    detail = node.rationale if node.status == "done" else (node.error or "")
+    detail = detail.splitlines()[0][:90] if detail else ""
+    return (f"{node.id} [{node.proposer}] {node.run_status or node.status:<8} "
+            f"score {score}  {detail}")
+
+
+async def evaluate_nodes(ctx: CampaignContext, nodes: list[NodeRow]) -> None:
+    """Evaluate ``nodes`` on dev (up to ``concurrency`` at once) unless already evaluated, and
+    finish each (its status and score from the dev verdict)."""
+    limit = asyncio.Semaphore(ctx.config.concurrency)
+
+    async def one(node: NodeRow) -> None:
+        if ctx.archive.evaluation(node.id, Split.DEV.value) is None:
+            async with limit:
+                ctx.archive.update_node(node.id, status=NodeStatus.RUNNING.value)
+                outcome = await asyncio.to_thread(_run, ctx, node, Split.DEV)
+                record_evaluation(ctx, node, Split.DEV, outcome)
+        _finish_node(ctx, node.id)
+
+    await asyncio.gather(*(one(n) for n in nodes))
+    ctx.reporter.update(snapshot(ctx))
+
+
+def score_split(ctx: CampaignContext, node: NodeRow, split: Split) -> float | None:
+    """The node's score on ``split`` (evaluating it unless already recorded); None if failed.
+    Synchronous: call it from a worker thread."""
+    row = ctx.archive.evaluation(node.id, split.value)
+    if row is None:
+        row = record_evaluation(ctx, node, split, _run(ctx, node, split))
+    if row.run_status != RunStatus.OK.value:
+        return None
+    return float(row.metrics[ctx.task.objective.metric])
+
+
+def _run(ctx: CampaignContext, node: NodeRow, split: Split) -> EvaluationOutcome:
+    files = ctx.store.read(node.commit or "")
+    return run_evaluation(ctx.task, ctx.sandbox, ctx.config.sandbox, files, split,
+                          ctx.cache_dir)
+
+
+def record_evaluation(ctx: CampaignContext, node: NodeRow, split: Split,
+                      outcome: EvaluationOutcome) -> EvaluationRow:
+    """Store one evaluation of ``node`` on ``split``: its logs (stdout, stderr, the error,
+    where it ran), then its row."""
+    for stream, text in ((f"{split.value}.stdout", outcome.stdout),
+                         (f"{split.value}.stderr", outcome.stderr)):
+        ctx.archive.add_log(node.id, stream, text)
+    if outcome.error:
+        ctx.archive.add_log(node.id, f"{split.value}.error", outcome.error)
+    if outcome.placement:  # which Ray node ran it (sandbox.ray); shown by `archive show`
+        ctx.archive.add_log(node.id, f"{split.value}.placement", json.dumps(outcome.placement))
+    return ctx.archive.add_evaluation(EvaluationRow(
+        node_id=node.id, split=split.value, seed=0, run_status=outcome.run_status.value,
+        metrics=outcome.metrics, instances=outcome.instances, wall_s=outcome.wall_s))
+
+
+def _finish_node(ctx: CampaignContext, node_id: str) -> None:
+    """Set the node's final status from its dev evaluation (idempotent)."""
+    node, dev = ctx.archive.node(node_id), ctx.archive.evaluation(node_id, Split.DEV.value)
+    if dev is None or node.status in ("done", "failed"):
+        return
+    metric = ctx.task.objective.metric
+    if dev.run_status == RunStatus.OK.value:
+        node = ctx.archive.update_node(node_id, status=NodeStatus.DONE.value,
+                                       run_status=dev.run_status, score=dev.metrics[metric],
+                                       wall_s=dev.wall_s)
+    else:
+        errors = [log.content for log in ctx.archive.logs(node_id) if log.stream == "dev.error"]
+        node = ctx.archive.update_node(node_id, status=NodeStatus.FAILED.value,
+                                       run_status=dev.run_status, wall_s=dev.wall_s,
+                                       error=errors[-1] if errors else dev.run_status)
+    if node.round > 0:
+        ctx.reporter.node(describe(node))
+
+
+__all__ = ["describe", "evaluate_nodes", "record_evaluation", "score_split", "snapshot",
+           "spends_budget"]

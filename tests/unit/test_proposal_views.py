@@ -1,0 +1,106 @@
+"""Proposal contexts from indexed queries: the same inspirations a scan of the whole tree
+chooses, files read only for the nodes a proposer opens, history loaded on first use."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from recursor.api import program_campaign
+from recursor.archive.models import EvaluationRow, NodeRow
+from recursor.orchestrator import views
+from recursor.orchestrator.context import CampaignContext, create_campaign_dir, open_context
+from recursor.orchestrator.progress import NullReporter
+from recursor.types import ChangeKind, NodeStatus, RunStatus, Split
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "your-task"
+
+
+@pytest.fixture
+def ctx(tmp_path: Path) -> Iterator[CampaignContext]:
+    """A program campaign with 70 nodes over 23 rounds (a fifth failed, some without a
+    commit), each with its own git commit and a dev evaluation."""
+    config = program_campaign(EXAMPLE / "initial.py", EXAMPLE / "evaluate.py")
+    create_campaign_dir(tmp_path / "c", config)
+    context = open_context(tmp_path / "c", NullReporter())
+    rng, source = random.Random(3), (EXAMPLE / "initial.py").read_text()
+    ids: list[str] = []
+    commits: list[str] = []
+    for index in range(70):
+        round_, slot = (0, 0) if index == 0 else divmod(index - 1, 3)
+        round_ += index > 0
+        parent = rng.randrange(index) if index else None
+        committed = index == 0 or rng.random() > 0.1
+        commit = context.store.commit({"initial.py": source + f"\nV = {index}\n"},
+                                      [commits[parent]] if parent is not None else [],
+                                      f"n{index}") if committed else None
+        failed = index > 0 and (commit is None or rng.random() < 0.2)
+        score = None if failed else round(rng.uniform(0.0, 1.0), 1)  # ties happen
+        node = context.archive.add_node(NodeRow(
+            id=context.node_id(round_, slot), campaign_id=context.campaign_id, round=round_,
+            slot=slot, parent_id=ids[parent] if parent is not None else None,
+            kind=ChangeKind.ALGORITHM, proposer="mutation", status=NodeStatus.PENDING,
+            commit=commit))
+        ids.append(node.id)
+        commits.append(commit or commits[parent or 0])
+        if failed:
+            context.archive.mark_failed(node.id, RunStatus.CRASHED, f"boom {index}")
+            continue
+        context.archive.add_evaluation(EvaluationRow(
+            node_id=node.id, split=Split.DEV, seed=0, run_status=RunStatus.OK,
+            metrics={"score": score}, instances={}))
+        context.archive.mark_evaluated(node.id, score or 0.0, wall_s=1.0)
+    yield context
+    context.close()
+
+
+def _scanned(ctx: CampaignContext, parent_id: str) -> tuple[list[str], list[str], list[str]]:
+    """Inspirations, recent failures and history ids as a scan of every node finds them."""
+    nodes = ctx.archive.nodes(ctx.campaign_id)
+    devs = views.dev_evaluations(ctx, nodes)
+    seen = [views.node_view(ctx, n, devs.get(n.id)) for n in nodes if n.commit]
+    done = [v for v in seen if v.status is NodeStatus.DONE and v.score is not None]
+    sign = 1.0 if ctx.task.objective.direction == "minimize" else -1.0
+    failed = [n.id for n in nodes if n.status == NodeStatus.FAILED][-views.RECENT_FAILURES:]
+    return ([v.id for v in views.choose_inspirations(done, sign, parent_id)],
+            failed[::-1], [v.id for v in seen])
+
+
+@pytest.mark.parametrize("window", [views.DIVERSITY_WINDOW, 4])  # 4: smaller than the pool
+def test_queries_choose_what_a_full_scan_chooses(ctx: CampaignContext, window: int,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(views, "DIVERSITY_WINDOW", window)
+    for parent in [n.id for n in ctx.archive.nodes(ctx.campaign_id)][::7]:
+        context = views.proposal_context(ctx, parent, seed=1, scope=ctx.scope())
+        inspirations, failures, history = _scanned(ctx, parent)
+        assert len(inspirations) == 3
+        assert [v.id for v in context.inspirations] == inspirations
+        assert [v.id for v in context.recent_failures] == failures
+        assert [v.id for v in context.history] == history
+
+
+def test_files_are_read_only_when_a_proposer_opens_them(ctx: CampaignContext) -> None:
+    reads: list[str] = []
+    read = ctx.store.read
+    ctx.store.read = lambda sha: reads.append(sha) or read(sha)  # type: ignore[method-assign]
+    context = views.proposal_context(ctx, ctx.node_id(0, 0), seed=1, scope=ctx.scope())
+    # the diversity pick compares the best's text with the window's: at most the window
+    assert len(reads) <= views.DIVERSITY_WINDOW + 1
+    reads.clear()
+    history = context.history
+    assert len(history) > 0 and not reads  # views, no files yet
+    assert "initial.py" in history[3].files
+    assert reads == [ctx.archive.node(history[3].id).commit]
+
+
+def test_past_outcomes_match_the_rows(ctx: CampaignContext) -> None:
+    nodes = ctx.archive.nodes(ctx.campaign_id)
+    by_id = {n.id: n for n in nodes}
+    expected = [views.outcome_of(n, by_id.get(n.parent_id or ""), ctx) for n in nodes
+                if n.round > 0 and n.status in (NodeStatus.DONE, NodeStatus.FAILED)]
+    outcomes = views.past_outcomes(ctx)
+    assert outcomes == expected and any(o.improvement is not None for o in outcomes)
+    assert any(not o.ok for o in outcomes)
