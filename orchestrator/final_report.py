@@ -27,8 +27,7 @@ from dataclasses import dataclass
 
 from recursor.archive import Archive
 from recursor.orchestrator.context import CampaignContext
-from recursor.orchestrator.evaluation import run_evaluation
-from recursor.orchestrator.scoring import record_evaluation
+from recursor.orchestrator.scoring import score_split
 from recursor.types import RunStatus, Split
 
 REPORT_STREAM = "test.report"  # the log stream of a node's final-report note
@@ -78,10 +77,7 @@ def _evaluate(ctx: CampaignContext, node_id: str, announce: bool = True) -> None
     if announce:  # names no game and no score: the progress output stays test-free
         ctx.reporter.message("final report: evaluating the final incumbent on the sealed "
                              "test split")
-    node = ctx.archive.node(node_id)
-    outcome = run_evaluation(ctx.task, ctx.sandbox, ctx.config.sandbox,
-                             ctx.store.read(node.commit or ""), Split.TEST, ctx.cache_dir)
-    record_evaluation(ctx, node, Split.TEST, outcome)
+    score_split(ctx, ctx.archive.node(node_id), Split.TEST)  # runs and records it
 
 
 def test_result(archive: Archive, node_id: str) -> TestResult:

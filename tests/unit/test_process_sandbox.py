@@ -212,10 +212,16 @@ def test_garbage_result_is_invalid(sandbox: ProcessSandbox, content: str) -> Non
     assert res.error
 
 
-def test_temp_dirs_are_removed(sandbox: ProcessSandbox, tmp_path: Path) -> None:
-    before = {p for p in Path("/tmp").glob("recursor-sandbox-*")}
-    sandbox.run(SandboxRequest(command=["sh", "-c", "echo x > /workspace/f"], workspace=tmp_path))
-    assert {p for p in Path("/tmp").glob("recursor-sandbox-*")} <= before
+def test_temp_dirs_are_removed(sandbox: ProcessSandbox, tmp_path: Path,
+                               monkeypatch: pytest.MonkeyPatch) -> None:
+    # a private temp dir: other sandboxes running on the machine meanwhile do not count
+    private = tmp_path / "tmp"
+    private.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(private))
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    sandbox.run(SandboxRequest(command=["sh", "-c", "echo x > /workspace/f"], workspace=workspace))
+    assert not list(private.iterdir())
 
 
 def test_parallel_runs_are_independent(sandbox: ProcessSandbox) -> None:
