@@ -108,7 +108,14 @@ def create_app(catalog: Catalog, token: str | None = None) -> FastAPI:
     app = FastAPI(title="Recursor", docs_url=None, redoc_url=None, openapi_url=None,
                   lifespan=lifespan)
     _guard(app, token)
-    pages = templates()
+    _assets(app)
+    _pages(app, catalog)
+    _api(app, catalog, trees)
+    return app
+
+
+def _assets(app: FastAPI) -> None:
+    """Static files, the vendored plotly bundle and an empty favicon."""
     app.mount("/static", StaticFiles(directory=str(HERE / "static")), name="static")
 
     @app.get("/vendor/plotly.min.js", include_in_schema=False)
@@ -118,6 +125,11 @@ def create_app(catalog: Catalog, token: str | None = None) -> FastAPI:
     @app.get("/favicon.ico", include_in_schema=False)
     def favicon() -> Response:
         return Response(status_code=204)
+
+
+def _pages(app: FastAPI, catalog: Catalog) -> None:
+    """The HTML pages: the campaign list, a campaign, a node, and the two comparisons."""
+    pages = templates()
 
     @app.get("/")
     def index(request: Request) -> Response:
@@ -162,9 +174,6 @@ def create_app(catalog: Catalog, token: str | None = None) -> FastAPI:
         return pages.TemplateResponse(request, "compare_campaigns.html", {
             "chosen": [c for c in chosen if c in catalog.campaigns],
             "campaigns": [(cid, s.label) for cid, s in catalog.campaigns.items()]})
-
-    _api(app, catalog, trees)
-    return app
 
 
 class TreeCache:
