@@ -2,8 +2,8 @@
 
 Layers, bottom to top (docs/architecture.md):
 
-- **core**: the modules directly in ``recursor/`` (``types``, ``errors``, ``config``, ``plan``,
-  ``guest``, ``content``, ...). It imports no other layer.
+- **core**: the modules directly in ``recursor/`` (``types``, ``errors``, ``plan``, ``guest``,
+  ``content``, ...) and the ``recursor.config`` package. It imports no other layer.
 - **components**: ``archive``, ``sandbox``, ``executors``, ``proposers``, ``tasks``. Each imports
   the core and itself, never another component.
 - **orchestrator**: imports the core and a component only through its package (its contract,
@@ -28,6 +28,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 COMPONENTS = frozenset({"archive", "sandbox", "executors", "proposers", "tasks"})
+# core modules grown into a package of their own (their submodules are core too)
+CORE_PACKAGES = frozenset({"config"})
 ORCHESTRATOR = "orchestrator"
 FRONT_ENDS = frozenset({"api", "cli", "replay", "ui"})
 
@@ -61,6 +63,8 @@ def layer(module: str, modules: Mapping[str, Path]) -> str:
     top = parts[1]
     if top in COMPONENTS:
         return f"component:{top}"
+    if top in CORE_PACKAGES:
+        return "core"
     if top == ORCHESTRATOR:
         return "orchestrator"
     if top in FRONT_ENDS:

@@ -1,0 +1,225 @@
+"""Campaign configuration: pydantic models loaded from YAML.
+
+Every model forbids unknown fields, so a typo is an error that names the field. Variants are
+discriminated unions on ``kind``, so each variant carries only its own fields. Secrets never
+appear here: they come from the environment at the point of use.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import (
+    Field,
+    ValidationError,
+    model_validator,
+)
+
+from recursor.config._base import _Model
+from recursor.config.running import (
+    EXECUTOR_ADAPTER,
+    DeepSpeedExecutorConfig,
+    DockerSandboxConfig,
+    ExecutorConfig,
+    LocalExecutorConfig,
+    PluginExecutorConfig,
+    PluginSandboxConfig,
+    ProcessSandboxConfig,
+    RayExecutorConfig,
+    RayPlacementConfig,
+    SandboxConfig,
+    ScheduleConfig,
+    ScheduleStep,
+    SearchStep,
+    TrainStep,
+)
+from recursor.config.search import (
+    _LEGACY_FIELDS,
+    PROPOSER_CHOICE_ADAPTER,
+    SELECTION_ADAPTER,
+    AlternateChoiceConfig,
+    BudgetConfig,
+    EpsilonGreedySelectionConfig,
+    GoodhartConfig,
+    GreedySelectionConfig,
+    InstanceProposerConfig,
+    LLMProposerConfig,
+    MutationProposerConfig,
+    OptunaProposerConfig,
+    PluginChoiceConfig,
+    PluginProposerConfig,
+    PluginSelectionConfig,
+    PromotionConfig,
+    ProposerChoiceConfig,
+    ProposerConfig,
+    RankSelectionConfig,
+    SelectionConfig,
+    ThompsonChoiceConfig,
+    TournamentSelectionConfig,
+    UcbChoiceConfig,
+    _drop_legacy_fields,
+)
+from recursor.config.tasks import (
+    CfrTaskConfig,
+    PluginTaskConfig,
+    ProgramTaskConfig,
+    PsroTaskConfig,
+    TaskConfig,
+    WorldsTaskConfig,
+)
+from recursor.errors import ConfigError
+
+
+class ArchiveConfig(_Model):
+    url: str | None = Field(None, description="SQLAlchemy URL; default: SQLite in the campaign dir")
+
+
+def _default_proposers() -> list[ProposerConfig]:
+    return [MutationProposerConfig(), OptunaProposerConfig()]
+
+
+class CampaignConfig(_Model):
+    name: str = "campaign"
+    task: TaskConfig = Field(default_factory=CfrTaskConfig)
+    components: list[str] = Field(default_factory=lambda: ["algorithm"])
+    proposers: list[ProposerConfig] = Field(default_factory=_default_proposers, min_length=1)
+    proposer_choice: ProposerChoiceConfig = Field(default_factory=UcbChoiceConfig)
+    sandbox: SandboxConfig = Field(default_factory=ProcessSandboxConfig)
+    selection: SelectionConfig = Field(default_factory=TournamentSelectionConfig)
+    promotion: PromotionConfig = Field(default_factory=PromotionConfig)
+    budget: BudgetConfig = Field(default_factory=BudgetConfig)
+    concurrency: int = Field(2, ge=1, le=256)
+    archive: ArchiveConfig = Field(default_factory=ArchiveConfig)
+    schedule: ScheduleConfig | None = Field(
+        None, description="run these steps in order (e.g. co-evolution: alternate harness "
+        "search and policy training)")
+    seed: int = 0
+
+    @model_validator(mode="before")
+    @classmethod
+    def _legacy_policy_fields(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            data = dict(data)
+            for section in _LEGACY_FIELDS:
+                if section in data:
+                    data[section] = _drop_legacy_fields(section, data[section])
+        return data
+
+    @model_validator(mode="after")
+    def _program_component(self) -> CampaignConfig:
+        # The program task has one component, `program`; the default list names cfr's.
+        program = isinstance(self.task, ProgramTaskConfig)
+        if program and "components" not in self.model_fields_set:
+            self.components = ["program"]
+        return self
+
+
+def _format_errors(err: ValidationError, source: str) -> str:
+    lines = [f"invalid campaign config ({source}):"]
+    for e in err.errors():
+        path = ".".join(str(p) for p in e["loc"]) or "<root>"
+        msg = e["msg"]
+        if e["type"] == "extra_forbidden":
+            msg = "unknown field; check its spelling (see docs/configuration.md)"
+        elif e["type"] == "literal_error":
+            msg = f"{msg} (got {e.get('input')!r})"
+        elif e["type"] == "union_tag_invalid":
+            tag = str((e.get("ctx") or {}).get("discriminator", "")).strip("'")
+            path = f"{path}.{tag}" if tag.isidentifier() else path
+        lines.append(f"  {path}: {msg}")
+    return "\n".join(lines)
+
+
+def parse_config(data: Any, source: str = "<dict>") -> CampaignConfig:
+    """Validate a mapping as a campaign config; raise ConfigError naming each bad field."""
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        kind = type(data).__name__
+        raise ConfigError(f"{source}: a campaign file must be a YAML mapping, got {kind}")
+    try:
+        return CampaignConfig.model_validate(data)
+    except ValidationError as err:
+        raise ConfigError(_format_errors(err, source)) from None
+
+
+def load_config(path: Path | None) -> CampaignConfig:
+    """Load a campaign YAML file, or the built-in default campaign when ``path`` is None."""
+    if path is None:
+        return default_campaign()
+    try:
+        text = Path(path).read_text()
+    except OSError as err:
+        raise ConfigError(f"cannot read campaign file {path}: {err.strerror}") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as err:
+        raise ConfigError(f"{path}: not valid YAML: {err}") from None
+    config = parse_config(data, str(path))
+    if isinstance(config.task, ProgramTaskConfig):  # paths in a file are relative to it
+        config.task = config.task.resolved(Path(path).resolve().parent)
+    return config
+
+
+def default_campaign() -> CampaignConfig:
+    """The built-in campaign: discover a better CFR variant from vanilla CFR."""
+    return CampaignConfig(name="cfr-default")
+
+
+def config_to_dict(config: CampaignConfig) -> dict[str, Any]:
+    return config.model_dump(mode="json")
+
+
+__all__ = [
+    "AlternateChoiceConfig",
+    "ArchiveConfig",
+    "BudgetConfig",
+    "CampaignConfig",
+    "CfrTaskConfig",
+    "DeepSpeedExecutorConfig",
+    "DockerSandboxConfig",
+    "EXECUTOR_ADAPTER",
+    "EpsilonGreedySelectionConfig",
+    "ExecutorConfig",
+    "GoodhartConfig",
+    "GreedySelectionConfig",
+    "InstanceProposerConfig",
+    "LLMProposerConfig",
+    "LocalExecutorConfig",
+    "MutationProposerConfig",
+    "OptunaProposerConfig",
+    "PROPOSER_CHOICE_ADAPTER",
+    "PluginChoiceConfig",
+    "PluginExecutorConfig",
+    "PluginProposerConfig",
+    "PluginSandboxConfig",
+    "PluginSelectionConfig",
+    "PluginTaskConfig",
+    "ProcessSandboxConfig",
+    "ProgramTaskConfig",
+    "PromotionConfig",
+    "ProposerChoiceConfig",
+    "ProposerConfig",
+    "PsroTaskConfig",
+    "RankSelectionConfig",
+    "RayExecutorConfig",
+    "RayPlacementConfig",
+    "SELECTION_ADAPTER",
+    "SandboxConfig",
+    "ScheduleConfig",
+    "ScheduleStep",
+    "SearchStep",
+    "SelectionConfig",
+    "TaskConfig",
+    "ThompsonChoiceConfig",
+    "TournamentSelectionConfig",
+    "TrainStep",
+    "UcbChoiceConfig",
+    "WorldsTaskConfig",
+    "config_to_dict",
+    "default_campaign",
+    "load_config",
+    "parse_config",
+]

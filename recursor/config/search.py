@@ -1,0 +1,225 @@
+"""How the search runs: proposers, the proposer choice, selection, promotion, the Goodhart
+guard and the budget."""
+
+from __future__ import annotations
+
+import math
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    AliasChoices,
+    Discriminator,
+    Field,
+    Tag,
+    TypeAdapter,
+)
+
+from recursor.config._base import _Model, _PluginSource
+
+
+class MutationProposerConfig(_Model):
+    """AST mutation of EVOLVE-BLOCK regions (offline, free)."""
+
+    kind: Literal["mutation"] = "mutation"
+    max_mutations: int = Field(2, ge=1, le=10)
+    max_attempts: int = Field(50, ge=1)
+
+
+class OptunaProposerConfig(_Model):
+    """TPE over the numeric constants, with the archive as trials (offline, free)."""
+
+    kind: Literal["optuna"] = "optuna"
+
+
+class PluginProposerConfig(_PluginSource):
+    """A user's ``Proposer``: built as ``Class(**options)``."""
+
+    kind: Literal["plugin"]
+
+
+class LLMProposerConfig(_Model):
+    """A language model; the API key comes from the environment variable ``api_key_env``."""
+
+    kind: Literal["llm"]
+    model: str = Field(min_length=1, description="e.g. openai/gpt-4o-mini, or the served name")
+    provider: Literal["litellm", "openai"] = Field(
+        "litellm", description="litellm: any provider by model string; openai: the openai "
+        "client against api_base (any OpenAI-compatible server)")
+    name: str | None = Field(None, description="how the archive names it; default llm:MODEL")
+    api_base: str | None = Field(None, description="e.g. http://localhost:8000/v1")
+    api_key_env: str | None = Field(
+        None, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$",
+        description="name of the environment variable holding the key (never the key)")
+    temperature: float = Field(0.7, ge=0, le=2)
+    max_tokens: int = Field(4096, ge=16)
+    timeout_s: float = Field(120.0, gt=0, description="per request")
+    max_retries: int = Field(3, ge=0, le=20, description="on rate limits and server errors")
+    retry_base_delay_s: float = Field(1.0, ge=0, description="backoff: base * 2**attempt")
+    circuit_failures: int = Field(3, ge=1, description="failures in a row that pause it")
+    circuit_cooldown_s: float = Field(300.0, ge=0, description="how long it stays paused")
+    price_per_1k_input: float | None = Field(None, ge=0, description="$ per 1000 prompt "
+                                             "tokens, when litellm does not know the model")
+    price_per_1k_output: float | None = Field(None, ge=0)
+    templates_dir: str | None = Field(None, description="folder with system.md / user.md")
+
+
+class InstanceProposerConfig(_Model):
+    """A proposer passed as a Python object (``recursor.run(proposers=[...])``): only its name
+    is recorded, so a resumed campaign must be given the same instances again."""
+
+    kind: Literal["instance"]
+    name: str = Field(min_length=1, description="the instance's `name` attribute")
+
+
+ProposerConfig = Annotated[
+    MutationProposerConfig | OptunaProposerConfig | PluginProposerConfig | LLMProposerConfig
+    | InstanceProposerConfig,
+    Field(discriminator="kind"),
+]
+
+
+class UcbChoiceConfig(_Model):
+    """UCB1 on each proposer's improvement rate per unit cost."""
+
+    kind: Literal["ucb"] = Field("ucb", validation_alias=AliasChoices("kind", "policy"))
+    cost_weight: float = Field(10.0, ge=0, description="per dollar: value = improvement rate "
+                               "/ (1 + cost_weight * mean cost of a proposal)")
+    exploration: float = Field(math.sqrt(2.0), ge=0, description="UCB1 bonus coefficient")
+
+
+class ThompsonChoiceConfig(_Model):
+    """Thompson sampling on Beta(wins + 1, losses + 1), divided by the cost factor."""
+
+    kind: Literal["thompson"] = Field("thompson",
+                                      validation_alias=AliasChoices("kind", "policy"))
+    cost_weight: float = Field(10.0, ge=0, description="as for ucb")
+
+
+class AlternateChoiceConfig(_Model):
+    """Round robin over the proposers in config order."""
+
+    kind: Literal["alternate"] = Field("alternate",
+                                       validation_alias=AliasChoices("kind", "policy"))
+
+
+class PluginChoiceConfig(_PluginSource):
+    """A user's ``ProposerChoicePolicy``: built as ``Class(names=..., seed=..., **options)``."""
+
+    kind: Literal["plugin"]
+
+
+def _choice_kind(data: Any) -> str | None:
+    """The variant of a proposer_choice mapping: ``kind``, or the older spelling ``policy``."""
+    if isinstance(data, dict):
+        return data.get("kind", data.get("policy", "ucb"))
+    return getattr(data, "kind", None)
+
+
+ProposerChoiceConfig = Annotated[
+    Annotated[UcbChoiceConfig, Tag("ucb")] | Annotated[ThompsonChoiceConfig, Tag("thompson")]
+    | Annotated[AlternateChoiceConfig, Tag("alternate")]
+    | Annotated[PluginChoiceConfig, Tag("plugin")],
+    Discriminator(_choice_kind),
+]
+
+
+
+class GreedySelectionConfig(_Model):
+    """Always the best node."""
+
+    kind: Literal["greedy"]
+
+
+class RankSelectionConfig(_Model):
+    """Rank ``r`` (0 = best) drawn with weight ``(r + 1) ** -exponent``."""
+
+    kind: Literal["rank"]
+    exponent: float = Field(1.5, gt=0, description="power-law exponent")
+
+
+class EpsilonGreedySelectionConfig(_Model):
+    """The best node, or with probability ``epsilon`` a uniform one."""
+
+    kind: Literal["epsilon_greedy"]
+    epsilon: float = Field(0.2, ge=0, le=1, description="exploration rate")
+
+
+class TournamentSelectionConfig(_Model):
+    """The best of ``tournament_size`` uniform draws."""
+
+    kind: Literal["tournament"] = "tournament"
+    tournament_size: int = Field(4, ge=1)
+
+
+class PluginSelectionConfig(_PluginSource):
+    """A user's ``SelectionPolicy``: built as ``Class(**options)``."""
+
+    kind: Literal["plugin"]
+
+
+SelectionConfig = Annotated[
+    GreedySelectionConfig | RankSelectionConfig | EpsilonGreedySelectionConfig
+    | TournamentSelectionConfig | PluginSelectionConfig,
+    Field(discriminator="kind"),
+]
+SELECTION_ADAPTER: TypeAdapter[Any] = TypeAdapter(SelectionConfig)
+PROPOSER_CHOICE_ADAPTER: TypeAdapter[Any] = TypeAdapter(ProposerChoiceConfig)
+
+# Fields every variant carried when selection and proposer_choice were flat models; configs
+# stored with earlier campaigns hold all of them, so a variant drops the ones not its own.
+_LEGACY_FIELDS = {
+    "selection": {"exponent": "rank", "epsilon": "epsilon_greedy",
+                  "tournament_size": "tournament"},
+    "proposer_choice": {"cost_weight": "ucb thompson", "exploration": "ucb"},
+}
+
+
+def _drop_legacy_fields(section: str, data: Any) -> Any:
+    if not isinstance(data, dict):
+        return data
+    kind = data.get("kind", data.get("policy"))
+    if kind is None or kind == "plugin":
+        return data
+    owners = _LEGACY_FIELDS[section]
+    return {k: v for k, v in data.items() if k not in owners or kind in owners[k].split()}
+
+
+class GoodhartConfig(_Model):
+    """The campaign-level Goodhart guard (``orchestrator/goodhart.py``)."""
+
+    window: int = Field(2, ge=1, description="promotions looked back over")
+    min_dev_gain: float = Field(0.0, ge=0, description="dev improvement over the window "
+                                "(objective units) above which it counts as a gain")
+    max_heldout_gain: float = Field(0.0, description="held-out improvement over the window at "
+                                    "or below which held-out did not follow")
+    action: Literal["flag", "stop"] = Field(
+        "flag", description="flag: warn (progress line, summary, archive); stop: also end "
+        "the campaign")
+
+
+class PromotionConfig(_Model):
+    min_improvement: float = Field(
+        1e-3, ge=0, description="smallest dev improvement (objective units) that counts"
+    )
+    confidence: float = Field(0.95, gt=0.5, lt=1)
+    heldout_tolerance: float | None = Field(
+        None, ge=0, description="largest held-out regression (objective units) allowed; "
+        "default: the task's own (cfr and psro 0.1 log10 units, worlds 0.05)")
+    goodhart: GoodhartConfig = Field(default_factory=GoodhartConfig)
+    test_at_promotions: bool = Field(
+        False, description="also evaluate every promoted node on the task's sealed test split; "
+        "recorded in the archive only, never read by the search (the final incumbent's test "
+        "score is evaluated at the end either way)")
+
+
+class BudgetConfig(_Model):
+    max_evals: int = Field(100, ge=1, description="proposals evaluated or refused (failures "
+                           "included); answers that never became a proposal and duplicates "
+                           "of evaluated nodes do not count")
+    max_unevaluated: int | None = Field(
+        None, ge=1, description="stop after this many proposal failures (a model's unusable "
+        "answers) and duplicates, which max_evals does not count; default: max_evals")
+    wall_time_s: float | None = Field(None, gt=0, description="active seconds before stopping")
+    max_tokens: int | None = Field(None, ge=1, description="model tokens, all proposers")
+    max_cost: float | None = Field(None, gt=0, description="dollars spent on models")
+

@@ -1,0 +1,89 @@
+"""The task section: one variant per built-in task, and a user's plug-in or program."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    Field,
+)
+
+from recursor.config._base import _Model, _PluginSource
+
+
+class CfrTaskConfig(_Model):
+    """Discover a better counterfactual-regret-minimization variant (docs/cfr-task.md)."""
+
+    kind: Literal["cfr"] = "cfr"
+    iterations: int = Field(100, ge=1, le=100_000, description="CFR iterations per game")
+
+
+class WorldsTaskConfig(_Model):
+    """Co-evolve a harness and a trained policy on generated worlds (docs/coevolution.md)."""
+
+    kind: Literal["worlds"]
+    universes: dict[Literal["train", "dev", "heldout", "test"],
+                    Annotated[int, Field(ge=1, le=200)]] = (
+        Field(default_factory=dict, description="universes per split (train 10, dev 3, "
+                                                "heldout 3, test 3: the sealed split)"))
+    questions: int = Field(24, ge=4, le=500, description="questions per universe")
+    world_seed: int | None = Field(None, ge=0, description="default: random, kept in the "
+                                   "campaign's cache (candidates cannot regenerate held-out)")
+    policy: dict[str, dict[str, Any]] = Field(
+        default_factory=dict, description="model_options and sft trainer options")
+
+
+class PsroTaskConfig(_Model):
+    """Discover a better PSRO meta-solver (docs/psro-task.md)."""
+
+    kind: Literal["psro"]
+    iterations: int = Field(30, ge=1, le=500, description="PSRO iterations per game")
+    solver_timeout_s: float = Field(100.0, gt=0, le=3600, description="deadline, from the "
+                                    "evaluation's start, for the meta-solver's last answer "
+                                    "(and 10 s per call)")
+
+
+class PluginTaskConfig(_PluginSource):
+    """A user's ``Task``: built as ``Class(**options)``."""
+
+    kind: Literal["plugin"]
+
+
+class ProgramTaskConfig(_Model):
+    """A user's own problem: a program with EVOLVE-BLOCK regions and an ``evaluate(path)``
+    script (``recursor run --program P --evaluator E``; see docs/your-task.md).
+
+    Relative paths are resolved against the campaign file's folder (:func:`load_config`), or
+    against the working directory for a config built in Python.
+    """
+
+    kind: Literal["program"]
+    program: str = Field(min_length=1, description="the starting program, with EVOLVE-BLOCK-"
+                         "START/END regions (the only code proposers may change)")
+    evaluator: str = Field(min_length=1, description="a Python file defining evaluate(path) "
+                           "-> {metric: number} (or {'metrics': ..., 'instances': ...})")
+    evaluator_files: list[str] = Field(default_factory=list, description="helper files or "
+                                       "folders the evaluator imports, copied beside it")
+    metric: str = Field("score", min_length=1, description="the metric to optimize")
+    direction: Literal["minimize", "maximize"] = "maximize"
+    timeout_s: float = Field(60.0, gt=0, le=86_400, description="wall time of one evaluation "
+                             "(sandbox.timeout_s, when set, wins)")
+    memory_mb: int = Field(2048, ge=64, description="memory of one evaluation "
+                           "(sandbox.memory_mb, when set, wins)")
+    description: str | None = Field(None, description="what the program does and what a "
+                                    "better one looks like, shown to proposers")
+
+    def resolved(self, base: Path) -> ProgramTaskConfig:
+        """This config with every relative path made absolute against ``base``."""
+        def absolute(path: str) -> str:
+            return str((base / Path(path).expanduser()).resolve())
+        return self.model_copy(update={
+            "program": absolute(self.program), "evaluator": absolute(self.evaluator),
+            "evaluator_files": [absolute(p) for p in self.evaluator_files]})
+
+
+TaskConfig = Annotated[
+    CfrTaskConfig | WorldsTaskConfig | PsroTaskConfig | ProgramTaskConfig | PluginTaskConfig,
+    Field(discriminator="kind")]
+
