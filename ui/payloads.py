@@ -22,7 +22,7 @@ from recursor.ui.escape import jsonable, strip_controls
 from recursor.ui.source import CampaignSource
 
 TITLE_CHARS = 140
-BUILTIN_TASKS = ("cfr", "worlds")  # tasks whose objective the UI may build to learn it
+BUILTIN_TASKS = ("cfr", "worlds", "psro")  # tasks whose objective the UI may build to learn it
 
 
 @dataclass(frozen=True)
@@ -32,9 +32,10 @@ class Objective:
 
 
 def objective_of(campaign: CampaignRow) -> Objective:
-    """The campaign's objective, from its stored config (built-in tasks only: the UI runs no
-    plug-in code); a plug-in task's is assumed to be ``score``, minimized, unless the config
-    says otherwise under ``task.options.objective``."""
+    """The campaign's objective, from its stored config: a built-in task's is built (the UI
+    runs no plug-in code), a ``program`` task's is its ``metric`` and ``direction`` (maximize
+    unless set); a plug-in task's is assumed to be ``score``, minimized, unless the config says
+    otherwise under ``task.options.objective``."""
     return _objective(json.dumps(campaign.config or {}, sort_keys=True, default=str))
 
 
@@ -42,6 +43,9 @@ def objective_of(campaign: CampaignRow) -> Objective:
 def _objective(config_json: str) -> Objective:
     config = json.loads(config_json)
     task = config.get("task", {}) or {}
+    if task.get("kind") == "program":
+        return Objective(str(task.get("metric") or "score"),
+                         str(task.get("direction") or "maximize"))
     if task.get("kind", "cfr") in BUILTIN_TASKS:
         try:
             from recursor.config import parse_config

@@ -1,14 +1,14 @@
 """The replay simulator: the controller's select/propose loop run over a recorded tree.
 
-Each simulated round mirrors ``orchestrator.steps``: the budget check (``budget.max_evals``
-and ``budget.max_unevaluated``), ``k = min(concurrency, left)`` parents drawn by the
-selection policy with ``Random(f"{seed}-select-{round}")``, and one proposer choice per slot
-at step ``proposals so far + slot`` after the chooser has seen every earlier outcome. The
-outcome of an expansion comes from the record when it has one (a recorded child of that
-node by that proposer, not used yet in this run) and from the :class:`OutcomeModel`
-otherwise. With ``ordered=True`` recorded children are taken in creation order, which is
-what makes replaying a campaign's own settings and seed reproduce it exactly; otherwise
-they are drawn at random (from ``Random(f"{seed}-outcomes")``).
+Each simulated round mirrors the controller's nodes (``orchestrator/nodes/``): the budget check
+(``budget.max_evals`` and ``budget.max_unevaluated``), ``k = min(concurrency, left)`` parents
+drawn by the selection policy with ``Random(f"{seed}-select-{round}")``, and one proposer
+choice per slot at step ``proposals so far + slot`` after the chooser has seen every earlier
+outcome. The outcome of an expansion comes from the record when it has one (a recorded child of
+that node by that proposer, not used yet in this run) and from the :class:`OutcomeModel`
+otherwise. With ``ordered=True`` recorded children are taken in creation order, which is what
+makes replaying a campaign's own settings and seed reproduce it exactly; otherwise they are
+drawn at random (from ``Random(f"{seed}-outcomes")``).
 
 Wall-time, token and money budgets and paused proposers are not simulated.
 """
@@ -29,12 +29,11 @@ from recursor.archive.selection import (
     score_key,
 )
 from recursor.config import CampaignConfig
+from recursor.orchestrator.nodes.select import MIN_UNEVALUATED_CAP
 from recursor.proposers.ensemble import ProposerChoicePolicy, build_proposer_choice
 from recursor.replay.fast import Picker, below, chooser, fast_picker, seed_from_text
 from recursor.replay.model import OutcomeModel
 from recursor.replay.record import RecordedCampaign, RecordedNode
-
-MIN_UNEVALUATED_CAP = 10  # as orchestrator.steps
 
 
 @dataclass(frozen=True)

@@ -164,3 +164,23 @@ def test_an_archive_url_shows_every_campaign_in_it(campaign: Path) -> None:
     assert list(catalog.campaigns) == [ui_archive.CAMPAIGN_ID]
     assert catalog.get(ui_archive.CAMPAIGN_ID).label == "synthetic"
     catalog.close()
+
+
+@pytest.mark.parametrize(("task", "expected"), [
+    ({"kind": "program", "program": "p.py", "evaluator": "e.py"}, ("score", "maximize")),
+    ({"kind": "program", "program": "p.py", "evaluator": "e.py", "metric": "packed",
+      "direction": "minimize"}, ("packed", "minimize")),
+    ({"kind": "cfr"}, ("score", "minimize")),
+    ({"kind": "plugin", "class_path": "x:Y",
+      "options": {"objective": {"metric": "reward", "direction": "maximize"}}},
+     ("reward", "maximize")),
+])
+def test_the_ui_reads_each_task_kinds_objective(task: dict[str, object],
+                                                 expected: tuple[str, str]) -> None:
+    """A program campaign maximizes by default: the plots and the best node follow it."""
+    from recursor.archive.models import CampaignRow
+    from recursor.ui.payloads import objective_of
+
+    found = objective_of(CampaignRow(id="c", name="c", task=str(task["kind"]),
+                                     config={"task": task}))
+    assert (found.metric, found.direction) == expected
