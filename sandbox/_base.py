@@ -9,7 +9,8 @@ garbage output is a ``SandboxResult`` with the matching ``RunStatus``. It raises
 
 The verdict channel: the command may write a JSON object to ``$RECURSOR_RESULT`` (in both
 built-in backends ``/proc/self/fd/N``, a pipe that only the command itself inherits); the
-sandbox parses it into ``result``. Stdout/stderr are captured and truncated to
+sandbox parses it into ``result`` (a run placed on Ray by ``ray_remote`` comes back and is
+judged again on the controller). Stdout/stderr are captured and truncated to
 ``limits.output_bytes``. Backends judge how a run ended alike (``_judge``).
 
 ``Mount``, ``SandboxLimits`` and ``trusted_module_command`` are the core's (``recursor.plan``),

@@ -36,7 +36,7 @@ from recursor.types import Component, Objective, Split
 
 
 class Task(abc.ABC):
-    """A system under improvement. Built-ins: ``cfr``, ``worlds``, ``psro``.
+    """A system under improvement. Built-ins: ``cfr``, ``worlds``, ``psro``, ``program``.
 
     ``splits``: the splits :meth:`evaluation` accepts; ``Split.TEST`` among them declares the
     sealed test split (``no_test_reason`` says, in the final report, why a task has none).
