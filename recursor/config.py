@@ -494,6 +494,28 @@ class ScheduleConfig(_Model):
         return [_legacy_step(step) for step in data] if isinstance(data, list) else data
 
 
+class RoundsPipelineConfig(_Model):
+    """The campaign works in rounds: select ``concurrency`` parents, propose all, evaluate
+    all, judge, record, then the next round (the default; every guarantee of
+    docs/architecture.md holds)."""
+
+    mode: Literal["rounds"] = "rounds"
+
+
+class AsyncPipelineConfig(_Model):
+    """Steady state: as soon as a candidate finishes, the next parent is selected and the next
+    proposal requested (``orchestrator/pipeline.py``; what is reproducible: docs/scale.md)."""
+
+    mode: Literal["async"]
+    max_in_flight: int | None = Field(
+        None, ge=1, le=256, description="candidates being proposed, checked, evaluated or "
+        "judged at once; default: concurrency")
+
+
+PipelineConfig = Annotated[RoundsPipelineConfig | AsyncPipelineConfig,
+                           Field(discriminator="mode")]
+
+
 class ArchiveConfig(_Model):
     url: str | None = Field(None, description="SQLAlchemy URL; default: SQLite in the campaign dir")
 
@@ -517,6 +539,7 @@ class CampaignConfig(_Model):
     schedule: ScheduleConfig | None = Field(
         None, description="run these steps in order (e.g. co-evolution: alternate harness "
         "search and policy training)")
+    pipeline: PipelineConfig = Field(default_factory=RoundsPipelineConfig)
     seed: int = 0
 
     @model_validator(mode="before")
@@ -535,6 +558,14 @@ class CampaignConfig(_Model):
         program = isinstance(self.task, ProgramTaskConfig)
         if program and "components" not in self.model_fields_set:
             self.components = ["program"]
+        return self
+
+    @model_validator(mode="after")
+    def _async_without_schedule(self) -> CampaignConfig:
+        # a schedule walks steps round by round (training steps, phase budgets)
+        if isinstance(self.pipeline, AsyncPipelineConfig) and self.schedule is not None:
+            raise ValueError("pipeline: {mode: async} cannot run a schedule; use "
+                             "pipeline: {mode: rounds} (the default) with schedule:")
         return self
 
 
