@@ -41,6 +41,7 @@ from langgraph.runtime import Runtime
 
 from recursor.archive import NodeRow
 from recursor.config import AsyncPipelineConfig
+from recursor.orchestrator import goodhart
 from recursor.orchestrator.context import CampaignContext
 from recursor.orchestrator.nodes import CampaignState, NodeName
 from recursor.orchestrator.nodes.evaluate import evaluate
@@ -98,6 +99,8 @@ class Pipeline:
 
     async def run(self) -> str:
         await self._step(NodeName.SEED, {"round": 1}, 0)
+        # a campaign the guard stopped stays stopped on resume (rounds keep it in graph state)
+        self.goodhart_stop = await asyncio.to_thread(goodhart.watch, self.ctx)
         again, holes, highest = unfinished(self.ctx)
         fresh = iter(range(highest + 1, 2**62))
         reason: str | None = None
@@ -117,8 +120,8 @@ class Pipeline:
             self.clock.save()
 
     def _launch(self, seq: int, *, proposed: bool) -> None:
-        if not proposed:
-            self.unsettled.add(seq)
+        # until materialized, it may spend an evaluation (a node recorded before a kill too)
+        self.unsettled.add(seq)
         task = asyncio.create_task(self._candidate(seq, proposed))
         self.running[task] = seq
 

@@ -18,9 +18,10 @@ from typing import Any
 import pytest
 import yaml
 
+from recursor.archive.models import NodeRow
 from recursor.archive.store import Archive
 from recursor.config import parse_config
-from recursor.orchestrator.graph import run_campaign
+from recursor.orchestrator.graph import resume_campaign, run_campaign
 from recursor.orchestrator.pipeline_budget import CLOCK_FILE
 from tests.helpers.seeded_margin import SeededMargin
 
@@ -172,5 +173,34 @@ def test_kill_9_mid_flight_then_resume_loses_nothing_and_repeats_nothing(
         assert judged == Counter(n.id for n in nodes), "each candidate judged exactly once"
         assert archive.counts(cid).attempted == 8
         assert next(c.status for c in archive.campaigns() if c.id == cid) == "finished"
+    finally:
+        archive.close()
+
+
+def test_resume_proposes_a_lost_sequence_number_again_and_finishes_a_recorded_one(
+        tmp_path: Path, evaluator: Path) -> None:
+    """The state a kill can leave with several in flight: candidate 3's proposal reached the
+    archive (pending, not yet materialized) while candidate 2's was lost."""
+    directory = tmp_path / "c"
+    run_campaign(parse_config(_config(evaluator, 1, 3)), directory)
+    archive, cid = _open(directory)
+    try:
+        root = next(n for n in archive.nodes(cid) if n.round == 0)
+        source = (EXAMPLE / "initial.py").read_text().replace("margin = 0.1", "margin = 0.05")
+        archive.add_node(NodeRow(
+            id=f"{cid[:6]}-003-0", campaign_id=cid, parent_id=root.id, round=3, slot=0,
+            kind="algorithm", proposer=SeededMargin.name, rationale="margin 0.05",
+            status="pending", proposal={"files": {"initial.py": source}, "metadata": {}}))
+    finally:
+        archive.close()
+    summary = resume_campaign(directory, overrides={"budget": {"max_evals": 3}})
+    assert summary.stop_reason == "evaluation budget reached (3)"
+    archive, cid = _open(directory)
+    try:
+        nodes = {n.round: n for n in archive.nodes(cid) if n.round > 0}
+        assert sorted(nodes) == [1, 2, 3] and all(n.status == "done" for n in nodes.values())
+        assert nodes[2].proposer == SeededMargin.name  # proposed again, under its own number
+        assert nodes[3].rationale == "margin 0.05" and nodes[3].commit is not None
+        assert archive.has_log(nodes[3].id, "judge")
     finally:
         archive.close()
