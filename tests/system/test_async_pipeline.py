@@ -21,6 +21,7 @@ import yaml
 from recursor.archive.models import NodeRow
 from recursor.archive.store import Archive
 from recursor.config import parse_config
+from recursor.errors import ConfigError
 from recursor.orchestrator.graph import resume_campaign, run_campaign
 from recursor.orchestrator.pipeline_budget import CLOCK_FILE
 from tests.helpers.seeded_margin import SeededMargin
@@ -204,3 +205,14 @@ def test_resume_proposes_a_lost_sequence_number_again_and_finishes_a_recorded_on
         assert archive.has_log(nodes[3].id, "judge")
     finally:
         archive.close()
+
+
+def test_the_pipeline_key_is_checked() -> None:
+    assert parse_config({}).pipeline.mode == "rounds"
+    steady = parse_config({"pipeline": {"mode": "async", "max_in_flight": 4}}).pipeline
+    assert steady.mode == "async" and steady.max_in_flight == 4
+    with pytest.raises(ConfigError, match="pipeline.rounds.max_in_flight: unknown field"):
+        parse_config({"pipeline": {"mode": "rounds", "max_in_flight": 4}})
+    with pytest.raises(ConfigError, match="cannot run a schedule"):
+        parse_config({"pipeline": {"mode": "async"}, "schedule": {"steps": [
+            {"step": "search", "components": ["algorithm"], "evals": 1}]}})
