@@ -108,9 +108,10 @@ class Pipeline:
             while True:
                 while again and len(self.running) < self.limit:  # spent already: finish them
                     self._launch(again.pop(0), proposed=True)
-                reason = self.goodhart_stop or stop_reason(self.ctx, self.clock.active_s)
+                counts = self.ctx.archive.counts(self.ctx.campaign_id)  # no launch writes
+                reason = self.goodhart_stop or stop_reason(self.ctx, counts, self.clock.active_s)
                 while (reason is None and len(self.running) < self.limit
-                       and evaluations_left(self.ctx, len(self.unsettled)) > 0):
+                       and evaluations_left(self.ctx, counts, len(self.unsettled)) > 0):
                     self._launch(holes.pop(0) if holes else next(fresh), proposed=False)
                 if not self.running:
                     return reason or "nothing left to start"

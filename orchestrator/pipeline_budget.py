@@ -21,6 +21,7 @@ import json
 import os
 import time
 from pathlib import Path
+from typing import Protocol
 
 from recursor.orchestrator.context import CampaignContext
 from recursor.orchestrator.nodes.select import MIN_UNEVALUATED_CAP
@@ -28,10 +29,25 @@ from recursor.orchestrator.nodes.select import MIN_UNEVALUATED_CAP
 CLOCK_FILE = "pipeline.json"
 
 
-def stop_reason(ctx: CampaignContext, active_s: float) -> str | None:
-    """Why no candidate may start any more (a budget reached), or None. Candidates already
-    in flight still finish."""
-    budget, counts = ctx.config.budget, ctx.archive.counts(ctx.campaign_id)
+class NodeCounts(Protocol):
+    """What the gate reads of ``Archive.counts`` (rounds 1 on)."""
+
+    @property
+    def attempted(self) -> int: ...
+    @property
+    def finished(self) -> int: ...
+    @property
+    def evaluated(self) -> int: ...
+    @property
+    def tokens(self) -> int: ...
+    @property
+    def cost(self) -> float: ...
+
+
+def stop_reason(ctx: CampaignContext, counts: NodeCounts, active_s: float) -> str | None:
+    """Why no candidate may start any more (a budget reached), or None, from the archive's
+    ``counts`` of rounds 1 on. Candidates already in flight still finish."""
+    budget = ctx.config.budget
     if counts.attempted >= budget.max_evals:
         return f"evaluation budget reached ({budget.max_evals})"
     unevaluated = counts.finished - counts.evaluated  # failed proposals and duplicates
@@ -48,11 +64,10 @@ def stop_reason(ctx: CampaignContext, active_s: float) -> str | None:
     return None
 
 
-def evaluations_left(ctx: CampaignContext, unsettled: int) -> int:
+def evaluations_left(ctx: CampaignContext, counts: NodeCounts, unsettled: int) -> int:
     """How many more candidates may start without any chance of passing ``max_evals``:
     ``unsettled`` in-flight candidates may each still spend one evaluation."""
-    attempted = ctx.archive.counts(ctx.campaign_id).attempted
-    return ctx.config.budget.max_evals - attempted - unsettled
+    return ctx.config.budget.max_evals - counts.attempted - unsettled
 
 
 class ActiveClock:
