@@ -98,7 +98,7 @@ class Pipeline:
         self.goodhart_stop: str | None = None
 
     async def run(self) -> str:
-        await self._step(NodeName.SEED, {"round": 1}, 0)
+        await self._step(NodeName.SEED, {"round": 1}, 1)
         # a campaign the guard stopped stays stopped on resume (rounds keep it in graph state)
         self.goodhart_stop = await asyncio.to_thread(goodhart.watch, self.ctx)
         again, holes, highest = unfinished(self.ctx)

@@ -88,7 +88,7 @@ def test_an_async_campaign_runs_to_its_budget_within_the_in_flight_bound(
         tmp_path: Path, evaluator: Path) -> None:
     SeededMargin.peak = 0
     directory = tmp_path / "c"
-    summary = run_campaign(parse_config(_config(evaluator, 7, 3, delay_s=0.4)), directory)
+    summary = run_campaign(parse_config(_config(evaluator, 7, 3, delay_s=0.6)), directory)
     assert summary.stop_reason == "evaluation budget reached (7)"
     assert SeededMargin.peak == 3, "three proposals should have been in flight at once"
     archive, cid = _open(directory)
