@@ -15,7 +15,9 @@ The graph's checkpoints (written before each next step starts) go to ``checkpoin
 the campaign directory, or to the archive's database when that is PostgreSQL
 (:mod:`recursor.orchestrator.checkpoints`); its facts go to the archive. :func:`run_campaign`
 starts a new campaign; :func:`resume_campaign` continues one from its last checkpoint: after a
-clean stop, after ``kill -9``, or after a finished campaign whose budget was raised.
+clean stop, after ``kill -9``, or after a finished campaign whose budget was raised. A
+campaign with ``pipeline: {mode: async}`` is driven by :mod:`recursor.orchestrator.pipeline`
+instead of the graph (same steps, no rounds, no graph checkpoints).
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from typing import Any, cast
 
 from langgraph.graph import END, START, StateGraph
 
-from recursor.config import CampaignConfig
+from recursor.config import AsyncPipelineConfig, CampaignConfig
 from recursor.orchestrator import final_report
 from recursor.orchestrator.checkpoints import open_checkpointer
 from recursor.orchestrator.context import CampaignContext, create_campaign_dir, open_context
@@ -42,6 +44,7 @@ from recursor.orchestrator.nodes.record import record
 from recursor.orchestrator.nodes.seed import seed
 from recursor.orchestrator.nodes.select import after_select, select
 from recursor.orchestrator.nodes.train import train
+from recursor.orchestrator.pipeline import drive_pipeline
 from recursor.orchestrator.progress import NullReporter, Reporter
 from recursor.orchestrator.summary import CampaignSummary, summarize
 from recursor.proposers import Proposer, instance_configs
@@ -116,7 +119,9 @@ def execute(ctx: CampaignContext) -> CampaignSummary:
     split (:mod:`recursor.orchestrator.final_report`); mark it finished; return its summary."""
     ctx.archive.update_campaign(ctx.campaign_id, status="running")
     try:
-        state = _run_to_end(_drive(ctx))
+        # pipeline: {mode: async} runs candidates one by one through the same steps
+        steady = isinstance(ctx.config.pipeline, AsyncPipelineConfig)
+        state = _run_to_end(drive_pipeline(ctx) if steady else _drive(ctx))
         final_report.evaluate_final_incumbent(ctx)  # the sealed test split, once
     except BaseException:
         ctx.archive.update_campaign(ctx.campaign_id, status="stopped")

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from recursor.errors import ConfigError
 
 if TYPE_CHECKING:
-    from recursor.config import CampaignConfig, SandboxConfig, SelectionConfig
+    from recursor.config import CampaignConfig, PipelineConfig, SandboxConfig, SelectionConfig
     from recursor.orchestrator.progress import Reporter
     from recursor.orchestrator.summary import CampaignSummary
     from recursor.proposers import Proposer
@@ -71,6 +71,7 @@ def run(program: PathLike, evaluator: PathLike, *, metric: str = "score",
         max_evals: int = 20, directory: PathLike | None = None,
         timeout_s: float | None = None, evaluator_files: Sequence[PathLike] = (),
         concurrency: int | None = None, seed: int = 0,
+        pipeline: PipelineConfig | Mapping[str, Any] | None = None,
         reporter: Reporter | None = None) -> CampaignSummary:
     """Improve ``program`` (EVOLVE-BLOCK regions) as scored by ``evaluator``'s
     ``evaluate(path)``; returns the campaign's summary (the best node, its metrics, its diff).
@@ -80,6 +81,8 @@ def run(program: PathLike, evaluator: PathLike, *, metric: str = "score",
     ``selection``: the parent-selection settings, for now as a
     ``recursor.config.SelectionConfig`` or its mapping (e.g. ``{"kind": "greedy"}``).
     ``sandbox``: a sandbox section (e.g. ``{"kind": "docker"}``; default: the process sandbox).
+    ``pipeline``: ``{"mode": "async", "max_in_flight": N}`` for the steady-state pipeline
+    (default: rounds; docs/scale.md says what each mode reproduces).
     ``directory`` (default ``campaigns/NAME-TIME``) must not hold a campaign yet. Raises
     ConfigError for a bad argument, before anything runs.
     """
@@ -95,6 +98,8 @@ def run(program: PathLike, evaluator: PathLike, *, metric: str = "score",
         config.sandbox = _section("sandbox", sandbox).sandbox
     if concurrency is not None:
         config.concurrency = concurrency
+    if pipeline is not None:
+        config.pipeline = _section("pipeline", pipeline).pipeline
     config.seed = seed
     target = Path(directory) if directory is not None else default_directory(config.name)
     return run_campaign(config, target, reporter or NullReporter(), proposers=proposers)
@@ -110,8 +115,9 @@ def _section(name: str, value: Any) -> CampaignConfig:
     data = value
     if isinstance(value, BaseModel):  # only what was set (limits left out keep the task's)
         data = value.model_dump(exclude_unset=True)
-        if hasattr(value, "kind"):  # the discriminator, even when left at its default
-            data["kind"] = value.kind
+        for tag in ("kind", "mode"):  # the discriminator, even when left at its default
+            if hasattr(value, tag):
+                data[tag] = getattr(value, tag)
     if not isinstance(data, Mapping):
         raise ConfigError(f"{name}= takes a mapping or a recursor.config model, not "
                           f"{type(value).__name__}")

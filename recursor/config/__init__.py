@@ -20,15 +20,18 @@ from pydantic import (
 from recursor.config._base import _Model
 from recursor.config.running import (
     EXECUTOR_ADAPTER,
+    AsyncPipelineConfig,
     DeepSpeedExecutorConfig,
     DockerSandboxConfig,
     ExecutorConfig,
     LocalExecutorConfig,
+    PipelineConfig,
     PluginExecutorConfig,
     PluginSandboxConfig,
     ProcessSandboxConfig,
     RayExecutorConfig,
     RayPlacementConfig,
+    RoundsPipelineConfig,
     SandboxConfig,
     ScheduleConfig,
     ScheduleStep,
@@ -95,6 +98,7 @@ class CampaignConfig(_Model):
     schedule: ScheduleConfig | None = Field(
         None, description="run these steps in order (e.g. co-evolution: alternate harness "
         "search and policy training)")
+    pipeline: PipelineConfig = Field(default_factory=RoundsPipelineConfig)
     seed: int = 0
 
     @model_validator(mode="before")
@@ -113,6 +117,14 @@ class CampaignConfig(_Model):
         program = isinstance(self.task, ProgramTaskConfig)
         if program and "components" not in self.model_fields_set:
             self.components = ["program"]
+        return self
+
+    @model_validator(mode="after")
+    def _async_without_schedule(self) -> CampaignConfig:
+        # a schedule walks steps round by round (training steps, phase budgets)
+        if isinstance(self.pipeline, AsyncPipelineConfig) and self.schedule is not None:
+            raise ValueError("pipeline: {mode: async} cannot run a schedule; use "
+                             "pipeline: {mode: rounds} (the default) with schedule:")
         return self
 
 
@@ -173,6 +185,9 @@ def config_to_dict(config: CampaignConfig) -> dict[str, Any]:
 
 
 __all__ = [
+    "AsyncPipelineConfig",
+    "PipelineConfig",
+    "RoundsPipelineConfig",
     "AlternateChoiceConfig",
     "ArchiveConfig",
     "BudgetConfig",

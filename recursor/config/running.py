@@ -176,3 +176,24 @@ class ScheduleConfig(_Model):
     def _legacy_steps(cls, data: Any) -> Any:
         return [_legacy_step(step) for step in data] if isinstance(data, list) else data
 
+
+class RoundsPipelineConfig(_Model):
+    """The campaign works in rounds: select ``concurrency`` parents, propose all, evaluate
+    all, judge, record, then the next round (the default; every guarantee of
+    docs/architecture.md holds)."""
+
+    mode: Literal["rounds"] = "rounds"
+
+
+class AsyncPipelineConfig(_Model):
+    """Steady state: as soon as a candidate finishes, the next parent is selected and the next
+    proposal requested (``orchestrator/pipeline.py``; what is reproducible: docs/scale.md)."""
+
+    mode: Literal["async"]
+    max_in_flight: int | None = Field(
+        None, ge=1, le=256, description="candidates being proposed, checked, evaluated or "
+        "judged at once; default: concurrency")
+
+
+PipelineConfig = Annotated[RoundsPipelineConfig | AsyncPipelineConfig,
+                           Field(discriminator="mode")]

@@ -1,0 +1,232 @@
+"""The campaign loop's own cost, and how busy it keeps its slots, in round and async mode.
+
+Each run is a real campaign (``recursor.orchestrator.graph.run_campaign``) on a ``program``
+task with a trivial evaluator (it returns a constant score without running the candidate), the
+LLM proposer (``kind: llm``, the ``openai`` client) against a local OpenAI-compatible stub with
+a fixed latency, the real process sandbox (bubblewrap) and the durable SQLite archive in the
+campaign directory. The stub answers every request with a distinct one-line SEARCH/REPLACE
+edit, so no proposal is a duplicate and every candidate is evaluated in the sandbox.
+
+Printed, for each mode:
+
+* **overhead per candidate at concurrency 1** (instant model): the loop's wall time (from
+  the first ``select`` to the end, the starting point's evaluation excluded) minus the time
+  the stub spent answering and minus the sandbox runs' wall time (``wall_s`` of each
+  evaluation, bubblewrap's start included), divided by the candidates: what the controller
+  itself (selection, prompt, client, git, archive, judging, bookkeeping) adds per candidate.
+  The sandbox run per candidate is printed beside it.
+* **utilization at concurrency 4** (1 s model latency): busy slot-time (the stub's answering
+  time plus the sandbox runs' time) divided by available slot-time (4 x the loop's wall time).
+
+Run from the repository root::
+
+    .venv/bin/python benchmarks/loop.py --candidates 30 --utilization-candidates 24
+
+Goals (issue 18): overhead <= 60 ms per candidate; utilization >= 0.95 in async mode.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+from recursor.archive import Archive
+from recursor.config import parse_config
+from recursor.orchestrator.graph import run_campaign
+from recursor.orchestrator.progress import Reporter
+from recursor.types import Split
+
+PROGRAM = '''"""The loop benchmark's program: one constant the model rewrites."""
+
+# EVOLVE-BLOCK-START
+VALUE = 0
+# EVOLVE-BLOCK-END
+'''
+MARKER = "# EVOLVE-BLOCK-START"
+# trivial on purpose: the benchmark measures the loop, not an evaluator
+EVALUATOR = '''def evaluate(path, split="dev"):
+    return {"metrics": {"score": 1.0}}
+'''
+
+
+class StubModel:
+    """An OpenAI-compatible chat endpoint answering after ``latency_s``; it records how long
+    it spent on each request (the model's share of a slot's time)."""
+
+    def __init__(self, latency_s: float) -> None:
+        self.latency_s = latency_s
+        self.answered = 0
+        self.busy_s = 0.0
+        self._lock = threading.Lock()
+        self.url = ""
+
+    def answer(self) -> str:
+        with self._lock:
+            self.answered += 1
+            number = self.answered
+        # a new first line in the block: distinct from every earlier program, valid on any
+        return (f"Set the constant to {number}.\n\nprogram.py\n<<<<<<< SEARCH\n"
+                f"{MARKER}\n=======\n{MARKER}\nVALUE = {number}\n>>>>>>> REPLACE\n")
+
+    def spent(self, seconds: float) -> None:
+        with self._lock:
+            self.busy_s += seconds
+
+
+def _handler(model: StubModel) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args: object) -> None:
+            pass
+
+        def do_POST(self) -> None:
+            started = time.monotonic()
+            self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            time.sleep(model.latency_s)
+            content = model.answer()
+            body = json.dumps({
+                "id": "stub", "object": "chat.completion", "created": int(time.time()),
+                "model": "stub", "choices": [{"index": 0, "finish_reason": "stop", "message": {
+                    "role": "assistant", "content": content}}],
+                "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
+            }).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+            model.spent(time.monotonic() - started)
+
+    return Handler
+
+
+@contextmanager
+def stub_model(latency_s: float) -> Iterator[StubModel]:
+    model = StubModel(latency_s)
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(model))
+    server.daemon_threads = True
+    model.url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield model
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+class LoopClock(Reporter):
+    """When the loop started (the first ``select``, after the starting point) and ended."""
+
+    def __init__(self) -> None:
+        self.started: float | None = None
+        self.ended = 0.0
+
+    def step(self, name: str, round_: int) -> None:
+        if name == "select" and self.started is None:
+            self.started = time.monotonic()
+
+    def stop(self) -> None:
+        self.ended = time.monotonic()
+
+
+@dataclass
+class Figures:
+    mode: str
+    concurrency: int
+    latency_s: float
+    candidates: int
+    wall_s: float
+    model_s: float
+    sandbox_s: float
+
+    @property
+    def overhead_ms(self) -> float:
+        return 1000 * (self.wall_s - self.model_s - self.sandbox_s) / self.candidates
+
+    @property
+    def sandbox_ms(self) -> float:
+        return 1000 * self.sandbox_s / self.candidates
+
+    @property
+    def utilization(self) -> float:
+        return (self.model_s + self.sandbox_s) / (self.concurrency * self.wall_s)
+
+
+def _config(work: Path, mode: str, concurrency: int, candidates: int,
+            url: str) -> dict[str, Any]:
+    pipeline: dict[str, Any] = {"mode": mode}
+    if mode == "async":
+        pipeline["max_in_flight"] = concurrency
+    return {
+        "name": f"loop-{mode}", "concurrency": concurrency, "seed": 0, "pipeline": pipeline,
+        "task": {"kind": "program", "program": str(work / "program.py"),
+                 "evaluator": str(work / "evaluate.py")},
+        "proposers": [{"kind": "llm", "provider": "openai", "model": "stub", "api_base": url,
+                       "name": "llm:stub", "max_retries": 0, "timeout_s": 60.0}],
+        "sandbox": {"kind": "process"},
+        "budget": {"max_evals": candidates}}
+
+
+def measure(mode: str, concurrency: int, latency_s: float, candidates: int) -> Figures:
+    """One campaign of ``candidates`` in ``mode``; its loop's figures."""
+    with tempfile.TemporaryDirectory(prefix="recursor-loop-") as tmp, \
+            stub_model(latency_s) as model:
+        work = Path(tmp)
+        (work / "program.py").write_text(PROGRAM)
+        (work / "evaluate.py").write_text(EVALUATOR)
+        clock = LoopClock()
+        config = parse_config(_config(work, mode, concurrency, candidates, model.url))
+        summary = run_campaign(config, work / "campaign", clock)
+        if summary.evaluated != candidates or summary.failed:
+            raise SystemExit(f"{mode}: {summary.evaluated} evaluated, {summary.failed} "
+                             f"failed of {candidates}; the benchmark needs every one")
+        archive = Archive.in_directory(work / "campaign")
+        try:
+            nodes = [n for n in archive.nodes(summary.campaign_id) if n.round > 0]
+            runs = archive.evaluations([n.id for n in nodes], split=Split.DEV)
+            sandbox_s = sum(r.wall_s or 0.0 for r in runs)
+        finally:
+            archive.close()
+        assert clock.started is not None
+        return Figures(mode, concurrency, latency_s, candidates, clock.ended - clock.started,
+                       model.busy_s, sandbox_s)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--candidates", type=int, default=30,
+                        help="candidates per overhead run (concurrency 1, instant model)")
+    parser.add_argument("--utilization-candidates", type=int, default=24,
+                        help="candidates per utilization run (concurrency 4)")
+    parser.add_argument("--latency", type=float, default=1.0,
+                        help="model latency of the utilization runs, seconds")
+    parser.add_argument("--modes", nargs="+", default=["rounds", "async"],
+                        choices=["rounds", "async"])
+    args = parser.parse_args()
+    print("mode    concurrency  latency  candidates  wall s  per cand. ms  sandbox run ms"
+          "  overhead ms  utilization")
+    for mode in args.modes:
+        for concurrency, latency, n in ((1, 0.0, args.candidates),
+                                        (4, args.latency, args.utilization_candidates)):
+            f = measure(mode, concurrency, latency, n)
+            # overhead is a per-candidate cost only when candidates run one at a time
+            overhead = f"{f.overhead_ms:>12.1f}" if concurrency == 1 else f"{'-':>12}"
+            print(f"{mode:<7} {concurrency:>11} {latency:>6.1f} s {n:>11} {f.wall_s:>7.2f}"
+                  f" {1000 * f.wall_s / n:>13.1f} {f.sandbox_ms:>15.1f} {overhead}"
+                  f" {f.utilization:>12.3f}", flush=True)
+    print("overhead: the loop's wall time less the model's answering time and the sandbox "
+          "runs, per candidate (goal <= 60 ms at concurrency 1);\nutilization: (model time + "
+          "sandbox time) / (concurrency x wall time) (goal >= 0.95 async at concurrency 4)")
+
+
+if __name__ == "__main__":
+    main()

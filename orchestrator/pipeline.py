@@ -1,0 +1,194 @@
+"""The steady-state asynchronous pipeline (``pipeline: {mode: async, max_in_flight: N}``).
+
+Instead of rounds, each candidate goes through ``select -> propose -> materialize ->
+evaluate -> judge -> record`` on its own, and as soon as one finishes the next starts, with at
+most ``max_in_flight`` candidates between their selection and their record. The per-candidate
+steps are the graph's own: :func:`~recursor.orchestrator.proposing.propose_one`, and the
+``materialize``, ``evaluate``, ``judge`` and ``record`` nodes called with a state whose
+``round`` is the candidate's sequence number (so each handles exactly that candidate).
+
+Contracts:
+
+* **Sequence numbers.** Candidate ``k`` (1, 2, ...) is the node at ``(round k, slot 0)``, id
+  ``ctx.node_id(k, 0)``: deterministic, so a resumed pipeline finds it again. Its parent is
+  chosen with the seed ``f"{seed}-select-{k}"`` and its proposer at chooser step ``k - 1``.
+* **Resume after kill -9.** The archive is the only state (plus the active-seconds clock,
+  ``pipeline_budget.ActiveClock``). A node is recorded pending before it is evaluated; on
+  start, every node not yet finished and judged is driven again through the idempotent steps
+  (an evaluation already recorded is reused, never rerun; one that was running is rerun), and
+  every sequence number below the highest with no node (a proposal in flight at the kill) is
+  proposed again. Nothing is lost and no evaluation is recorded twice.
+* **Determinism.** With ``max_in_flight: 1`` the candidates run one after another and the
+  tree equals the one ``pipeline: {mode: rounds}`` with ``concurrency: 1`` grows from the
+  same seed (tested). With more in flight, which nodes a parent is chosen from, what a proposal
+  context shows and the order of judging depend on which candidates finish first: the tree is
+  not reproducible, only each candidate's seeds are.
+* **Budgets**: ``pipeline_budget``; ``max_evals`` is never overshot, the others by at most
+  the candidates in flight.
+* Judging and recording are serialized (one candidate at a time, in the order they finish):
+  each candidate is judged against the incumbent at that moment.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import random
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from langgraph.runtime import Runtime
+
+from recursor.archive import NodeRow
+from recursor.config import AsyncPipelineConfig
+from recursor.orchestrator import goodhart
+from recursor.orchestrator.context import CampaignContext
+from recursor.orchestrator.nodes import CampaignState, NodeName
+from recursor.orchestrator.nodes.evaluate import evaluate
+from recursor.orchestrator.nodes.judge import judge
+from recursor.orchestrator.nodes.materialize import materialize
+from recursor.orchestrator.nodes.record import record
+from recursor.orchestrator.nodes.seed import seed
+from recursor.orchestrator.pipeline_budget import ActiveClock, evaluations_left, stop_reason
+from recursor.orchestrator.proposing import propose_one
+from recursor.orchestrator.scoring import describe
+from recursor.orchestrator.views import past_outcomes
+from recursor.types import NodeStatus
+
+SLOT = 0  # every candidate is slot 0 of its own "round" (its sequence number)
+Step = Callable[[CampaignState, Runtime[CampaignContext]], Awaitable[dict[str, Any]]]
+
+
+def max_in_flight(ctx: CampaignContext) -> int:
+    """The in-flight bound of an async campaign (default: ``concurrency``)."""
+    pipeline = ctx.config.pipeline
+    assert isinstance(pipeline, AsyncPipelineConfig)
+    return pipeline.max_in_flight or ctx.config.concurrency
+
+
+def unfinished(ctx: CampaignContext) -> tuple[list[int], list[int], int]:
+    """What a (re)started pipeline must finish first: the sequence numbers of recorded nodes
+    not yet finished or judged, those below the highest that have no node (proposals lost in
+    flight), and the highest sequence number used."""
+    nodes = [n for n in ctx.archive.nodes(ctx.campaign_id) if n.round > 0]
+    highest = max((n.round for n in nodes), default=0)
+    present = {n.round for n in nodes}
+    holes = [k for k in range(1, highest + 1) if k not in present]
+    return sorted(n.round for n in nodes if _needs_work(ctx, n)), holes, highest
+
+
+def _needs_work(ctx: CampaignContext, node: NodeRow) -> bool:
+    if node.status in (NodeStatus.PENDING.value, NodeStatus.RUNNING.value):
+        return True
+    judged_by_copy = bool((node.proposal or {}).get("duplicate_of"))
+    return (node.status == NodeStatus.DONE.value and node.score is not None
+            and not judged_by_copy and not ctx.archive.has_log(node.id, "judge"))
+
+
+class Pipeline:
+    """Drives one async campaign to its end; :meth:`run` returns the stop reason."""
+
+    def __init__(self, ctx: CampaignContext) -> None:
+        self.ctx, self.runtime = ctx, Runtime(context=ctx)
+        self.limit = max_in_flight(ctx)
+        self.clock = ActiveClock(ctx.directory)
+        self.running: dict[asyncio.Task[None], int] = {}
+        self.unsettled: set[int] = set()  # in flight, not yet known to spend nothing
+        self.judging = asyncio.Lock()
+        self.goodhart_stop: str | None = None
+
+    async def run(self) -> str:
+        await self._step(NodeName.SEED, {"round": 1}, 1)
+        # a campaign the guard stopped stays stopped on resume (rounds keep it in graph state)
+        self.goodhart_stop = await asyncio.to_thread(goodhart.watch, self.ctx)
+        again, holes, highest = unfinished(self.ctx)
+        fresh = iter(range(highest + 1, 2**62))
+        reason: str | None = None
+        try:
+            while True:
+                while again and len(self.running) < self.limit:  # spent already: finish them
+                    self._launch(again.pop(0), proposed=True)
+                counts = self.ctx.archive.counts(self.ctx.campaign_id)  # no launch writes
+                reason = self.goodhart_stop or stop_reason(self.ctx, counts, self.clock.active_s)
+                while (reason is None and len(self.running) < self.limit
+                       and evaluations_left(self.ctx, counts, len(self.unsettled)) > 0):
+                    self._launch(holes.pop(0) if holes else next(fresh), proposed=False)
+                if not self.running:
+                    return reason or "nothing left to start"
+                await self._wait_for_one()
+        finally:
+            await self._cancel_all()
+            self.clock.save()
+
+    def _launch(self, seq: int, *, proposed: bool) -> None:
+        # until materialized, it may spend an evaluation (a node recorded before a kill too)
+        self.unsettled.add(seq)
+        task = asyncio.create_task(self._candidate(seq, proposed))
+        self.running[task] = seq
+
+    async def _wait_for_one(self) -> None:
+        """Wait until a candidate finishes; re-raise its error (the campaign then stops, and
+        a resume drives the others again)."""
+        done, _ = await asyncio.wait(self.running, return_when=asyncio.FIRST_COMPLETED)
+        for task in done:
+            del self.running[task]
+            task.result()
+
+    async def _cancel_all(self) -> None:
+        for task in self.running:
+            task.cancel()
+        with contextlib.suppress(BaseException):
+            await asyncio.gather(*self.running, return_exceptions=True)
+        self.running.clear()
+
+    async def _candidate(self, seq: int, proposed: bool) -> None:
+        """One candidate from its selection to its record; each step idempotent."""
+        state: CampaignState = {"round": seq}
+        try:
+            if not proposed and self.ctx.archive.node_at(self.ctx.campaign_id, seq, SLOT) is None:
+                await self._propose(seq, self._select(seq))
+            await self._step(NodeName.MATERIALIZE, state, seq)
+            self.unsettled.discard(seq)  # the archive now says whether it spends the budget
+            await self._step(NodeName.EVALUATE, state, seq)
+            async with self.judging:
+                update = await self._step(NodeName.JUDGE, state, seq)
+                self.goodhart_stop = self.goodhart_stop or update.get("goodhart_stop")
+                await self._step(NodeName.RECORD, state, seq)
+        finally:
+            self.unsettled.discard(seq)
+            self.clock.save()
+
+    def _select(self, seq: int) -> str:
+        """Candidate ``seq``'s parent, chosen among the scored nodes as they stand now."""
+        ctx = self.ctx
+        ctx.reporter.step(NodeName.SELECT, seq)
+        rng = random.Random(f"{ctx.config.seed}-select-{seq}")  # as select's, round = seq
+        scored = ctx.archive.scored(ctx.campaign_id)
+        return ctx.selection.choose(scored, ctx.task.objective, rng, 1)[0]
+
+    async def _propose(self, seq: int, parent_id: str) -> None:
+        ctx = self.ctx
+        ctx.reporter.step(NodeName.PROPOSE, seq)
+        ctx.chooser.replay(past_outcomes(ctx))
+        node = await propose_one(ctx, seq, SLOT, parent_id, seq - 1, ctx.scope())
+        stored = ctx.archive.add_node(node)
+        if stored.status == NodeStatus.FAILED.value:
+            ctx.reporter.node(describe(stored))
+
+    async def _step(self, name: NodeName, state: CampaignState, seq: int) -> dict[str, Any]:
+        self.ctx.reporter.step(name, seq)
+        return await STEPS[name](state, self.runtime)
+
+
+STEPS: dict[NodeName, Step] = {
+    NodeName.SEED: seed, NodeName.MATERIALIZE: materialize, NodeName.EVALUATE: evaluate,
+    NodeName.JUDGE: judge, NodeName.RECORD: record}
+
+
+async def drive_pipeline(ctx: CampaignContext) -> CampaignState:
+    """Run ``ctx``'s async campaign to its end; the final state, as the graph's would be."""
+    reason = await Pipeline(ctx).run()
+    return {"done": True, "stop_reason": reason}
+
+
+__all__ = ["Pipeline", "drive_pipeline", "max_in_flight", "unfinished"]

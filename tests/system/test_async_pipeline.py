@@ -1,0 +1,218 @@
+"""The steady-state asynchronous pipeline (``pipeline: {mode: async}``) on the example program
+task (examples/your-task), the real process sandbox and the SQLite archive: it runs to its
+budget with at most ``max_in_flight`` candidates at once, with ``max_in_flight: 1`` it grows the
+same tree as rounds of one, budgets hold within the in-flight bound, and a campaign killed
+(SIGKILL) mid-flight twice, then resumed, loses no candidate and evaluates none twice."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import signal
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from recursor.archive.models import NodeRow
+from recursor.archive.store import Archive
+from recursor.config import parse_config
+from recursor.errors import ConfigError
+from recursor.orchestrator.graph import resume_campaign, run_campaign
+from recursor.orchestrator.pipeline_budget import CLOCK_FILE
+from tests.helpers.seeded_margin import SeededMargin
+
+pytestmark = pytest.mark.timeout(300)
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = ROOT / "examples" / "your-task"
+PROPOSER = "tests.helpers.seeded_margin:SeededMargin"
+
+
+# the example's evaluator, saying on stderr that it ran: each evaluation leaves a log line
+SAYS_IT_RAN = """
+_example_evaluate = evaluate
+
+
+def evaluate(path, split="dev"):
+    print(f"evaluating {split}", file=sys.stderr)
+    return _example_evaluate(path, split)
+"""
+
+
+@pytest.fixture
+def evaluator(tmp_path: Path) -> Path:
+    path = tmp_path / "evaluate.py"
+    path.write_text((EXAMPLE / "evaluate.py").read_text() + SAYS_IT_RAN)
+    return path
+
+
+def _config(evaluator: Path, max_evals: int, in_flight: int | None,
+            **options: float) -> dict[str, Any]:
+    """A program campaign; ``in_flight`` None: rounds, else async with that bound."""
+    config: dict[str, Any] = {
+        "name": "async", "seed": 7, "concurrency": in_flight or 1,
+        "task": {"kind": "program", "program": str(EXAMPLE / "initial.py"),
+                 "evaluator": str(evaluator)},
+        "proposers": [{"kind": "plugin", "class_path": PROPOSER, "options": options}],
+        "budget": {"max_evals": max_evals}}
+    if in_flight is not None:
+        config["pipeline"] = {"mode": "async", "max_in_flight": in_flight}
+    return config
+
+
+def _open(directory: Path) -> tuple[Archive, str]:
+    manifest = json.loads((directory / "campaign.json").read_text())
+    return Archive(manifest["archive_url"]), manifest["campaign_id"]
+
+
+def _tree(directory: Path) -> list[dict[str, Any]]:
+    """The nodes by (round, slot), without the random campaign id."""
+    archive, cid = _open(directory)
+    try:
+        nodes = sorted(archive.nodes(cid), key=lambda n: (n.round, n.slot))
+        at = {n.id: (n.round, n.slot) for n in nodes}
+        return [{"at": at[n.id], "parent": at.get(n.parent_id or ""), "status": n.status,
+                 "score": n.score, "heldout": n.heldout_score, "rationale": n.rationale,
+                 "files": hashlib.sha256(json.dumps((n.proposal or {}).get("files", {}),
+                                                    sort_keys=True).encode()).hexdigest(),
+                 "promoted": bool(archive.promotions(cid, n.id))} for n in nodes]
+    finally:
+        archive.close()
+
+
+def test_an_async_campaign_runs_to_its_budget_within_the_in_flight_bound(
+        tmp_path: Path, evaluator: Path) -> None:
+    SeededMargin.peak = 0
+    directory = tmp_path / "c"
+    summary = run_campaign(parse_config(_config(evaluator, 7, 3, delay_s=0.6)), directory)
+    assert summary.stop_reason == "evaluation budget reached (7)"
+    assert SeededMargin.peak == 3, "three proposals should have been in flight at once"
+    archive, cid = _open(directory)
+    try:
+        nodes = [n for n in archive.nodes(cid) if n.round > 0]
+        assert sorted((n.round, n.slot) for n in nodes) == [(k, 0) for k in range(1, 8)]
+        assert all(n.status == "done" for n in nodes), [(n.id, n.error) for n in nodes]
+        assert archive.counts(cid).attempted == 7  # max_evals is never overshot
+        for node in nodes:  # each evaluated once on dev, and judged once
+            assert len(archive.logs(node.id, "dev.stderr")) == 1
+            assert len(archive.logs(node.id, "judge")) == 1
+        assert summary.best is not None and summary.best.id != summary.root.id
+    finally:
+        archive.close()
+    assert not (directory / "checkpoints.sqlite").exists()  # the archive is the only state
+    assert json.loads((directory / CLOCK_FILE).read_text())["active_s"] > 0
+
+
+def test_one_in_flight_grows_the_same_tree_as_rounds_of_one(tmp_path: Path,
+                                                           evaluator: Path) -> None:
+    run_campaign(parse_config(_config(evaluator, 4, None)), tmp_path / "rounds")
+    run_campaign(parse_config(_config(evaluator, 4, 1)), tmp_path / "async")
+    rounds, steady = _tree(tmp_path / "rounds"), _tree(tmp_path / "async")
+    assert len(rounds) == 5 and any(n["promoted"] for n in rounds[1:])
+    assert steady == rounds
+
+
+def test_the_cost_budget_is_overshot_by_at_most_the_in_flight_bound(
+        tmp_path: Path, evaluator: Path) -> None:
+    config = _config(evaluator, 50, 3, delay_s=0.3, cost=1.0)
+    config["budget"]["max_cost"] = 2.5
+    summary = run_campaign(parse_config(config), tmp_path / "c")
+    assert summary.stop_reason.startswith("money budget reached")
+    archive, cid = _open(tmp_path / "c")
+    try:
+        spent = archive.counts(cid).cost
+    finally:
+        archive.close()
+    # no proposal starts once $2.5 is spent; those in flight (at most 3, $1 each) finish
+    assert 2.5 <= spent <= 2.5 + 3 * 1.0
+
+
+def _driver(directory: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "tests.helpers.kill_at_node", str(directory),
+                           *args], cwd=ROOT, capture_output=True, text=True, timeout=240)
+
+
+def _evaluations(directory: Path) -> dict[tuple[str, str], tuple[int, Any]]:
+    archive, _ = _open(directory)
+    try:
+        return {(e.node_id, e.split): (e.id, e.created_at) for e in archive.evaluations()}
+    finally:
+        archive.close()
+
+
+def test_kill_9_mid_flight_then_resume_loses_nothing_and_repeats_nothing(
+        tmp_path: Path, evaluator: Path) -> None:
+    config = tmp_path / "campaign.yaml"
+    config.write_text(yaml.safe_dump(_config(evaluator, 8, 3, delay_s=0.2)))
+    directory = tmp_path / "c"
+    # first while candidate 4 is being proposed (two others in flight), then while
+    # candidate 6 enters its evaluation
+    first = _driver(directory, "--config", str(config), "--kill", "propose:4")
+    assert first.returncode == -signal.SIGKILL, first.stderr[-3000:]
+    before = _evaluations(directory)
+    second = _driver(directory, "--kill", "evaluate:6")
+    assert second.returncode == -signal.SIGKILL, second.stderr[-3000:]
+    before.update(_evaluations(directory))
+    last = _driver(directory)
+    assert last.returncode == 0, last.stderr[-3000:]
+
+    after = _evaluations(directory)
+    for key, value in before.items():
+        assert after[key] == value, f"evaluation {key} was redone"
+    archive, cid = _open(directory)
+    try:
+        nodes = [n for n in archive.nodes(cid) if n.round > 0]
+        assert sorted((n.round, n.slot) for n in nodes) == [(k, 0) for k in range(1, 9)]
+        assert all(n.status == "done" for n in nodes), [(n.id, n.error) for n in nodes]
+        runs = Counter(log.node_id for log in archive.logs_all() if log.stream == "dev.stderr")
+        assert set(runs.values()) == {1}, f"a dev evaluation ran twice: {runs}"
+        judged = Counter(log.node_id for log in archive.logs_all() if log.stream == "judge")
+        assert judged == Counter(n.id for n in nodes), "each candidate judged exactly once"
+        assert archive.counts(cid).attempted == 8
+        assert next(c.status for c in archive.campaigns() if c.id == cid) == "finished"
+    finally:
+        archive.close()
+
+
+def test_resume_proposes_a_lost_sequence_number_again_and_finishes_a_recorded_one(
+        tmp_path: Path, evaluator: Path) -> None:
+    """The state a kill can leave with several in flight: candidate 3's proposal reached the
+    archive (pending, not yet materialized) while candidate 2's was lost."""
+    directory = tmp_path / "c"
+    run_campaign(parse_config(_config(evaluator, 1, 3)), directory)
+    archive, cid = _open(directory)
+    try:
+        root = next(n for n in archive.nodes(cid) if n.round == 0)
+        source = (EXAMPLE / "initial.py").read_text().replace("margin = 0.1", "margin = 0.05")
+        archive.add_node(NodeRow(
+            id=f"{cid[:6]}-003-0", campaign_id=cid, parent_id=root.id, round=3, slot=0,
+            kind="algorithm", proposer=SeededMargin.name, rationale="margin 0.05",
+            status="pending", proposal={"files": {"initial.py": source}, "metadata": {}}))
+    finally:
+        archive.close()
+    summary = resume_campaign(directory, overrides={"budget": {"max_evals": 3}})
+    assert summary.stop_reason == "evaluation budget reached (3)"
+    archive, cid = _open(directory)
+    try:
+        nodes = {n.round: n for n in archive.nodes(cid) if n.round > 0}
+        assert sorted(nodes) == [1, 2, 3] and all(n.status == "done" for n in nodes.values())
+        assert nodes[2].proposer == SeededMargin.name  # proposed again, under its own number
+        assert nodes[3].rationale == "margin 0.05" and nodes[3].commit is not None
+        assert archive.has_log(nodes[3].id, "judge")
+    finally:
+        archive.close()
+
+
+def test_the_pipeline_key_is_checked() -> None:
+    assert parse_config({}).pipeline.mode == "rounds"
+    steady = parse_config({"pipeline": {"mode": "async", "max_in_flight": 4}}).pipeline
+    assert steady.mode == "async" and steady.max_in_flight == 4
+    with pytest.raises(ConfigError, match="pipeline.rounds.max_in_flight: unknown field"):
+        parse_config({"pipeline": {"mode": "rounds", "max_in_flight": 4}})
+    with pytest.raises(ConfigError, match="cannot run a schedule"):
+        parse_config({"pipeline": {"mode": "async"}, "schedule": {"steps": [
+            {"step": "search", "components": ["algorithm"], "evals": 1}]}})
