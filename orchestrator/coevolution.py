@@ -21,12 +21,14 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import json
 import os
 import tempfile
 import threading
 import time
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -283,8 +285,10 @@ async def train_round(ctx: CampaignContext, round_: int, parents: list[str], cyc
     limit = await asyncio.to_thread(training_concurrency, ctx, len(prepared))
     if limit > 1:
         ctx.reporter.message(f"round {round_}: training {len(prepared)} slots, {limit} at once")
-    gate = asyncio.Semaphore(limit)
-    tasks = [asyncio.create_task(_train_slot(ctx, gate, one, cycle, phase)) for one in prepared]
+    # ``limit`` threads of the round's own train the slots, taken in slot order (the loop's
+    # default pool has only cores + 4 threads, and evaluations share it)
+    pool = ThreadPoolExecutor(max_workers=limit, thread_name_prefix="recursor-train")
+    tasks = [asyncio.create_task(_train_slot(ctx, pool, one, cycle, phase)) for one in prepared]
     try:
         for task in tasks:
             node = ctx.archive.add_node(await task)
@@ -296,6 +300,7 @@ async def train_round(ctx: CampaignContext, round_: int, parents: list[str], cyc
         raise
     finally:  # never leave a slot's task behind: let the others finish (their jobs recorded)
         await asyncio.gather(*tasks, return_exceptions=True)
+        pool.shutdown(wait=False)  # a cancelled round's threads end with their jobs
 
 
 async def _prepare_slot(ctx: CampaignContext, round_: int, slot: int, parent_id: str,
@@ -320,17 +325,16 @@ async def _prepare_slot(ctx: CampaignContext, round_: int, slot: int, parent_id:
     return _Slot(node, {**base, **edits}, edits, proposed.rationale or "a proposed recipe")
 
 
-async def _train_slot(ctx: CampaignContext, gate: asyncio.Semaphore, slot: _Slot, cycle: int,
+async def _train_slot(ctx: CampaignContext, pool: ThreadPoolExecutor, slot: _Slot, cycle: int,
                       phase: Phase) -> NodeRow:
-    """Train ``slot``'s policy (once a place under ``gate`` is free): its node, pending with
-    the new policy, or failed with the reason."""
+    """Train ``slot``'s policy in a thread of ``pool`` (once one is free): its node, pending
+    with the new policy, or failed with the reason."""
     node = slot.node
     if node.status == NodeStatus.FAILED.value:
         return node
-    async with gate:
-        trained = await asyncio.to_thread(
-            train_policy, ctx, slot.files, cycle, ctx.config.seed + node.round * 100 + node.slot,
-            node.id, phase.method())
+    trained = await asyncio.get_running_loop().run_in_executor(pool, functools.partial(
+        train_policy, ctx, slot.files, cycle, ctx.config.seed + node.round * 100 + node.slot,
+        node.id, phase.method()))
     ctx.archive.add_log(node.id, "training", json.dumps(trained.evidence, sort_keys=True,
                                                         default=str))
     if trained.policy_file is None:
