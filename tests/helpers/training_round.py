@@ -13,11 +13,18 @@ import asyncio
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from recursor.archive import NodeRow
 from recursor.config import TrainStep, parse_config
+from recursor.executors.local import LocalExecutor
 from recursor.orchestrator.coevolution import train_round, training_concurrency
-from recursor.orchestrator.context import Scope, create_campaign_dir, open_context
+from recursor.orchestrator.context import (
+    CampaignContext,
+    Scope,
+    create_campaign_dir,
+    open_context,
+)
 from recursor.orchestrator.progress import NullReporter
 from recursor.orchestrator.schedule import TrainPhase
 from recursor.proposers import Proposal, ProposalContext, Proposer
@@ -74,17 +81,35 @@ class Round:
     wall_s: float  # the round, proposals included
 
 
-def run_round(directory: Path, dashboard: str, train_concurrency: int | None) -> Round:
-    """Run round 1 (three slots on the seed) of a fresh campaign in ``directory``."""
-    schedule = {"cycles": 1, "steps": [{"step": "train", "evals": 3}],
-                "executor": {"kind": "ray", "address": dashboard},
+class WideExecutor(LocalExecutor):
+    """A local executor that declares it runs ``capacity`` jobs at once."""
+
+    kind = "wide"
+
+    def __init__(self, root: Path, capacity: int = 8) -> None:
+        super().__init__(root)
+        self._capacity = capacity
+
+    def capacity(self) -> int:
+        return self._capacity
+
+
+def open_campaign(directory: Path, executor: dict[str, Any],
+                  train_concurrency: int | None) -> CampaignContext:
+    """A fresh worlds campaign in ``directory`` with a three-slot train step."""
+    schedule = {"cycles": 1, "steps": [{"step": "train", "evals": 3}], "executor": executor,
                 "train_concurrency": train_concurrency}
     config = parse_config({"name": "coevolve-ray", "task": TASK, "seed": 2,
                            "components": ["harness", "policy", "data", "curriculum"],
                            "proposers": [{"kind": "instance", "name": "recipes"}],
                            "schedule": schedule})
     create_campaign_dir(directory, config)
-    ctx = open_context(directory, NullReporter(), proposers=[RecipeEdits()])
+    return open_context(directory, NullReporter(), proposers=[RecipeEdits()])
+
+
+def run_round(directory: Path, dashboard: str, train_concurrency: int | None) -> Round:
+    """Run round 1 (three slots on the seed) of a fresh campaign in ``directory``."""
+    ctx = open_campaign(directory, {"kind": "ray", "address": dashboard}, train_concurrency)
     try:
         commit = ctx.store.commit(dict(ctx.task.seed_files()), [], "seed")
         root = ctx.archive.add_node(NodeRow(

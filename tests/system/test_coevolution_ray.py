@@ -10,9 +10,27 @@ from pathlib import Path
 import pytest
 
 from recursor.archive import NodeRow
-from tests.helpers.training_round import DashboardCluster, overlap_s, run_round
+from recursor.orchestrator.coevolution import training_concurrency
+from tests.helpers.training_round import DashboardCluster, open_campaign, overlap_s, run_round
 
-pytestmark = [pytest.mark.ray, pytest.mark.slow, pytest.mark.timeout(900)]
+WIDE = {"kind": "plugin", "class_path": "tests.helpers.training_round:WideExecutor",
+        "options": {"capacity": 8}}
+
+
+@pytest.mark.parametrize(("executor", "configured", "slots", "expected"), [
+    ({"kind": "local"}, None, 3, 1),  # the local executor: one job at a time
+    ({"kind": "local"}, 2, 3, 2),  # unless the schedule says otherwise
+    (WIDE, None, 3, 3),  # the executor's capacity, never more than the slots
+    (WIDE, None, 1, 1),
+    (WIDE, 2, 3, 2),  # the schedule's value wins
+])
+def test_how_many_slots_train_at_once(tmp_path: Path, executor: dict[str, object],
+                                      configured: int | None, slots: int, expected: int) -> None:
+    ctx = open_campaign(tmp_path, executor, configured)
+    try:
+        assert training_concurrency(ctx, slots) == expected
+    finally:
+        ctx.close()
 
 
 @pytest.fixture(scope="module")
@@ -26,6 +44,9 @@ def cluster() -> Iterator[DashboardCluster]:
         cluster.stop()
 
 
+@pytest.mark.ray
+@pytest.mark.slow
+@pytest.mark.timeout(900)
 def test_training_slots_run_at_once_on_ray_and_match_a_sequential_round(
         cluster: DashboardCluster, tmp_path: Path) -> None:
     together = run_round(tmp_path / "together", cluster.dashboard, None)
