@@ -3,7 +3,7 @@ against the slots the cluster fits at once (issue 18, item 2).
 
 A local cluster (a head and ``--workers`` worker nodes, one CPU each, started with the `ray`
 CLI under a temp dir of their own) and the round of ``tests/helpers/training_round.py`` on the
-worlds task: three slots, two of which train a tiny policy (SFT, 30 steps) and one whose
+worlds task: three slots, two of which train a tiny policy (SFT, 10 steps) and one whose
 recipe selects nothing (it fails at its corpus). The round runs first with
 ``schedule.train_concurrency: 1``, then with the default (the executor's capacity), each in a
 fresh campaign with its own jobs folder (no job is reused). It prints each round's wall time

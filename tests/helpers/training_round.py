@@ -35,7 +35,7 @@ ROOT = Path(__file__).resolve().parents[2]
 SEED_RECIPE = (ROOT / "tasks" / "worlds" / "seed" / "recipe.py").read_text()
 NOTHING = SEED_RECIPE + "\n\ndef select(trajectories, rng):\n    return []\n"
 TASK = {"kind": "worlds", "universes": {"train": 2, "dev": 1, "heldout": 1, "test": 1},
-        "questions": 8, "world_seed": 5, "policy": {"sft": {"max_steps": 30}}}
+        "questions": 8, "world_seed": 5, "policy": {"sft": {"max_steps": 10}}}
 
 
 class DashboardCluster(LocalCluster):
