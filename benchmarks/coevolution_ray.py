@@ -47,6 +47,7 @@ def main() -> None:
     try:
         for _ in range(args.workers):
             cluster.add_node({}, num_cpus=1)
+        cluster.wait_for_dashboard()
         print(f"cluster of {args.workers + 1} nodes up in {time.monotonic() - started:.1f} s")
         with tempfile.TemporaryDirectory(prefix="recursor-bench-") as tmp:
             alone = run_round(Path(tmp) / "alone", cluster.dashboard, 1)

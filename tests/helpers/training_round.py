@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -53,6 +54,20 @@ class DashboardCluster(LocalCluster):
                 "--include-dashboard=true", "--dashboard-host=127.0.0.1",
                 f"--dashboard-port={self.dashboard.rsplit(':', 1)[1]}"]
         super()._ray([*args, f"--dashboard-agent-listen-port={free_port()}"])
+
+    def wait_for_dashboard(self, timeout_s: float = 180.0) -> None:
+        """Return once the dashboard answers (it starts after `ray start` returns, slowly on
+        a busy machine); RuntimeError after ``timeout_s``."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                with urllib.request.urlopen(f"{self.dashboard}/api/version", timeout=5):
+                    return
+            except OSError as exc:
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"the dashboard at {self.dashboard} did not answer in "
+                                       f"{timeout_s:g} s: {exc}") from exc
+                time.sleep(1.0)
 
 
 class RecipeEdits(Proposer):

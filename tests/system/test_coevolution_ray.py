@@ -39,6 +39,7 @@ def cluster() -> Iterator[DashboardCluster]:
     cluster = DashboardCluster()
     try:
         cluster.add_node({}, num_cpus=1)
+        cluster.wait_for_dashboard()
         yield cluster
     finally:
         cluster.stop()
