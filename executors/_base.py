@@ -11,7 +11,8 @@ executor itself cannot work.
 A new executor subclasses :class:`Executor` and implements its five abstract methods, all
 public: ``submit``, ``status``, ``cancel``, ``is_active`` and ``record_lost``; ``wait``,
 ``logs``, ``record`` and ``artifacts`` work from the job directory every executor shares
-(``recursor.executors._jobdir``). It is built as ``Class(root=jobs folder, **options)`` from
+(``recursor.executors._jobdir``); ``capacity`` (default 1) says how many jobs it runs at
+once. It is built as ``Class(root=jobs folder, **options)`` from
 ``{kind: plugin, class_path: ...}`` or an entry point of group ``recursor.executors``
 (docs/plugins.md). An executor that starts local processes can subclass ``LocalExecutor``
 and use its ``prepare_job`` hook instead.
@@ -102,6 +103,12 @@ class Executor(abc.ABC):
         """The finished record (``failed``, or ``cancelled`` when it was cancelled) of a job
         that ended without writing one, with the reason in ``error``; write it to the job's
         ``record.json`` when later calls should agree (``_jobdir.write_json``)."""
+
+    def capacity(self) -> int:
+        """How many jobs this executor runs at once rather than queueing them; co-evolution
+        trains that many of a round's slots concurrently. At least 1, never raising (1 when
+        the executor cannot tell). Default 1: one job at a time on this host."""
+        return 1
 
     def record(self, handle: JobHandle) -> JobRecord | None:
         """The finished record, or None while the job has none."""

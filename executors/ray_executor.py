@@ -37,11 +37,27 @@ class RayExecutor(Executor):
         self.root = Path(root).resolve()
         self.root.mkdir(parents=True, exist_ok=True)
         self.num_cpus = num_cpus
+        self.address = address
         try:
             self._client = JobSubmissionClient(address)
         except Exception as exc:  # ray raises ConnectionError, RuntimeError, ...
             raise ExecutorError(f"cannot reach the Ray cluster at {address}: {exc}. Start one "
                                 "with `ray start --head` or give its dashboard address") from exc
+
+    def capacity(self) -> int:
+        """The jobs the cluster's alive nodes fit at once: each node's CPUs divided by
+        ``num_cpus`` (rounded down), summed; 1 when the cluster cannot be asked. Counts the
+        nodes' total CPUs, not the free ones: jobs beyond what is free wait in Ray's queue."""
+        from ray.util.state import list_nodes
+
+        try:
+            nodes = list_nodes(address=self.address, filters=[("state", "=", "ALIVE")],
+                               timeout=30)
+            fits = sum(int((float(n.resources_total.get("CPU", 0)) + 1e-9) // self.num_cpus)
+                       for n in nodes)
+        except Exception:  # cannot ask the cluster: one job at a time, as before
+            return 1
+        return max(1, fits)
 
     def submit(self, spec: JobSpec) -> JobHandle:
         handle = JobHandle(spec.job_id, self.root / spec.job_id, self.kind)

@@ -21,10 +21,14 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import json
+import os
 import tempfile
+import threading
 import time
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -105,12 +109,17 @@ def write_corpus(task: PolicyTask, rows: Sequence[Mapping[str, Any]], folder: Pa
                    for r in rows)
     path = folder / f"corpus-{task.content_id(text)}.jsonl"
     folder.mkdir(parents=True, exist_ok=True)
-    path.with_suffix(".provenance.jsonl").write_text(
-        "".join(json.dumps(r["provenance"], sort_keys=True) + "\n" for r in rows))
-    tmp = path.with_suffix(".tmp")
+    _write_atomic(path.with_suffix(".provenance.jsonl"),
+                  "".join(json.dumps(r["provenance"], sort_keys=True) + "\n" for r in rows))
+    _write_atomic(path, text)
+    return path
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    # a temp name of this thread's own: slots training at once may write the same corpus
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     tmp.write_text(text)
     tmp.replace(path)
-    return path
 
 
 # training -------------------------------------------------------------------------------
@@ -119,6 +128,12 @@ class Trained:
     policy_file: str | None  # the new policy.json, None on failure
     error: str | None
     evidence: dict[str, Any]
+
+
+# Slots training at once may submit the same spec (equal corpus and seed) or install the same
+# checkpoint: submitting and installing one at a time lets the second find the first's job
+# (executors re-attach to a job already submitted) or policy instead of racing it.
+_JOB_LOCK = threading.Lock()
 
 
 def jobs_root(ctx: CampaignContext) -> Path:
@@ -192,7 +207,9 @@ def train_policy(ctx: CampaignContext, files: Mapping[str, str], cycle: int, see
     ctx.reporter.message(f"{node_id}: training a policy on {len(routed)} rows "
                          f"(harness {adopted}, job {spec.job_id})")
     started = time.monotonic()
-    record = executor.wait(executor.submit(spec))
+    with _JOB_LOCK:
+        handle = executor.submit(spec)
+    record = executor.wait(handle)
     ctx.archive.record_job(record.job_id, kind=record.kind, executor=record.executor,
                            status=record.status.value, spec=record.spec, node_id=node_id,
                            metrics=record.metrics, artifacts=record.artifacts,
@@ -203,7 +220,8 @@ def train_policy(ctx: CampaignContext, files: Mapping[str, str], cycle: int, see
     if record.status.value != "done" or not checkpoint:
         return Trained(None, f"training job {record.job_id} {record.status.value}: "
                        f"{record.error}", evidence)
-    policy_file = task.install_policy(Path(checkpoint), ctx.cache_dir, record.job_id)
+    with _JOB_LOCK:
+        policy_file = task.install_policy(Path(checkpoint), ctx.cache_dir, record.job_id)
     return Trained(policy_file, None, evidence)
 
 
@@ -223,53 +241,111 @@ def initial_files(ctx: CampaignContext) -> dict[str, str]:
 
 
 # training rounds --------------------------------------------------------------------------
+@dataclasses.dataclass
+class _Slot:
+    """A training slot whose inputs are fixed: its node (failed already when its proposal
+    failed), the files it trains under, its edits and what they are."""
+
+    node: NodeRow
+    files: dict[str, str]
+    edits: dict[str, str]
+    what: str
+
+
+def training_concurrency(ctx: CampaignContext, slots: int) -> int:
+    """How many of a round's ``slots`` train at once: ``schedule.train_concurrency`` when
+    set, else the executor's ``capacity()`` (local and deepspeed 1; ray: the jobs the
+    cluster's CPUs fit); between 1 and ``slots``."""
+    schedule = ctx.config.schedule
+    if slots <= 1:
+        return 1
+    wanted = schedule.train_concurrency if schedule and schedule.train_concurrency else None
+    return max(1, min(slots, wanted or _executor(ctx).capacity()))
+
+
 async def train_round(ctx: CampaignContext, round_: int, parents: list[str], cycle: int,
                       phase: Phase, scope: Scope) -> None:
     """A training round: one trained policy per slot, recorded as pending nodes. Slots that
     ``phase.proposes`` train after a proposed change within ``scope``; the others retrain the
-    incumbent's recipe."""
-    for slot, parent_id in enumerate(parents):
-        if ctx.archive.node_at(ctx.campaign_id, round_, slot) is None:
-            node = await _train_slot(ctx, round_, slot, parent_id, cycle, phase, scope)
-            ctx.archive.add_node(node)
+    incumbent's recipe. Slots already recorded (a resumed round) are skipped.
+
+    The proposals are asked first, one slot after another in slot order; then the slots
+    train, :func:`training_concurrency` at once. A slot's inputs (files and seed) are fixed
+    before any slot trains, so its node does not depend on the concurrency. Nodes are
+    recorded in slot order, each as soon as it and every slot before it are done. A slot that
+    fails is its failed node and the others go on; an exception (the executor or the sandbox
+    cannot work) is raised once every slot started has finished, after the slots before it
+    were recorded."""
+    todo = [(slot, parent) for slot, parent in enumerate(parents)
+            if ctx.archive.node_at(ctx.campaign_id, round_, slot) is None]
+    if not todo:
+        return
+    prepared = [await _prepare_slot(ctx, round_, slot, parent, phase, scope)
+                for slot, parent in todo]
+    limit = await asyncio.to_thread(training_concurrency, ctx, len(prepared))
+    if limit > 1:
+        ctx.reporter.message(f"round {round_}: training {len(prepared)} slots, {limit} at once")
+    # ``limit`` threads of the round's own train the slots, taken in slot order (the loop's
+    # default pool has only cores + 4 threads, and evaluations share it)
+    pool = ThreadPoolExecutor(max_workers=limit, thread_name_prefix="recursor-train")
+    tasks = [asyncio.create_task(_train_slot(ctx, pool, one, cycle, phase)) for one in prepared]
+    try:
+        for task in tasks:
+            node = ctx.archive.add_node(await task)
             if node.status == NodeStatus.FAILED.value:
                 ctx.reporter.node(f"{node.id} [policy] failed: {(node.error or '')[:90]}")
+    except asyncio.CancelledError:
+        for task in tasks:
+            task.cancel()
+        raise
+    finally:  # never leave a slot's task behind: let the others finish (their jobs recorded)
+        await asyncio.gather(*tasks, return_exceptions=True)
+        pool.shutdown(wait=False)  # a cancelled round's threads end with their jobs
 
 
-async def _train_slot(ctx: CampaignContext, round_: int, slot: int, parent_id: str,
-                      cycle: int, phase: Phase, scope: Scope) -> NodeRow:
+async def _prepare_slot(ctx: CampaignContext, round_: int, slot: int, parent_id: str,
+                        phase: Phase, scope: Scope) -> _Slot:
+    """The slot's node and training inputs: the parent's files, with a proposed change first
+    when ``phase.proposes(slot)``."""
     parent = ctx.archive.node(parent_id)
     base = ctx.store.read(parent.commit or "")
     node = NodeRow(id=ctx.node_id(round_, slot), campaign_id=ctx.campaign_id,
                    parent_id=parent_id, round=round_, slot=slot, proposer="trainer",
                    kind=phase.kind(ctx.task).value, status=NodeStatus.PENDING.value)
-    edits: dict[str, str] = {}
-    what = "the incumbent recipe and curriculum"
-    if phase.proposes(slot):  # a harness, data or curriculum change first
-        proposed = await _proposed_edits(ctx, round_, slot, parent_id, phase, scope)
-        node.proposer = f"trainer+{proposed.proposer}"
-        if proposed.status == NodeStatus.FAILED.value:
-            node.status, node.error = NodeStatus.FAILED, proposed.error
-            node.tokens, node.cost = proposed.tokens, proposed.cost
-            return node
-        edits = dict((proposed.proposal or {})["files"])
-        what = proposed.rationale or "a proposed recipe"
-        node.proposal = {"files": edits, "metadata": (proposed.proposal or {})["metadata"]}
-        node.tokens, node.cost = proposed.tokens, proposed.cost
-    trained = await asyncio.to_thread(
-        train_policy, ctx, {**base, **edits}, cycle, ctx.config.seed + round_ * 100 + slot,
-        node.id, phase.method())
+    if not phase.proposes(slot):
+        return _Slot(node, dict(base), {}, "the incumbent recipe and curriculum")
+    proposed = await _proposed_edits(ctx, round_, slot, parent_id, phase, scope)
+    node.proposer = f"trainer+{proposed.proposer}"
+    node.tokens, node.cost = proposed.tokens, proposed.cost
+    if proposed.status == NodeStatus.FAILED.value:
+        node.status, node.error = NodeStatus.FAILED, proposed.error
+        return _Slot(node, dict(base), {}, "")
+    edits = dict((proposed.proposal or {})["files"])
+    node.proposal = {"files": edits, "metadata": (proposed.proposal or {})["metadata"]}
+    return _Slot(node, {**base, **edits}, edits, proposed.rationale or "a proposed recipe")
+
+
+async def _train_slot(ctx: CampaignContext, pool: ThreadPoolExecutor, slot: _Slot, cycle: int,
+                      phase: Phase) -> NodeRow:
+    """Train ``slot``'s policy in a thread of ``pool`` (once one is free): its node, pending
+    with the new policy, or failed with the reason."""
+    node = slot.node
+    if node.status == NodeStatus.FAILED.value:
+        return node
+    trained = await asyncio.get_running_loop().run_in_executor(pool, functools.partial(
+        train_policy, ctx, slot.files, cycle, ctx.config.seed + node.round * 100 + node.slot,
+        node.id, phase.method()))
     ctx.archive.add_log(node.id, "training", json.dumps(trained.evidence, sort_keys=True,
                                                         default=str))
     if trained.policy_file is None:
         node.status, node.run_status = NodeStatus.FAILED, RunStatus.INVALID
         node.error = trained.error
         return node
-    edits[policy_task(ctx.task).policy_path] = trained.policy_file
+    edits = {**slot.edits, policy_task(ctx.task).policy_path: trained.policy_file}
     node.proposal = {"files": edits, "metadata": {"training": trained.evidence}}
     node.rationale = (f"policy trained ({trained.evidence['method']}, cycle {cycle}) on "
                       f"{trained.evidence['rows']} rows "
-                      f"under harness {trained.evidence['harness']}, with {what}")
+                      f"under harness {trained.evidence['harness']}, with {slot.what}")
     return node
 
 
@@ -288,4 +364,5 @@ async def _proposed_edits(ctx: CampaignContext, round_: int, slot: int, parent_i
 
 
 __all__ = ["RoutingError", "Trained", "build_corpus", "check_single_harness", "initial_files",
-           "route", "routing_id", "stamp", "train_policy", "train_round", "write_corpus"]
+           "route", "routing_id", "stamp", "train_policy", "train_round", "training_concurrency",
+           "write_corpus"]

@@ -170,6 +170,10 @@ class ScheduleConfig(_Model):
         default_factory=LocalExecutorConfig, description="where training jobs run")
     jobs_dir: str | None = Field(None, description="where training jobs run; default: the "
                                  "campaign's jobs/ (campaigns sharing one reuse equal jobs)")
+    train_concurrency: int | None = Field(
+        None, ge=1, description="training slots of a round that train at once; default: the "
+        "jobs the executor can run at once (local and deepspeed 1; ray: the jobs of num_cpus "
+        "the cluster's CPUs fit)")
 
     @field_validator("steps", mode="before")
     @classmethod
