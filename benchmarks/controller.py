@@ -1,15 +1,15 @@
 """A round's controller overhead against the size of the discovery tree.
 
-Overhead is everything a round does besides proposing and evaluating: ``select`` (budget checks,
-selection), ``propose`` with a proposer that answers at once (chooser replay, the proposal
-context of each slot, recording the pending nodes), the evaluate step's progress snapshot, and
-``judge`` and ``record`` with every node already judged (the bookkeeping: the round's nodes,
-the judged check, the Goodhart watch, the proposers' outcomes). The real graph nodes
-(``orchestrator/nodes/``) run against a SQLite archive filled synthetically with ``--nodes``
-realistic nodes (a fifth
-failed, each with its dev evaluation, logs, promotions along the incumbent's line) and one
-real git commit per node (written with ``git fast-import``). The example circle-packing
-program task supplies the campaign; nothing is evaluated.
+Overhead is everything a round does besides proposing and evaluating: ``select`` (budget
+checks, selection), ``propose`` with a proposer that answers at once (the chooser's catch-up,
+the proposal context of each slot, recording the pending nodes), the evaluate step's progress
+snapshot, and ``judge`` and ``record`` with every node already judged (the bookkeeping: the
+round's nodes, the judged check, the Goodhart watch, the proposers' outcomes). The real graph
+nodes (``orchestrator/nodes/``) run against a SQLite archive filled synthetically with
+``--nodes`` realistic nodes (a fifth failed, each with its dev evaluation, logs, promotions
+along the incumbent's line) and one real git commit per node (written with ``git
+fast-import``). The example circle-packing program task supplies the campaign; nothing is
+evaluated.
 
 Prints, per tree size, the first round's time (git reads not yet cached) and the median of the
 following rounds, per step, with the ratio to the smallest tree's; then the time of each
