@@ -14,7 +14,9 @@ from recursor.api import program_campaign
 from recursor.archive.models import EvaluationRow, NodeRow
 from recursor.orchestrator import views
 from recursor.orchestrator.context import CampaignContext, create_campaign_dir, open_context
-from recursor.orchestrator.progress import NullReporter
+from recursor.orchestrator.nodes.select import _budget_left
+from recursor.orchestrator.progress import NullReporter, Snapshot
+from recursor.orchestrator.scoring import snapshot, spends_budget
 from recursor.proposers import Outcome, ProposerChoicePolicy
 from recursor.types import ChangeKind, NodeStatus, RunStatus, Split
 
@@ -166,3 +168,34 @@ def test_the_chooser_catches_up_with_only_the_new_outcomes(ctx: CampaignContext)
     ctx.chooser = other
     views.catch_up_chooser(ctx)
     assert other.told == views.past_outcomes(ctx) and other.resets == 1
+
+
+def test_round_bookkeeping_from_queries_matches_a_scan(ctx: CampaignContext) -> None:
+    """The progress snapshot and the budget check (aggregate queries) give what a scan of
+    every node gives, duplicates, failures and model spending included."""
+    twin = ctx.archive.add_node(NodeRow(
+        id=ctx.node_id(30, 0), campaign_id=ctx.campaign_id, round=30, slot=0,
+        parent_id=ctx.node_id(0, 0), kind=ChangeKind.ALGORITHM, proposer="mutation",
+        status=NodeStatus.PENDING, tokens=120, cost=0.25))
+    ctx.archive.mark_duplicate(twin.id, ctx.node_id(0, 0))
+    ctx.archive.mark_materialized(twin.id, ctx.archive.node(ctx.node_id(0, 0)).commit or "", "")
+    ctx.archive.mark_evaluated(twin.id, 0.5, wall_s=0.0)
+    _settle(ctx, 31, 0, None)
+    ctx.archive.add_promotion(ctx.campaign_id, "program", ctx.node_id(0, 0), None, {})
+    ctx.archive.add_promotion(ctx.campaign_id, "program", twin.id, ctx.node_id(0, 0), {})
+    nodes = ctx.archive.nodes(ctx.campaign_id)
+    later = [n for n in nodes if n.round > 0]
+    finished = [n for n in later if n.status in ("done", "failed") and spends_budget(n)]
+    assert snapshot(ctx) == Snapshot(
+        evaluated=len(finished), budget=ctx.config.budget.max_evals, best=0.5,
+        failures=sum(n.status == "failed" for n in later), promotions=1)
+    earlier = [n for n in later if n.round < 31]
+    attempted = sum(spends_budget(n) for n in earlier)
+    ctx.config.budget.max_evals = attempted + 3
+    assert _budget_left(ctx, {"round": 31}) == (3, None)
+    ctx.config.budget.max_evals = attempted
+    assert _budget_left(ctx, {"round": 31})[0] == 0
+    ctx.config.budget.max_evals, ctx.config.budget.max_tokens = attempted + 3, 120
+    assert _budget_left(ctx, {"round": 31}) == (0, "token budget reached (120 of 120)")
+    ctx.config.budget.max_tokens, ctx.config.budget.max_cost = None, 0.3
+    assert _budget_left(ctx, {"round": 31}) == (3, None)
