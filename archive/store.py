@@ -93,13 +93,16 @@ class Archive(ArchiveQueries):
                 raise ArchiveError(f"no campaign {campaign_id!r}")
             old = CampaignStatus(row.status)
             if new not in _CAMPAIGN_MOVES[old]:
+                legal = " or ".join(sorted(_CAMPAIGN_MOVES[old]))
                 raise ArchiveError(
                     f"campaign {campaign_id}: status cannot go from {old} to {new} (from "
-                    f"{old}: {' or '.join(sorted(_CAMPAIGN_MOVES[old]))}); resume it first")
+                    f"{old}: {legal}); a campaign stops or finishes only while it runs")
             row.status, row.updated_at = new, now()
 
     @retried
     def set_root_node(self, campaign_id: str, node_id: str) -> None:
+        """Name the campaign's starting node (``seed`` does, once the root is stored);
+        ArchiveError for an unknown campaign."""
         self._set_campaign(campaign_id, {"root_node_id": node_id})
 
     @retried
