@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import ColumnElement, and_, case, func, select
+from sqlalchemy import ColumnElement, and_, case, func, or_, select
 from sqlalchemy.orm import Session, aliased, sessionmaker
 
 from recursor.archive.engine import retried
@@ -43,6 +43,13 @@ class Settled:
     score: float | None
     cost: float
     parent_score: float | None
+    round: int = 0
+    slot: int = 0
+
+    @property
+    def key(self) -> tuple[int, int]:
+        """Its place in creation order, ``(round, slot)``."""
+        return self.round, self.slot
 
 
 @dataclass(frozen=True)
@@ -66,6 +73,15 @@ def _scored() -> ColumnElement[bool]:
     """Evaluated nodes with a dev score (what selection and inspirations draw from)."""
     return and_(NodeRow.status == NodeStatus.DONE, NodeRow.score.is_not(None),
                 NodeRow.commit.is_not(None))
+
+
+def _finished() -> ColumnElement[bool]:
+    return NodeRow.status.in_([NodeStatus.DONE, NodeStatus.FAILED])
+
+
+def _after(round_: int, slot: int) -> ColumnElement[bool]:
+    """Nodes created after ``(round_, slot)`` (portable: no row-value comparison)."""
+    return or_(NodeRow.round > round_, and_(NodeRow.round == round_, NodeRow.slot > slot))
 
 
 def _duplicate() -> ColumnElement[bool]:
@@ -206,18 +222,31 @@ class ArchiveQueries:
             return [(str(node_id), str(commit)) for node_id, commit in s.execute(query)]
 
     @retried
-    def settled(self, campaign_id: str) -> list[Settled]:
+    def settled(self, campaign_id: str, after: tuple[int, int] | None = None) -> list[Settled]:
         """Every finished node of round 1 on, in (round, slot) order, with its parent's
-        score (one query on two columns' worth of each row)."""
+        score (one query on a few columns of each row); only those after ``after``, a
+        ``(round, slot)``, when given (the chooser's catch-up reads just the new ones)."""
         parent = aliased(NodeRow)
         query = (select(NodeRow.id, NodeRow.proposer, NodeRow.status, NodeRow.score,
-                        NodeRow.cost, parent.score)
+                        NodeRow.cost, parent.score, NodeRow.round, NodeRow.slot)
                  .outerjoin(parent, parent.id == NodeRow.parent_id)
-                 .where(NodeRow.campaign_id == campaign_id, NodeRow.round > 0,
-                        NodeRow.status.in_([NodeStatus.DONE, NodeStatus.FAILED]))
-                 .order_by(NodeRow.round, NodeRow.slot))
+                 .where(NodeRow.campaign_id == campaign_id, NodeRow.round > 0, _finished()))
+        if after is not None:
+            query = query.where(_after(*after))
         with self.session() as s:
-            return [Settled(*row) for row in s.execute(query)]
+            return [Settled(*row) for row in
+                    s.execute(query.order_by(NodeRow.round, NodeRow.slot))]
+
+    @retried
+    def settled_count(self, campaign_id: str, through: tuple[int, int]) -> int:
+        """How many finished nodes of round 1 on come at or before ``through``, a ``(round,
+        slot)`` (one count: whether an incremental reader of :meth:`settled` missed one that
+        finished late)."""
+        query = select(func.count(NodeRow.id)).where(
+            NodeRow.campaign_id == campaign_id, NodeRow.round > 0, _finished(),
+            ~_after(*through))
+        with self.session() as s:
+            return int(s.scalar(query) or 0)
 
     @retried
     def children(self, node_id: str) -> list[NodeRow]:

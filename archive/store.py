@@ -8,7 +8,9 @@ by ``(campaign, round, slot)`` and an evaluation by ``(node, split, seed)``.
 
 A node changes only through the typed transitions below (``mark_materialized``,
 ``mark_running``, ``mark_evaluated``, ``mark_failed``, ``set_heldout_score``,
-``mark_duplicate``); each checks that the status only moves forward. The reads are in
+``mark_duplicate``), a campaign through ``set_campaign_status``, ``set_root_node`` and
+``set_campaign_config``; each transition states the statuses it may start from and raises
+:class:`~recursor.errors.ArchiveError` from any other. The reads are in
 :class:`~recursor.archive.queries.ArchiveQueries`.
 """
 
@@ -36,6 +38,14 @@ from recursor.errors import ArchiveError
 from recursor.types import CampaignStatus, NodeStatus, RunStatus
 
 _Row = TypeVar("_Row", NodeRow, EvaluationRow, PromotionRow)
+_UNMATERIALIZED = frozenset({NodeStatus.PENDING})
+_UNFINISHED = frozenset({NodeStatus.PENDING, NodeStatus.RUNNING})
+_DONE = frozenset({NodeStatus.DONE})
+_CAMPAIGN_MOVES: dict[CampaignStatus, frozenset[CampaignStatus]] = {
+    CampaignStatus.RUNNING: frozenset(CampaignStatus),
+    CampaignStatus.STOPPED: frozenset({CampaignStatus.STOPPED, CampaignStatus.RUNNING}),
+    CampaignStatus.FINISHED: frozenset({CampaignStatus.FINISHED, CampaignStatus.RUNNING}),
+}
 LOG_LIMIT = 200_000  # characters kept per log entry
 
 
@@ -71,24 +81,34 @@ class Archive(ArchiveQueries):
 
     @retried
     def set_campaign_status(self, campaign_id: str, status: CampaignStatus) -> None:
-        self._set_campaign(campaign_id, {"status": CampaignStatus(status)})
+        """Move the campaign to ``status``. Legal: ``running`` to ``stopped`` (interrupted)
+        or ``finished``; ``stopped`` or ``finished`` back to ``running`` (resumed, e.g.
+        with a raised budget); any status to itself. Anything else (``stopped`` straight to
+        ``finished``, ``finished`` to ``stopped``) raises ArchiveError: a campaign finishes
+        only from a run."""
+        new = CampaignStatus(status)
+        with self.session() as s, s.begin():
+            row = s.get(CampaignRow, campaign_id)
+            if row is None:
+                raise ArchiveError(f"no campaign {campaign_id!r}")
+            old = CampaignStatus(row.status)
+            if new not in _CAMPAIGN_MOVES[old]:
+                legal = " or ".join(sorted(_CAMPAIGN_MOVES[old]))
+                raise ArchiveError(
+                    f"campaign {campaign_id}: status cannot go from {old} to {new} (from "
+                    f"{old}: {legal}); a campaign stops or finishes only while it runs")
+            row.status, row.updated_at = new, now()
 
     @retried
     def set_root_node(self, campaign_id: str, node_id: str) -> None:
+        """Name the campaign's starting node (``seed`` does, once the root is stored);
+        ArchiveError for an unknown campaign."""
         self._set_campaign(campaign_id, {"root_node_id": node_id})
 
     @retried
     def set_campaign_config(self, campaign_id: str, config: dict[str, Any]) -> None:
         """Store the campaign's resolved config again (after overrides on resume)."""
         self._set_campaign(campaign_id, {"config": config})
-
-    @retried
-    def update_campaign(self, campaign_id: str, **fields: Any) -> None:
-        """Legacy path, to be removed once orchestrator/graph.py and steps.py call
-        :meth:`set_campaign_status` and :meth:`set_root_node`."""
-        if "status" in fields:
-            fields["status"] = CampaignStatus(fields["status"])
-        self._set_campaign(campaign_id, fields)
 
     def _set_campaign(self, campaign_id: str, fields: dict[str, Any]) -> None:
         with self.session() as s, s.begin():
@@ -125,73 +145,104 @@ class Archive(ArchiveQueries):
         return self._insert_once(
             node, lambda: self.node_at(node.campaign_id, node.round, node.slot))
 
+    # Each transition below names the statuses it may start from; any other raises
+    # ArchiveError naming the node, its status and the legal ones. A transition whose result
+    # is already stored (a call repeated by ``retried`` after its write landed, or by a
+    # resumed node) returns the row unchanged instead of raising.
+
     @retried
     def mark_materialized(self, node_id: str, commit: str, patch: str,
                           invalid: str | None = None) -> NodeRow:
         """The node's proposal is committed as ``commit`` (``patch`` against its parent);
         with ``invalid``, the proposal failed its checks for that reason: the node is failed,
-        run status ``invalid``."""
+        run status ``invalid``. Legal from ``pending`` without a commit."""
         fields: dict[str, Any] = {"commit": commit, "patch": patch}
         if invalid is not None:
             fields.update(status=NodeStatus.FAILED, run_status=RunStatus.INVALID, error=invalid)
-        return self._set_node(node_id, fields)
+        return self._move(node_id, "materialize", _UNMATERIALIZED, fields,
+                          applied=lambda row: row.commit == commit)
 
     @retried
     def mark_running(self, node_id: str) -> NodeRow:
-        """The node's dev evaluation has started."""
-        return self._set_node(node_id, {"status": NodeStatus.RUNNING})
+        """The node's dev evaluation has started. Legal from ``pending`` or ``running`` (an
+        evaluation restarted after a crash), for a materialized node (one with a commit)."""
+        return self._move(node_id, "start running", _UNFINISHED,
+                          {"status": NodeStatus.RUNNING}, needs_commit=True)
 
     @retried
     def mark_evaluated(self, node_id: str, score: float, wall_s: float) -> NodeRow:
-        """The node's dev evaluation ran cleanly (run status ``ok``) and scored ``score``."""
-        return self._set_node(node_id, {"status": NodeStatus.DONE, "run_status": RunStatus.OK,
-                                        "score": score, "wall_s": wall_s})
+        """The node's dev evaluation ran cleanly (run status ``ok``) and scored ``score``.
+        Legal from ``pending`` (a duplicate answered from another node's evaluation) or
+        ``running``, for a materialized node."""
+        return self._move(node_id, "mark evaluated", _UNFINISHED,
+                          {"status": NodeStatus.DONE, "run_status": RunStatus.OK,
+                           "score": score, "wall_s": wall_s}, needs_commit=True,
+                          applied=lambda row: row.status == NodeStatus.DONE
+                          and row.score == score)
 
     @retried
     def mark_failed(self, node_id: str, run_status: RunStatus, error: str,
                     wall_s: float | None = None) -> NodeRow:
         """The node failed with ``run_status`` (crashed, timeout, oom, invalid) and
-        ``error``; ``wall_s``: the failed evaluation's time, when one ran."""
-        fields: dict[str, Any] = {"status": NodeStatus.FAILED,
-                                  "run_status": RunStatus(run_status), "error": error}
+        ``error``; ``wall_s``: the failed evaluation's time, when one ran. Legal from
+        ``pending`` or ``running``; ``run_status`` ``ok`` is refused (use
+        :meth:`mark_evaluated`)."""
+        status = RunStatus(run_status)
+        if status is RunStatus.OK:
+            raise ArchiveError(f"node {node_id}: a failed node cannot have run status ok; "
+                               "record a clean evaluation with mark_evaluated")
+        fields: dict[str, Any] = {"status": NodeStatus.FAILED, "run_status": status,
+                                  "error": error}
         if wall_s is not None:
             fields["wall_s"] = wall_s
-        return self._set_node(node_id, fields)
+        return self._move(node_id, "mark failed", _UNFINISHED, fields,
+                          applied=lambda row: row.status == NodeStatus.FAILED
+                          and row.run_status == status and row.error == error)
 
     @retried
     def set_heldout_score(self, node_id: str, score: float | None) -> NodeRow:
-        """The node's held-out score (None: its held-out evaluation failed)."""
-        return self._set_node(node_id, {"heldout_score": score})
+        """The node's held-out score (None: its held-out evaluation failed). Legal only on a
+        ``done`` node (held-out gates a node that passed on dev); setting it again
+        overwrites."""
+        return self._move(node_id, "set the held-out score of", _DONE,
+                          {"heldout_score": score})
 
     @retried
     def mark_duplicate(self, node_id: str, of: str) -> NodeRow:
-        """The node's files are equivalent to evaluated node ``of`` (it was answered from
-        ``of``'s evaluation and spends no budget)."""
+        """The node's files are equivalent to evaluated node ``of`` (it is answered from
+        ``of``'s evaluation and spends no budget). Legal on a ``pending`` node not yet
+        materialized (the duplicate check runs before its commit is recorded)."""
         with self.session() as s:
             row = s.get(NodeRow, node_id)
-        if row is None:
-            raise ArchiveError(f"no node {node_id!r}")
-        return self._set_node(node_id, {"proposal": {**(row.proposal or {}), "duplicate_of": of}})
+        proposal = {**((row.proposal if row is not None else None) or {}), "duplicate_of": of}
+        return self._move(node_id, "mark as a duplicate", _UNMATERIALIZED,
+                          {"proposal": proposal},
+                          applied=lambda r: (r.proposal or {}).get("duplicate_of") == of)
 
-    @retried
-    def update_node(self, node_id: str, **fields: Any) -> NodeRow:
-        """Legacy path, to be removed: set ``fields`` on a node (a ``status`` change must
-        move forward). Only orchestrator/steps.py, judging.py (and what replaces them in
-        orchestrator/nodes/) still call it; use the typed transitions above instead."""
-        for name, kind in (("status", NodeStatus), ("run_status", RunStatus)):
-            if fields.get(name) is not None:
-                fields[name] = kind(fields[name])
-        return self._set_node(node_id, fields)
-
-    def _set_node(self, node_id: str, fields: dict[str, Any]) -> NodeRow:
+    def _move(self, node_id: str, action: str, legal: frozenset[NodeStatus],
+              fields: dict[str, Any], needs_commit: bool = False,
+              applied: Callable[[NodeRow], bool] | None = None) -> NodeRow:
+        """Set ``fields`` on the node if its status is in ``legal`` (and, with
+        ``needs_commit``, it has a commit); ``applied(row)``: the transition already landed,
+        return the row as it is. One transaction; the row is read under it."""
         with self.session() as s, s.begin():
             row = s.get(NodeRow, node_id)
             if row is None:
                 raise ArchiveError(f"no node {node_id!r}")
-            if "status" in fields:
-                old, new = NodeStatus(row.status), NodeStatus(fields["status"])
-                if not old.can_move_to(new):
-                    raise ArchiveError(f"node {node_id}: status cannot go from {old} to {new}")
+            if applied is not None and applied(row):
+                return row
+            status = NodeStatus(row.status)
+            materialized = row.commit is not None
+            if status not in legal or (legal is _UNMATERIALIZED and materialized):
+                where = "materialized " if materialized and legal is _UNMATERIALIZED else ""
+                allowed = " or ".join(sorted(legal))
+                raise ArchiveError(
+                    f"node {node_id}: cannot {action} a {status} {where}node (legal from "
+                    f"{allowed}{' without a commit' if legal is _UNMATERIALIZED else ''}); "
+                    "node statuses only move forward: pending -> running -> done | failed")
+            if needs_commit and not materialized:
+                raise ArchiveError(f"node {node_id}: cannot {action} a node with no commit; "
+                                   "mark_materialized records its commit first")
             for key, value in fields.items():
                 setattr(row, key, value)
             row.updated_at = now()

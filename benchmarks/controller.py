@@ -1,14 +1,15 @@
 """A round's controller overhead against the size of the discovery tree.
 
-Overhead is everything a round does besides proposing and evaluating: ``select`` (budget checks,
-selection), ``propose`` with a proposer that answers at once (chooser replay, the proposal
-context of each slot, recording the pending nodes), the evaluate step's progress snapshot, and
-``judge`` and ``record`` with every node already judged (the bookkeeping: the round's nodes,
-the judged check, the Goodhart watch, the proposers' outcomes). The real graph steps run
-against a SQLite archive filled synthetically with ``--nodes`` realistic nodes (a fifth
-failed, each with its dev evaluation, logs, promotions along the incumbent's line) and one
-real git commit per node (written with ``git fast-import``). The example circle-packing
-program task supplies the campaign; nothing is evaluated.
+Overhead is everything a round does besides proposing and evaluating: ``select`` (budget
+checks, selection), ``propose`` with a proposer that answers at once (the chooser's catch-up,
+the proposal context of each slot, recording the pending nodes), the evaluate step's progress
+snapshot, and ``judge`` and ``record`` with every node already judged (the bookkeeping: the
+round's nodes, the judged check, the Goodhart watch, the proposers' outcomes). The real graph
+nodes (``orchestrator/nodes/``) run against a SQLite archive filled synthetically with
+``--nodes`` realistic nodes (a fifth failed, each with its dev evaluation, logs, promotions
+along the incumbent's line) and one real git commit per node (written with ``git
+fast-import``). The example circle-packing program task supplies the campaign; nothing is
+evaluated.
 
 Prints, per tree size, the first round's time (git reads not yet cached) and the median of the
 following rounds, per step, with the ratio to the smallest tree's; then the time of each
@@ -36,9 +37,14 @@ from langgraph.runtime import Runtime
 
 from recursor.api import program_campaign
 from recursor.archive.models import EvaluationRow, LogRow, NodeRow, PromotionRow
-from recursor.orchestrator import steps, views
+from recursor.orchestrator import views
 from recursor.orchestrator.context import CampaignContext, create_campaign_dir, open_context
+from recursor.orchestrator.nodes.judge import judge
+from recursor.orchestrator.nodes.propose import propose
+from recursor.orchestrator.nodes.record import record
+from recursor.orchestrator.nodes.select import select
 from recursor.orchestrator.progress import NullReporter
+from recursor.orchestrator.scoring import snapshot as progress_snapshot
 from recursor.proposers import Proposal, ProposalContext, Proposer
 from recursor.types import ChangeKind
 
@@ -116,7 +122,7 @@ def fill(ctx: CampaignContext, count: int, seed: int = 0) -> int:
         session.add_all(nodes)
         session.flush()
         session.add_all(rows)
-    ctx.archive.update_campaign(ctx.campaign_id, root_node_id=ids[0])
+    ctx.archive.set_root_node(ctx.campaign_id, ids[0])
     return keys[-1][0] + 1
 
 
@@ -151,16 +157,16 @@ async def one_round(ctx: CampaignContext, state: dict[str, Any]) -> dict[str, fl
         spent[name] = time.perf_counter() - started
         state.update(update or {})
 
-    await timed("select", steps.select)
-    await timed("propose", steps.propose)
+    await timed("select", select)
+    await timed("propose", propose)
     settle(ctx, state["round"], random.Random(state["round"]))
 
     async def snapshot(_state: Any, _runtime: Any) -> None:
-        steps.snapshot(ctx)  # what evaluate reports when its nodes are done
+        progress_snapshot(ctx)  # what evaluate reports when its nodes are done
 
     await timed("snapshot", snapshot)
-    await timed("judge", steps.judge)
-    await timed("record", steps.record)
+    await timed("judge", judge)
+    await timed("record", record)
     return spent
 
 
@@ -179,7 +185,7 @@ def query_seconds(ctx: CampaignContext, calls: int = 3) -> dict[str, float]:
         "settled": lambda: archive.settled(cid),
         "newest 50": lambda: archive.newest(cid, 50, scored=True),
         "best": lambda: archive.best(cid, "maximize"),
-        "context": lambda: views.proposal_context(ctx, parent, 1)}
+        "context": lambda: views.proposal_context(ctx, parent, 1, ctx.scope())}
     out = {}
     for name, read in reads.items():
         times = []

@@ -60,6 +60,17 @@ class Scope:
 
 
 @dataclass
+class OutcomesTold:
+    """How far ``chooser`` has been told the campaign's settled nodes, so that each round
+    tells it only the new ones (``views.catch_up_chooser``): ``count`` settled nodes, the
+    newest at ``last`` (round, slot). Any other object than ``chooser`` was told nothing."""
+
+    chooser: object | None = None
+    count: int = 0
+    last: tuple[int, int] = (0, -1)
+
+
+@dataclass
 class CampaignContext:
     """The run-time context of one campaign (LangGraph ``Runtime.context``): the campaign's
     services, never its loop state (that is the graph's checkpointed state)."""
@@ -78,6 +89,7 @@ class CampaignContext:
     check: ProposalCheck  # static check, then the task's trial in ``sandbox``
     fingerprints: dict[str, str] = field(default_factory=dict)  # commit -> duplicates.fingerprint
     selection: SelectionPolicy = field(default_factory=TournamentSelection)
+    told: OutcomesTold = field(default_factory=OutcomesTold)  # what the chooser learned
 
     def scope(self, editable: Sequence[str] | None = None,
               search_set: Sequence[str] = ()) -> Scope:

@@ -48,6 +48,7 @@ from recursor.orchestrator.pipeline import drive_pipeline
 from recursor.orchestrator.progress import NullReporter, Reporter
 from recursor.orchestrator.summary import CampaignSummary, summarize
 from recursor.proposers import Proposer, instance_configs
+from recursor.types import CampaignStatus
 
 RECURSION_LIMIT = 1_000_000  # the loop ends by budget, never by LangGraph's step limit
 NodeFunction = Callable[[CampaignState, Ctx], Awaitable[dict[str, Any]]]
@@ -117,18 +118,18 @@ def _run_to_end(coroutine: Coroutine[Any, Any, CampaignState]) -> CampaignState:
 def execute(ctx: CampaignContext) -> CampaignSummary:
     """Drive ``ctx``'s campaign to its end, evaluate its final incumbent on the sealed test
     split (:mod:`recursor.orchestrator.final_report`); mark it finished; return its summary."""
-    ctx.archive.update_campaign(ctx.campaign_id, status="running")
+    ctx.archive.set_campaign_status(ctx.campaign_id, CampaignStatus.RUNNING)
     try:
         # pipeline: {mode: async} runs candidates one by one through the same steps
         steady = isinstance(ctx.config.pipeline, AsyncPipelineConfig)
         state = _run_to_end(drive_pipeline(ctx) if steady else _drive(ctx))
         final_report.evaluate_final_incumbent(ctx)  # the sealed test split, once
     except BaseException:
-        ctx.archive.update_campaign(ctx.campaign_id, status="stopped")
+        ctx.archive.set_campaign_status(ctx.campaign_id, CampaignStatus.STOPPED)
         raise
     finally:
         ctx.reporter.stop()
-    ctx.archive.update_campaign(ctx.campaign_id, status="finished")
+    ctx.archive.set_campaign_status(ctx.campaign_id, CampaignStatus.FINISHED)
     reason = state.get("stop_reason", "")
     if reason:
         ctx.reporter.message(f"campaign finished: {reason}")

@@ -57,7 +57,7 @@ def judge_node(ctx: CampaignContext, node: NodeRow,
     evidence["dev"] = gate.evidence
     if gate.passed:
         heldout = score_heldout(ctx, node, Split.HELDOUT)
-        ctx.archive.update_node(node.id, heldout_score=heldout)
+        ctx.archive.set_heldout_score(node.id, heldout)
         held = heldout_gate(heldout, incumbent.heldout_score, ctx.task.objective,
                             ctx.config.promotion)
         evidence["heldout"] = held.evidence

@@ -15,7 +15,7 @@ from recursor.archive import EvaluationRow, NodeRow
 from recursor.orchestrator.context import CampaignContext
 from recursor.orchestrator.evaluation import EvaluationOutcome, run_evaluation
 from recursor.orchestrator.progress import Snapshot
-from recursor.types import NodeStatus, RunStatus, Split
+from recursor.types import RunStatus, Split
 
 
 def spends_budget(node: NodeRow) -> bool:
@@ -25,16 +25,15 @@ def spends_budget(node: NodeRow) -> bool:
 
 
 def snapshot(ctx: CampaignContext) -> Snapshot:
-    """The counts the progress line shows."""
-    nodes = ctx.archive.nodes(ctx.campaign_id)
-    finished = [n for n in nodes if n.round > 0 and n.status in ("done", "failed")
-                and spends_budget(n)]
-    incumbent = ctx.archive.incumbent(ctx.campaign_id)
-    best = next((n.score for n in nodes if n.id == incumbent), None)
-    return Snapshot(evaluated=len(finished), budget=ctx.config.budget.max_evals, best=best,
-                    failures=sum(n.round > 0 and n.status == "failed" for n in nodes),
-                    promotions=max(0, len({p.node_id for p in
-                                           ctx.archive.promotions(ctx.campaign_id)}) - 1))
+    """The counts the progress line shows (aggregate queries: no node is loaded but the
+    incumbent)."""
+    archive, cid = ctx.archive, ctx.campaign_id
+    counts = archive.counts(cid)  # rounds 1 on; ``evaluated``: finished and spends_budget
+    incumbent = archive.incumbent(cid)
+    best = archive.node(incumbent).score if incumbent is not None else None
+    return Snapshot(evaluated=counts.evaluated, budget=ctx.config.budget.max_evals, best=best,
+                    failures=counts.failed,
+                    promotions=max(0, archive.promoted_count(cid) - 1))
 
 
 def describe(node: NodeRow) -> str:
@@ -54,7 +53,7 @@ async def evaluate_nodes(ctx: CampaignContext, nodes: list[NodeRow]) -> None:
     async def one(node: NodeRow) -> None:
         if ctx.archive.evaluation(node.id, Split.DEV.value) is None:
             async with limit:
-                ctx.archive.update_node(node.id, status=NodeStatus.RUNNING.value)
+                ctx.archive.mark_running(node.id)
                 outcome = await asyncio.to_thread(_run, ctx, node, Split.DEV)
                 record_evaluation(ctx, node, Split.DEV, outcome)
         _finish_node(ctx, node.id)
@@ -103,14 +102,12 @@ def _finish_node(ctx: CampaignContext, node_id: str) -> None:
         return
     metric = ctx.task.objective.metric
     if dev.run_status == RunStatus.OK.value:
-        node = ctx.archive.update_node(node_id, status=NodeStatus.DONE.value,
-                                       run_status=dev.run_status, score=dev.metrics[metric],
-                                       wall_s=dev.wall_s)
+        node = ctx.archive.mark_evaluated(node_id, float(dev.metrics[metric]), dev.wall_s)
     else:
-        errors = [log.content for log in ctx.archive.logs(node_id) if log.stream == "dev.error"]
-        node = ctx.archive.update_node(node_id, status=NodeStatus.FAILED.value,
-                                       run_status=dev.run_status, wall_s=dev.wall_s,
-                                       error=errors[-1] if errors else dev.run_status)
+        errors = ctx.archive.logs(node_id, f"{Split.DEV.value}.error")
+        node = ctx.archive.mark_failed(node_id, dev.run_status,
+                                       errors[-1].content if errors else dev.run_status,
+                                       wall_s=dev.wall_s)
     if node.round > 0:
         ctx.reporter.node(describe(node))
 

@@ -179,8 +179,33 @@ def _outcome(node: NodeRow | Settled, parent_score: float | None,
 def past_outcomes(ctx: CampaignContext) -> list[Outcome]:
     """Outcomes of every finished non-root node, in creation order (for replaying a chooser;
     one narrow query, no whole rows)."""
-    return [_outcome(n, n.parent_score, ctx) for n in ctx.archive.settled(ctx.campaign_id)
-            if n.proposer in ctx.proposers]
+    return _outcomes(ctx, ctx.archive.settled(ctx.campaign_id))
 
 
-__all__ = ["node_view", "outcome_of", "past_outcomes", "proposal_context", "slot_seed"]
+def _outcomes(ctx: CampaignContext, settled: Sequence[Settled]) -> list[Outcome]:
+    return [_outcome(n, n.parent_score, ctx) for n in settled if n.proposer in ctx.proposers]
+
+
+def catch_up_chooser(ctx: CampaignContext) -> None:
+    """Bring ``ctx.chooser`` to the state ``chooser.replay(past_outcomes(ctx))`` gives, telling
+    it only the nodes settled since the last call (``ctx.told``), so a round's cost does not
+    grow with the tree. The chooser's state is a function of the outcomes told in order
+    (its contract), so appending the new ones equals replaying all. When that order would
+    break (a node before the last one told settled late, or another chooser object), it
+    replays from scratch instead."""
+    archive, cid, told = ctx.archive, ctx.campaign_id, ctx.told
+    if told.chooser is ctx.chooser and archive.settled_count(cid, told.last) == told.count:
+        new = archive.settled(cid, after=told.last)
+        for outcome in _outcomes(ctx, new):
+            ctx.chooser.update(outcome)
+    else:
+        new = archive.settled(cid)
+        ctx.chooser.replay(_outcomes(ctx, new))
+        told.chooser, told.count, told.last = ctx.chooser, 0, (0, -1)
+    told.count += len(new)
+    if new:
+        told.last = new[-1].key
+
+
+__all__ = ["catch_up_chooser", "node_view", "outcome_of", "past_outcomes", "proposal_context",
+           "slot_seed"]

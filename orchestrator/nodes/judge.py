@@ -22,7 +22,7 @@ async def judge(state: CampaignState, runtime: Ctx) -> dict[str, Any]:
             if n.status == NodeStatus.DONE.value and n.score is not None
             and not (n.proposal or {}).get("duplicate_of")]  # an equivalent was judged
     for node in sorted(done, key=lambda n: (sign * (n.score or 0.0), n.id)):
-        if not any(log.stream == "judge" for log in ctx.archive.logs(node.id)):
+        if not ctx.archive.has_log(node.id, "judge"):
             await asyncio.to_thread(judge_node, ctx, node)
     ctx.reporter.update(snapshot(ctx))
     stop = await asyncio.to_thread(goodhart.watch, ctx)

@@ -11,7 +11,7 @@ from recursor.orchestrator.context import CampaignContext
 from recursor.orchestrator.duplicates import answer_duplicate
 from recursor.orchestrator.nodes._state import CampaignState, Ctx, scope_of
 from recursor.orchestrator.scoring import describe
-from recursor.types import NodeStatus, RunStatus
+from recursor.types import NodeStatus
 
 
 async def materialize(state: CampaignState, runtime: Ctx) -> dict[str, Any]:
@@ -38,7 +38,7 @@ def _materialize_node(ctx: CampaignContext, node: NodeRow, editable: list[str]) 
     ctx.store.set_ref(node.id, commit)
     patch = ctx.store.diff(parent.commit, commit)
     if error is None and answer_duplicate(ctx, node, parent, files):
-        ctx.archive.update_node(node.id, commit=commit, patch=patch)
+        ctx.archive.mark_materialized(node.id, commit, patch)
         return
     if error is None:
         checked = ctx.check.result(files)
@@ -46,11 +46,7 @@ def _materialize_node(ctx: CampaignContext, node: NodeRow, editable: list[str]) 
         if error is not None:
             ctx.archive.add_log(node.id, "trial.stdout", checked.stdout)
             ctx.archive.add_log(node.id, "trial.stderr", checked.stderr)
-    fields: dict[str, Any] = {"commit": commit, "patch": patch}
-    if error is not None:
-        fields.update(status=NodeStatus.FAILED.value, run_status=RunStatus.INVALID.value,
-                      error=error)
-    updated = ctx.archive.update_node(node.id, **fields)
+    updated = ctx.archive.mark_materialized(node.id, commit, patch, invalid=error)
     if error is not None:
         ctx.reporter.node(describe(updated))
 

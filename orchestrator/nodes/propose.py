@@ -10,7 +10,7 @@ from recursor.orchestrator.context import CampaignContext, Scope
 from recursor.orchestrator.nodes._state import CampaignState, Ctx, scope_of
 from recursor.orchestrator.proposing import propose_one
 from recursor.orchestrator.scoring import describe
-from recursor.orchestrator.views import past_outcomes
+from recursor.orchestrator.views import catch_up_chooser
 from recursor.types import NodeStatus
 
 
@@ -18,8 +18,8 @@ async def propose(state: CampaignState, runtime: Ctx) -> dict[str, Any]:
     """Ask the chosen proposer for one change per slot; record each as a pending node (or a
     failed one). Slots already recorded (before a crash) are skipped."""
     ctx, started, round_ = runtime.context, time.monotonic(), state["round"]
-    ctx.chooser.replay(past_outcomes(ctx))
-    before = sum(1 for n in ctx.archive.nodes(ctx.campaign_id) if 0 < n.round < round_)
+    catch_up_chooser(ctx)
+    before = ctx.archive.counts(ctx.campaign_id, 1, round_).nodes  # proposals so far
     scope = scope_of(ctx, state)
     await asyncio.gather(*(
         _propose_slot(ctx, round_, slot, parent_id, before + slot, scope)

@@ -28,7 +28,7 @@ async def seed(state: CampaignState, runtime: Ctx) -> dict[str, Any]:
                             f" {root.error}\n`recursor archive show {root_id}` has its logs")
     if ctx.archive.incumbent(ctx.campaign_id) is None:
         heldout = await asyncio.to_thread(score_split, ctx, root, Split.HELDOUT)
-        ctx.archive.update_node(root_id, heldout_score=heldout)
+        ctx.archive.set_heldout_score(root_id, heldout)
         for component in ctx.config.components:  # the start is every component's incumbent
             ctx.archive.add_promotion(ctx.campaign_id, component, root_id, None,
                                       {"reason": "starting point", "dev_score": root.score,
@@ -48,7 +48,7 @@ async def _create_root(ctx: CampaignContext, root_id: str) -> None:
                                  proposer="seed", rationale=f"the task's starting {kind.value}",
                                  commit=commit, status=NodeStatus.PENDING.value))
     ctx.store.set_ref(root_id, commit)
-    ctx.archive.update_campaign(ctx.campaign_id, root_node_id=root_id)
+    ctx.archive.set_root_node(ctx.campaign_id, root_id)
 
 
 __all__ = ["seed"]

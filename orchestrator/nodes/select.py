@@ -17,8 +17,7 @@ from recursor.orchestrator.schedule import (
     failing_instances,
     phase_of,
 )
-from recursor.orchestrator.scoring import spends_budget
-from recursor.types import NodeStatus, Split
+from recursor.types import Split
 
 MIN_UNEVALUATED_CAP = 10  # budget.max_unevaluated's default: max(max_evals, this)
 
@@ -32,8 +31,7 @@ async def select(state: CampaignState, runtime: Ctx) -> dict[str, Any]:
         return {"done": True, "stop_reason": reason, "parents": []}
     if ctx.config.schedule is not None:
         return {**_select_scheduled(ctx, state, left), "active_s": time.monotonic() - started}
-    scored = [(n.id, n.score) for n in ctx.archive.nodes(ctx.campaign_id)
-              if n.status == NodeStatus.DONE.value and n.score is not None]
+    scored = ctx.archive.scored(ctx.campaign_id)  # (id, score) of the done nodes, in order
     rng = random.Random(f"{ctx.config.seed}-select-{state['round']}")
     k = min(ctx.config.concurrency, left)
     parents = ctx.selection.choose(scored, ctx.task.objective, rng, k)
@@ -48,14 +46,13 @@ def after_select(state: CampaignState) -> str:
 
 
 def _budget_left(ctx: CampaignContext, state: CampaignState) -> tuple[int, str | None]:
-    round_ = state.get("round", 1)
-    earlier = [n for n in ctx.archive.nodes(ctx.campaign_id) if 0 < n.round < round_]
-    attempted = sum(1 for n in earlier if spends_budget(n))
+    earlier = ctx.archive.counts(ctx.campaign_id, 1, state.get("round", 1))
+    attempted = earlier.attempted  # the nodes scoring.spends_budget counts
     budget = ctx.config.budget
     left = budget.max_evals - attempted
     if left <= 0:
         return 0, f"evaluation budget reached ({budget.max_evals})"
-    unevaluated = len(earlier) - attempted
+    unevaluated = earlier.nodes - attempted
     cap = budget.max_unevaluated or max(budget.max_evals, MIN_UNEVALUATED_CAP)
     if unevaluated >= cap:
         return 0, (f"{unevaluated} proposals failed or duplicated an evaluated node "
@@ -63,18 +60,14 @@ def _budget_left(ctx: CampaignContext, state: CampaignState) -> tuple[int, str |
     wall = budget.wall_time_s
     if wall is not None and state.get("active_s", 0.0) >= wall:
         return 0, f"wall-time budget reached ({wall:.0f} s)"
-    tokens, cost = _spent(ctx)
-    if budget.max_tokens is not None and tokens >= budget.max_tokens:
-        return 0, f"token budget reached ({tokens} of {budget.max_tokens})"
-    if budget.max_cost is not None and cost >= budget.max_cost:
-        return 0, f"money budget reached (${cost:.4f} of ${budget.max_cost:g})"
+    if budget.max_tokens is None and budget.max_cost is None:
+        return left, None
+    spent = ctx.archive.counts(ctx.campaign_id, first_round=0)  # every node, the root too
+    if budget.max_tokens is not None and spent.tokens >= budget.max_tokens:
+        return 0, f"token budget reached ({spent.tokens} of {budget.max_tokens})"
+    if budget.max_cost is not None and spent.cost >= budget.max_cost:
+        return 0, f"money budget reached (${spent.cost:.4f} of ${budget.max_cost:g})"
     return left, None
-
-
-def _spent(ctx: CampaignContext) -> tuple[int, float]:
-    """Model tokens and dollars spent by the campaign so far."""
-    nodes = ctx.archive.nodes(ctx.campaign_id)
-    return sum(n.tokens or 0 for n in nodes), sum(n.cost or 0.0 for n in nodes)
 
 
 def _select_scheduled(ctx: CampaignContext, state: CampaignState, left: int) -> dict[str, Any]:
@@ -109,7 +102,7 @@ def _select_scheduled(ctx: CampaignContext, state: CampaignState, left: int) -> 
 
 def _used(ctx: CampaignContext, phase_round: int, round_: int) -> int:
     """Nodes the current phase made in the rounds before ``round_``."""
-    return sum(1 for n in ctx.archive.nodes(ctx.campaign_id) if phase_round <= n.round < round_)
+    return ctx.archive.counts(ctx.campaign_id, phase_round, round_).nodes
 
 
 __all__ = ["MIN_UNEVALUATED_CAP", "after_select", "select"]

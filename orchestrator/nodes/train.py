@@ -9,13 +9,13 @@ from typing import Any
 from recursor.orchestrator.coevolution import train_round
 from recursor.orchestrator.nodes._state import CampaignState, Ctx, scope_of
 from recursor.orchestrator.schedule import cycle_of, expanded, phase_of
-from recursor.orchestrator.views import past_outcomes
+from recursor.orchestrator.views import catch_up_chooser
 
 
 async def train(state: CampaignState, runtime: Ctx) -> dict[str, Any]:
     """Train one policy per slot; each becomes a pending node."""
     ctx, started = runtime.context, time.monotonic()
-    ctx.chooser.replay(past_outcomes(ctx))
+    catch_up_chooser(ctx)
     schedule = ctx.config.schedule
     assert schedule is not None, "train runs only while a schedule runs"
     index = state.get("phase", 0)

@@ -75,13 +75,14 @@ def test_writes_are_idempotent(archive: Archive) -> None:
 
 
 def test_status_only_moves_forward(archive: Archive) -> None:
-    node = archive.add_node(_node(1, 0))
-    archive.update_node(node.id, status="running")
-    archive.update_node(node.id, status="done", score=0.5)
-    with pytest.raises(ArchiveError, match="cannot go from done to running"):
-        archive.update_node(node.id, status="running")
-    with pytest.raises(ArchiveError, match="cannot go"):
-        archive.update_node(node.id, status="pending")
+    node = archive.add_node(_node(1, 0, commit="abc"))
+    archive.mark_running(node.id)
+    archive.mark_evaluated(node.id, 0.5, wall_s=1.0)
+    with pytest.raises(ArchiveError, match="cannot start running a done node"):
+        archive.mark_running(node.id)
+    with pytest.raises(ArchiveError, match="cannot mark failed a done node"):
+        archive.mark_failed(node.id, "crashed", "boom")
+    assert archive.node(node.id).status == "done"
 
 
 def test_find_node_accepts_unique_parts(archive: Archive) -> None:

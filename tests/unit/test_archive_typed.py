@@ -73,7 +73,7 @@ def test_transitions_only_move_forward(archive: Archive) -> None:
     done = archive.mark_evaluated(node.id, 0.25, wall_s=2.0)
     assert (done.status, done.score, done.commit, done.wall_s) == (NodeStatus.DONE, 0.25,
                                                                     "abc", 2.0)
-    with pytest.raises(ArchiveError, match="cannot go from done to running"):
+    with pytest.raises(ArchiveError, match="cannot start running a done node"):
         archive.mark_running(node.id)
     invalid = archive.add_node(_node(1, 1))
     failed = archive.mark_materialized(invalid.id, "def", "", invalid="edits a frozen file")
@@ -83,27 +83,88 @@ def test_transitions_only_move_forward(archive: Archive) -> None:
     archive.mark_failed(crashed.id, RunStatus.TIMEOUT, "ran out of time", wall_s=9.0)
     assert archive.node(crashed.id).run_status is RunStatus.TIMEOUT
     archive.set_heldout_score(node.id, 0.3)
-    archive.mark_duplicate(crashed.id, node.id)
     assert archive.node(node.id).heldout_score == 0.3
-    assert (archive.node(crashed.id).proposal or {})["duplicate_of"] == node.id
+    twin = archive.add_node(_node(1, 3))
+    archive.mark_duplicate(twin.id, node.id)
+    archive.mark_materialized(twin.id, "abc", "")
+    assert archive.mark_evaluated(twin.id, 0.25, wall_s=0.0).status is NodeStatus.DONE
+    assert (archive.node(twin.id).proposal or {})["duplicate_of"] == node.id
 
 
-def test_the_legacy_update_node_still_checks_status(archive: Archive) -> None:
+def test_the_legacy_field_setters_are_gone(archive: Archive) -> None:
+    assert not hasattr(archive, "update_node") and not hasattr(archive, "update_campaign")
+
+
+def test_illegal_node_transitions_raise_a_clear_error(archive: Archive) -> None:
+    """Each transition names the node, its status and where it may start from; the node is
+    left as it was."""
+    done = _evaluated(archive, 1, 0, 0.5)
+    with pytest.raises(ArchiveError, match=rf"node {done}: cannot mark failed a done "
+                                           r"node \(legal from pending or running"):
+        archive.mark_failed(done, RunStatus.CRASHED, "late crash")
+    with pytest.raises(ArchiveError, match="cannot materialize a done materialized node"):
+        archive.mark_materialized(done, "other", "")
+    with pytest.raises(ArchiveError, match="cannot mark as a duplicate a done"):
+        archive.mark_duplicate(done, "c1-000-0")
+    pending = archive.add_node(_node(1, 1))
+    with pytest.raises(ArchiveError, match="set the held-out score of a pending node"):
+        archive.set_heldout_score(pending.id, 0.1)
+    with pytest.raises(ArchiveError, match="no commit; mark_materialized records"):
+        archive.mark_running(pending.id)
+    with pytest.raises(ArchiveError, match="no commit"):
+        archive.mark_evaluated(pending.id, 0.1, wall_s=1.0)
+    with pytest.raises(ArchiveError, match="cannot have run status ok"):
+        archive.mark_failed(pending.id, RunStatus.OK, "fine")
+    failed = archive.mark_failed(pending.id, RunStatus.CRASHED, "boom")
+    with pytest.raises(ArchiveError, match="cannot mark evaluated a failed node"):
+        archive.mark_evaluated(failed.id, 0.1, wall_s=1.0)
+    with pytest.raises(ArchiveError, match="no node 'nope'"):
+        archive.mark_running("nope")
+    after = archive.node(done)
+    assert (after.status, after.score, after.commit, after.error) == (
+        NodeStatus.DONE, 0.5, "sha10", None)
+
+
+def test_a_repeated_transition_is_idempotent(archive: Archive) -> None:
+    """A call repeated after its write landed (``retried``, or a resumed node) returns the
+    stored row instead of raising."""
     node = archive.add_node(_node(1, 0))
-    archive.update_node(node.id, status="running")
-    assert archive.update_node(node.id, status="done", score=0.5).status is NodeStatus.DONE
-    with pytest.raises(ArchiveError, match="cannot go"):
-        archive.update_node(node.id, status="pending")
+    archive.mark_materialized(node.id, "abc", "diff")
+    assert archive.mark_materialized(node.id, "abc", "diff").commit == "abc"
+    archive.mark_running(node.id)
+    archive.mark_running(node.id)
+    archive.mark_evaluated(node.id, 0.5, wall_s=1.0)
+    assert archive.mark_evaluated(node.id, 0.5, wall_s=1.0).status is NodeStatus.DONE
+    other = archive.add_node(_node(1, 1))
+    archive.mark_failed(other.id, RunStatus.TIMEOUT, "slow")
+    assert archive.mark_failed(other.id, RunStatus.TIMEOUT, "slow").status is NodeStatus.FAILED
+
+
+def test_campaign_status_moves_only_along_its_life_cycle(archive: Archive) -> None:
+    archive.set_campaign_status("c1", CampaignStatus.STOPPED)
+    with pytest.raises(ArchiveError, match="campaign c1: status cannot go from stopped to "
+                                           "finished"):
+        archive.set_campaign_status("c1", CampaignStatus.FINISHED)
+    assert archive.campaign("c1").status is CampaignStatus.STOPPED
+    archive.set_campaign_status("c1", CampaignStatus.RUNNING)  # resumed
+    archive.set_campaign_status("c1", CampaignStatus.FINISHED)
+    with pytest.raises(ArchiveError, match="from finished to stopped .* only while it runs"):
+        archive.set_campaign_status("c1", CampaignStatus.STOPPED)
+    archive.set_campaign_status("c1", CampaignStatus.RUNNING)  # budget raised, resumed
+    with pytest.raises(ArchiveError, match="no campaign 'nope'"):
+        archive.set_campaign_status("nope", CampaignStatus.RUNNING)
 
 
 def test_queries_answer_what_the_round_asks(archive: Archive) -> None:
     root = _evaluated(archive, 0, 0, 0.5)
     first = _evaluated(archive, 1, 0, 0.2, root)
     second = _evaluated(archive, 1, 1, 0.9, root)
-    third = _evaluated(archive, 2, 0, 0.2, first)  # ties `first`: the smaller id wins
+    third = archive.add_node(_node(2, 0, first)).id  # ties `first`: the smaller id wins
+    archive.mark_duplicate(third, first)
+    archive.mark_materialized(third, "sha20", "")
+    archive.mark_evaluated(third, 0.2, wall_s=0.0)
     failed = archive.add_node(_node(2, 1, root))
     archive.mark_failed(failed.id, RunStatus.CRASHED, "boom")
-    archive.mark_duplicate(third, first)
     assert archive.best("c1", "minimize").id == first  # type: ignore[union-attr]
     assert archive.best("c1", "maximize", exclude=second).id == root  # type: ignore[union-attr]
     assert [n.id for n in archive.newest("c1", 2, scored=True)] == [third, second]

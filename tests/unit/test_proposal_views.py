@@ -1,10 +1,11 @@
 """Proposal contexts from indexed queries: the same inspirations a scan of the whole tree
-chooses, files read only for the nodes a proposer opens, history loaded on first use."""
+chooses, files read only for the nodes a proposer opens, history loaded on first use; the
+proposer chooser told only the outcomes settled since the last round."""
 
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,10 @@ from recursor.api import program_campaign
 from recursor.archive.models import EvaluationRow, NodeRow
 from recursor.orchestrator import views
 from recursor.orchestrator.context import CampaignContext, create_campaign_dir, open_context
-from recursor.orchestrator.progress import NullReporter
+from recursor.orchestrator.nodes.select import _budget_left
+from recursor.orchestrator.progress import NullReporter, Snapshot
+from recursor.orchestrator.scoring import snapshot, spends_budget
+from recursor.proposers import Outcome, ProposerChoicePolicy
 from recursor.types import ChangeKind, NodeStatus, RunStatus, Split
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "your-task"
@@ -104,3 +108,94 @@ def test_past_outcomes_match_the_rows(ctx: CampaignContext) -> None:
     outcomes = views.past_outcomes(ctx)
     assert outcomes == expected and any(o.improvement is not None for o in outcomes)
     assert any(not o.ok for o in outcomes)
+
+
+class RecordingChoice(ProposerChoicePolicy):
+    """A chooser whose state is the list of outcomes it was told (its contract's minimum)."""
+
+    def __init__(self, names: list[str]) -> None:
+        super().__init__(names)
+        self.told: list[Outcome] = []
+        self.resets = 0
+
+    def choose(self, step: int, paused: Collection[str] = ()) -> tuple[str, str]:
+        return self.names[0], "first"
+
+    def update(self, outcome: Outcome) -> None:
+        self.told.append(outcome)
+
+    def reset(self) -> None:
+        self.told, self.resets = [], self.resets + 1
+
+
+def _settle(ctx: CampaignContext, round_: int, slot: int, score: float | None) -> str:
+    """A new node at (round_, slot), failed (score None) or done."""
+    node = ctx.archive.add_node(NodeRow(
+        id=ctx.node_id(round_, slot), campaign_id=ctx.campaign_id, round=round_, slot=slot,
+        parent_id=ctx.node_id(0, 0), kind=ChangeKind.ALGORITHM, proposer="mutation",
+        status=NodeStatus.PENDING, commit=ctx.archive.node(ctx.node_id(0, 0)).commit))
+    if score is None:
+        ctx.archive.mark_failed(node.id, RunStatus.CRASHED, "boom")
+    else:
+        ctx.archive.mark_evaluated(node.id, score, wall_s=1.0)
+    return node.id
+
+
+def test_the_chooser_catches_up_with_only_the_new_outcomes(ctx: CampaignContext) -> None:
+    """Each round tells the chooser only what settled since the last one, and its state is
+    what a replay of every outcome gives; a node that settles behind the last one told, or
+    another chooser object, makes it replay from scratch."""
+    chooser = RecordingChoice(list(ctx.proposers))
+    ctx.chooser = chooser
+    views.catch_up_chooser(ctx)
+    assert chooser.told == views.past_outcomes(ctx) and chooser.resets == 1
+    _settle(ctx, 40, 0, 0.9)
+    _settle(ctx, 40, 1, None)
+    views.catch_up_chooser(ctx)
+    assert chooser.told == views.past_outcomes(ctx) and chooser.resets == 1  # appended
+    assert [o.node_id for o in chooser.told[-2:]] == [ctx.node_id(40, 0), ctx.node_id(40, 1)]
+    late = ctx.archive.add_node(NodeRow(
+        id=ctx.node_id(39, 0), campaign_id=ctx.campaign_id, round=39, slot=0,
+        parent_id=ctx.node_id(0, 0), kind=ChangeKind.ALGORITHM, proposer="mutation",
+        status=NodeStatus.PENDING))
+    views.catch_up_chooser(ctx)
+    assert chooser.resets == 1  # nothing new settled
+    ctx.archive.mark_failed(late.id, RunStatus.CRASHED, "late")  # behind the last one told
+    views.catch_up_chooser(ctx)
+    assert chooser.told == views.past_outcomes(ctx) and chooser.resets == 2
+    assert ctx.node_id(39, 0) in [o.node_id for o in chooser.told]
+    other = RecordingChoice(list(ctx.proposers))
+    ctx.chooser = other
+    views.catch_up_chooser(ctx)
+    assert other.told == views.past_outcomes(ctx) and other.resets == 1
+
+
+def test_round_bookkeeping_from_queries_matches_a_scan(ctx: CampaignContext) -> None:
+    """The progress snapshot and the budget check (aggregate queries) give what a scan of
+    every node gives, duplicates, failures and model spending included."""
+    twin = ctx.archive.add_node(NodeRow(
+        id=ctx.node_id(30, 0), campaign_id=ctx.campaign_id, round=30, slot=0,
+        parent_id=ctx.node_id(0, 0), kind=ChangeKind.ALGORITHM, proposer="mutation",
+        status=NodeStatus.PENDING, tokens=120, cost=0.25))
+    ctx.archive.mark_duplicate(twin.id, ctx.node_id(0, 0))
+    ctx.archive.mark_materialized(twin.id, ctx.archive.node(ctx.node_id(0, 0)).commit or "", "")
+    ctx.archive.mark_evaluated(twin.id, 0.5, wall_s=0.0)
+    _settle(ctx, 31, 0, None)
+    ctx.archive.add_promotion(ctx.campaign_id, "program", ctx.node_id(0, 0), None, {})
+    ctx.archive.add_promotion(ctx.campaign_id, "program", twin.id, ctx.node_id(0, 0), {})
+    nodes = ctx.archive.nodes(ctx.campaign_id)
+    later = [n for n in nodes if n.round > 0]
+    finished = [n for n in later if n.status in ("done", "failed") and spends_budget(n)]
+    assert snapshot(ctx) == Snapshot(
+        evaluated=len(finished), budget=ctx.config.budget.max_evals, best=0.5,
+        failures=sum(n.status == "failed" for n in later), promotions=1)
+    earlier = [n for n in later if n.round < 31]
+    attempted = sum(spends_budget(n) for n in earlier)
+    ctx.config.budget.max_evals = attempted + 3
+    assert _budget_left(ctx, {"round": 31}) == (3, None)
+    ctx.config.budget.max_evals = attempted
+    assert _budget_left(ctx, {"round": 31})[0] == 0
+    ctx.config.budget.max_evals, ctx.config.budget.max_tokens = attempted + 3, 120
+    assert _budget_left(ctx, {"round": 31}) == (0, "token budget reached (120 of 120)")
+    ctx.config.budget.max_tokens, ctx.config.budget.max_cost = None, 0.3
+    assert _budget_left(ctx, {"round": 31}) == (3, None)
