@@ -21,11 +21,15 @@ from typing import Any
 import pytest
 import yaml
 
+from recursor.archive.models import EvaluationRow, NodeRow
 from recursor.archive.store import Archive
 from recursor.config import parse_config
+from recursor.orchestrator.context import create_campaign_dir, open_context
 from recursor.orchestrator.final_report import test_result as sealed_test_result
 from recursor.orchestrator.graph import run_campaign
+from recursor.orchestrator.judging import judge_node
 from recursor.orchestrator.nodes import NodeName
+from recursor.orchestrator.progress import NullReporter
 
 pytestmark = pytest.mark.timeout(900)
 ROOT = Path(__file__).resolve().parents[2]
@@ -150,3 +154,39 @@ def test_a_worlds_campaign_repeats_its_tree_exactly(tmp_path: Path) -> None:
     # the paired bootstrap (whose seed must not depend on node ids) decided at least once
     assert any(j["test"] == "paired_bootstrap" for j in judged), tree
     assert len(tree["promotions"]) > 1, tree  # a candidate was promoted over the start
+
+
+def test_a_judge_killed_between_its_promotion_and_its_log_decides_alike(
+        tmp_path: Path) -> None:
+    """The judge writes a promotion, then its log (which marks the node judged). Killed in
+    between, the resumed judge sees the node as the incumbent already; it must judge it
+    against the incumbent it replaced, as the uninterrupted run did, not against itself."""
+    create_campaign_dir(tmp_path, parse_config({**CFR, "task": {"kind": "cfr"}}))
+    ctx = open_context(tmp_path, NullReporter())
+    try:
+        cid, files = ctx.campaign_id, dict(ctx.task.seed_files())
+
+        def add(node_id: str, parent: str | None, source: dict[str, str], score: float,
+                heldout: float) -> NodeRow:
+            node = ctx.archive.add_node(NodeRow(
+                id=node_id, campaign_id=cid, parent_id=parent, round=len(node_id) - 1, slot=0,
+                kind="algorithm", proposer="test", status="done", run_status="ok", score=score,
+                heldout_score=heldout, commit=ctx.store.commit(source, [], node_id)))
+            ctx.archive.add_evaluation(EvaluationRow(
+                node_id=node_id, split="dev", seed=0, run_status="ok", metrics={"score": score},
+                instances={"kuhn_poker": score, "leduc_poker": score}))
+            return node
+
+        root = add("r", None, files, -1.5, -1.8)
+        ctx.archive.add_promotion(cid, "algorithm", root.id, None, {"reason": "start"})
+        better = {path: text + "\n# changed\n" for path, text in files.items()}
+        node = add("rn", "r", better, -2.0, -1.9)
+        # the run that died had recorded this much of its decision
+        ctx.archive.add_promotion(cid, "algorithm", node.id, root.id, {"promoted": True})
+        assert judge_node(ctx, node, lambda c, n, s: -1.9)
+        verdict = json.loads(ctx.archive.logs(node.id, "judge")[0].content)
+        assert verdict["promoted"] and verdict["incumbent"] == root.id, verdict
+        assert [(p.node_id, p.previous_node_id) for p in ctx.archive.promotions(cid)] == [
+            ("r", None), ("rn", "r")]
+    finally:
+        ctx.close()
