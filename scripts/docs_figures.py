@@ -183,7 +183,12 @@ def regenerate(targets: Sequence[str], every: bool, root: Path) -> int:
     only the stale ones unless ``every``. Blocks are rewritten last line first, so the line
     numbers of the others stay valid."""
     fingerprint = search_fingerprint(root)
-    chosen = [b for b in all_blocks(root) if _named(b, targets, root)
+    blocks = all_blocks(root)
+    unknown = [t for t in targets if not any(_named(b, [t], root) for b in blocks)]
+    if unknown:
+        raise DocsFigureError(f"no generated block at {', '.join(unknown)} (`--check` lists "
+                              "them as PATH:LINE)")
+    chosen = [b for b in blocks if _named(b, targets, root)
               and (every or b.fingerprint != fingerprint)]
     if not chosen:
         print("nothing to regenerate", file=sys.stderr)

@@ -58,7 +58,9 @@ def test_a_search_change_makes_a_block_stale_and_regenerating_refreshes_it(
     assert "docs/figures.md:4" in check.stdout and "print('| a | b |')" in check.stdout
     assert "--regenerate docs/figures.md:4" in check.stdout
 
-    regenerated = _script("--regenerate", root=root)
+    wrong = _script("--regenerate", "docs/figures.md:5", root=root)
+    assert wrong.returncode == 2 and "no generated block at docs/figures.md:5" in wrong.stderr
+    regenerated = _script("--regenerate", "docs/figures.md:4", root=root)
     assert regenerated.returncode == 0, regenerated.stderr
     new = _script("--fingerprint", root=root).stdout.strip()
     assert new != fingerprint
