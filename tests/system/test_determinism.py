@@ -147,7 +147,7 @@ def test_a_cfr_campaign_repeats_its_tree_exactly(tmp_path: Path) -> None:
     assert all(n["status"] in ("done", "failed") for n in tree["nodes"].values())
 
 
-@pytest.mark.slow  # three worlds campaigns, each training a policy: ~6 min on 2 cores
+@pytest.mark.slow  # three worlds campaigns, each training a policy: 7-13 min on 2 loaded cores
 def test_a_worlds_campaign_repeats_its_tree_exactly(tmp_path: Path) -> None:
     tree = _check_three_runs_agree(WORLDS, tmp_path)
     judged = [j for n in tree["nodes"].values() for j in n["judge"]]
