@@ -65,11 +65,14 @@ class JobSpec(BaseModel):
 
     @property
     def job_id(self) -> str:
-        """Content hash of everything that changes what the job computes."""
+        """Content hash of everything that changes what the job computes. A ``data`` file
+        counts by its content, not its path: the same corpus in another campaign directory is
+        the same job, so a policy named by its job id is the same name there (a seeded
+        campaign's search reads that name)."""
         identity = {**_IDENTITY_DEFAULTS, **self.model_dump(exclude={"name"})}
         data = identity.get("data")
         if data and Path(data).is_file():
-            identity["data_sha256"] = hashlib.sha256(Path(data).read_bytes()).hexdigest()
+            identity["data"] = "sha256:" + hashlib.sha256(Path(data).read_bytes()).hexdigest()
         text = json.dumps(identity, sort_keys=True, default=str)
         return f"{self.kind}-{hashlib.sha256(text.encode()).hexdigest()[:16]}"
 

@@ -82,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
     seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
     base = args.dir or Path(tempfile.mkdtemp(prefix="cfr-seeds-"))
     base.mkdir(parents=True, exist_ok=True)
-    print(f"campaigns in {base}", flush=True)
+    print(f"campaigns in {base}", file=sys.stderr, flush=True)  # stdout: the table only
     names = list(LEDUC_REFERENCES)
     print(f"| seed | incumbent leduc | best candidate leduc | {names[0]} level | "
           f"{names[1]} level | evaluations | wall (min) |")
@@ -93,6 +93,7 @@ def main(argv: list[str] | None = None) -> int:
         for future in futures:
             results.append(future.result())
             print(_row(results[-1]), flush=True)
+    print()  # ends the markdown table
     for name, level in LEDUC_REFERENCES.items():
         hits = sum(1 for r in results if r["leduc"] <= level)
         print(f"{name} level ({level}) reached by the incumbent in {hits} of {len(results)} seeds")

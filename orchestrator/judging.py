@@ -43,6 +43,9 @@ def judge_node(ctx: CampaignContext, node: NodeRow,
     ``score_heldout`` scores a node on a split (default: evaluate it in the sandbox, once).
     Synchronous: call it from a worker thread."""
     incumbent_id = ctx.archive.incumbent(ctx.campaign_id)
+    earlier = ctx.archive.promotions(ctx.campaign_id, node_id=node.id)
+    if earlier:  # killed after recording its promotion, before its log: judge it again as then
+        incumbent_id = earlier[0].previous_node_id
     if incumbent_id is None or node.score is None:
         return False
     incumbent = ctx.archive.node(incumbent_id)
