@@ -61,7 +61,7 @@ SEARCH_FILES: tuple[str, ...] = (
     "proposers/optuna_tuner.py",
     "proposers/mutation/*.py",  # the mutation engine and its built-in primitives
     "recursor/mutation.py",
-    "recursor/config.py",  # the default campaign config
+    "recursor/config/*.py",  # the default campaign config
     "tasks/_base.py",
     "tasks/cfr/*.py",  # the cfr task: evaluator, engine, games, task primitives
     "tasks/cfr/hooks/*.py",  # its seed program (vanilla CFR)
