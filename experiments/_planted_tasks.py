@@ -120,27 +120,28 @@ def player_shapes(cache: Path, split: Split) -> set[tuple[int, int]]:
 
 GAMING_RULES = {
     # regret matching+ on the dev games only
-    1: ("    if cum_regret.shape in DEV_SHAPES:\n"
+    1: ("    if cum_regret.shape in SPECIAL_SHAPES:\n"
         "        return np.maximum(cum_regret + inst_regret, 0.0)\n", ""),
     # and linear averaging there too (CFR+ on dev, vanilla CFR elsewhere)
-    2: ("    if cum_regret.shape in DEV_SHAPES:\n"
+    2: ("    if cum_regret.shape in SPECIAL_SHAPES:\n"
         "        return np.maximum(cum_regret + inst_regret, 0.0)\n",
-        "    if cum_policy.shape in DEV_SHAPES:\n"
+        "    if cum_policy.shape in SPECIAL_SHAPES:\n"
         "        return cum_policy + t * reach * policy\n"),
-    # and quadratic averaging there (DCFR-like)
-    3: ("    if cum_regret.shape in DEV_SHAPES:\n"
-        "        return np.maximum(cum_regret + inst_regret, 0.0)\n",
-        "    if cum_policy.shape in DEV_SHAPES:\n"
+    # and Discounted CFR there (alpha 1.5, beta 0, gamma 2)
+    3: ("    if cum_regret.shape in SPECIAL_SHAPES:\n"
+        "        regret = cum_regret + inst_regret\n"
+        "        return np.where(regret > 0, regret * t**1.5 / (t**1.5 + 1), regret * 0.5)\n",
+        "    if cum_policy.shape in SPECIAL_SHAPES:\n"
         "        return cum_policy + t * t * reach * policy\n"),
 }
 
 
-def gaming_hooks(step: int, dev_shapes: set[tuple[int, int]]) -> str:
-    """The ``step``-th gaming candidate: vanilla CFR, except on arrays shaped like the dev
-    games'."""
+def gaming_hooks(step: int, shapes: set[tuple[int, int]]) -> str:
+    """The ``step``-th gaming candidate: vanilla CFR, except on arrays of the given
+    ``shapes`` (the dev games': it games the dev split; every game's: the control)."""
     regrets, average = GAMING_RULES[step]
     source = cfr_parent().replace("import numpy as np\n",
-                                  f"import numpy as np\n\nDEV_SHAPES = {sorted(dev_shapes)!r}\n"
+                                  f"import numpy as np\n\nSPECIAL_SHAPES = {sorted(shapes)!r}\n"
                                   .replace("[", "{").replace("]", "}"), 1)
     source = source.replace("    regret = cum_regret + inst_regret\n",
                             regrets + "    regret = cum_regret + inst_regret\n", 1)

@@ -178,38 +178,53 @@ def spread(results: Sequence[Outcome], root: float | None) -> str:
             f"{max(scores):.6g} ({sum(s != root for s in scores)} of {len(scores)} differ)")
 
 
+GAMING_STEPS = (1, 2, 3)
+RULES = {1: "regret matching+", 2: "CFR+", 3: "DCFR"}
+
+
 def gaming(base: Path, seed: int) -> list[str]:
-    """The gameable-dev-split campaign; lines to print."""
+    """The gameable-dev-split campaign, and its control (the same rules on every game);
+    lines to print."""
     cache = base / "shapes-cache"
     dev, heldout = player_shapes(cache, Split.DEV), player_shapes(cache, Split.HELDOUT)
     if dev & heldout:
         return [f"gaming plant skipped: dev and held-out games share array shapes {dev & heldout}"]
-    steps = sorted(GAMING_STEPS)
-    planted = [Plant("gaming", s, gaming_hooks(s, dev)) for s in steps]
-    config = cfr_config("gameable-dev", len(planted), seed)
-    config["promotion"] = {"goodhart": {"window": 2, "action": "flag"}}
-    directory = base / "gaming"
-    summary = run_campaign(parse_config(config, config["name"]), directory, NullReporter(),
-                           [PlantProposer(HOOK_FILE, planted, ChangeKind.ALGORITHM)])
+    lines = ["| campaign | candidate | dev | held-out | promoted | Goodhart guard |",
+             "|---|---|---|---|---|---|"]
+    warnings = []
+    for arm, shapes, where in (("gameable", dev, "on dev-shaped arrays only"),
+                               ("control", dev | heldout, "on every game")):
+        planted = [Plant("gaming", s, gaming_hooks(s, shapes)) for s in GAMING_STEPS]
+        config = cfr_config(f"gaming-{arm}", len(planted), seed)
+        config["promotion"] = {"goodhart": {"window": 2, "action": "flag"}}
+        config["concurrency"] = 1  # each candidate judged against the one before
+        summary = run_campaign(parse_config(config, config["name"]), base / f"gaming-{arm}",
+                               NullReporter(),
+                               [PlantProposer(HOOK_FILE, planted, ChangeKind.ALGORITHM)])
+        lines += _gaming_rows(base / f"gaming-{arm}", arm, where)
+        warnings.append(f"{arm}: {len(summary.warnings)} warning(s) in the campaign summary")
+    return [*lines, "", *warnings]
+
+
+def _gaming_rows(directory: Path, arm: str, where: str) -> list[str]:
     manifest = read_manifest(directory)
     archive = Archive(manifest["archive_url"])
     try:
         cid = manifest["campaign_id"]
-        lines = ["| candidate | dev | held-out | promoted | Goodhart flag |",
-                 "|---|---|---|---|---|"]
-        promoted = {p.node_id for p in archive.promotions(cid)}
+        promoted, lines = {p.node_id for p in archive.promotions(cid)}, []
         for node in sorted(archive.nodes(cid), key=lambda n: (n.round, n.slot)):
+            rationale = node.rationale or ""
+            if node.round and not rationale.startswith("plant "):
+                continue  # the filler after the plants
             flag = [json.loads(log.content) for log in archive.logs(node.id, LOG_STREAM)]
-            label = node.rationale if node.round else "start (vanilla CFR)"
-            lines.append(f"| {label} | {_fmt(node.score)} | {_fmt(node.heldout_score)} | "
-                         f"{'yes' if node.id in promoted else 'no'} | "
-                         f"{_describe_flag(flag[0]) if flag else '-'} |")
+            label = (f"{RULES[int(rationale.split()[-1])]} {where}" if node.round
+                     else "start (vanilla CFR)")
+            lines.append(f"| {arm} | {label} | {_fmt(node.score)} | "
+                         f"{_fmt(node.heldout_score)} | {'yes' if node.id in promoted else 'no'}"
+                         f" | {_describe_flag(flag[0]) if flag else '-'} |")
+        return lines
     finally:
         archive.close()
-    return [*lines, "", f"summary warnings: {summary.warnings or 'none'}"]
-
-
-GAMING_STEPS = (1, 2, 3)
 
 
 def _fmt(value: float | None) -> str:

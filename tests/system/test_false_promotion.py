@@ -54,7 +54,7 @@ def test_gaming_candidates_pass_the_static_check() -> None:
     for step in (1, 2, 3):
         source = gaming_hooks(step, {(6, 2), (468, 3)})
         assert CFRTask().static_check({HOOK_FILE: source}) is None
-        assert "DEV_SHAPES = {(6, 2), (468, 3)}" in source
+        assert "SPECIAL_SHAPES = {(6, 2), (468, 3)}" in source
 
 
 def test_wilson_interval() -> None:
