@@ -2,8 +2,8 @@
 
 - cfr: the task's own seed (vanilla CFR); noise plants add ``eps * legal`` (eps ~1e-12) to
   the regrets.
-- worlds: a stochastic harness (:data:`NOISY_HARNESS`: the seed harness with ``MENU`` and
-  ``SHOW_NEXT`` on, whose ``parse`` drops the policy's action with probability ``FLAKE``,
+- worlds: a stochastic harness (:data:`NOISY_HARNESS`: the seed harness whose ``parse``
+  reads the right action off the observations and drops it with probability ``FLAKE``,
   drawn from ``_NOISE = random.Random(0)``) served as the seed of :class:`NoisyWorldsTask`;
   noise plants only reseed ``_NOISE``, so a plant and its parent have the same expected
   success and differ by chance alone.
@@ -30,56 +30,104 @@ from recursor.tasks.cfr._protocol import HOOK_FILE
 from recursor.tasks.worlds import SEED_DIR, WorldsTask
 from recursor.types import Split
 
-FLAKE = 0.05  # chance that the noisy harness drops a parsed action (the episode then fails)
+FLAKE = 0.05  # chance that the noisy harness drops an action (the episode then fails)
+# The noisy harness's parse: it reads the action off the observations (the policy's text is
+# ignored) and drops it with probability FLAKE. Reading the answer off the tools makes success
+# high without a well-trained policy, which would take ~30 min of CPU to train here.
+NOISY_PARSE = """def _solve(state):
+    question, history = state["question"], state["history"]
+    subject = question.split()[-2]
+    opened = [s for s in history if s["action"]["tool"] == "open" and s["valid"]]
+    if not history:
+        return {"tool": "search", "arg": subject}
+    if not opened:
+        return {"tool": "open", "arg": subject}
+    chain = list(reversed(_asked(question)))
+    if len(opened) > len(chain):
+        return None
+    relation = chain[len(opened) - 1]
+    for sentence in _sentences(opened[-1]["observation"]):
+        words = sentence.split()
+        if relation in words:
+            tool = "answer" if len(opened) == len(chain) else "open"
+            return {"tool": tool, "arg": words[-2]}
+    return None
 
 
-def _noisy_harness() -> str:
+def parse(text, state):
+    if _draw(state) < FLAKE:
+        return None
+    return _solve(state)
+
+
+"""
+
+
+DRAWS = {
+    # one stream for the whole evaluation: the k-th action of any split sees the k-th draw
+    "stream": ("_NOISE = random.Random(0)  # the harness's only randomness",
+               "def _draw(state):\n    return _NOISE.random()\n\n\n"),
+    # a draw per question and step: independent between questions, and so between splits
+    "question": ("NOISE_SEED = 0  # the harness's only randomness",
+                 "def _draw(state):\n"
+                 "    key = f\"{NOISE_SEED}|{state['question']}|{state['step']}\"\n"
+                 "    return random.Random(key).random()\n\n\n"),
+}
+RESEEDED = {"stream": "_NOISE", "question": "NOISE_SEED"}  # what a noise plant reseeds
+
+
+def _noisy_harness(design: str) -> str:
+    constant, draw = DRAWS[design]
     seed = (SEED_DIR / "harness.py").read_text()
-    body = (seed.replace("SHOW_NEXT = False", "SHOW_NEXT = True")
-            .replace("MENU = False", "MENU = True")
-            .replace("# EVOLVE-BLOCK-END\n",
-                     f"FLAKE = {FLAKE}  # chance that a parsed action is dropped\n"
-                     "_NOISE = random.Random(0)  # the harness's only randomness\n"
-                     "# EVOLVE-BLOCK-END\n", 1)
-            .replace("def parse(text, state):\n",
-                     "def parse(text, state):\n"
-                     "    if _NOISE.random() < FLAKE:\n"
-                     "        return None\n", 1))
+    head, _, rest = seed.partition("def parse(text, state):\n")
+    _, _, tail = rest.partition("def recover(")
+    body = (head + draw + NOISY_PARSE + "def recover(" + tail).replace(
+        "# EVOLVE-BLOCK-END\n", f"FLAKE = {FLAKE}  # chance that an action is dropped\n"
+        f"{constant}\n# EVOLVE-BLOCK-END\n", 1)
     head, _, rest = body.partition('"""\n\n')  # after the module docstring
     return f'{head}"""\n\nimport random\n\n{rest}'
 
 
-NOISY_HARNESS = _noisy_harness()
+NOISY_HARNESS = {design: _noisy_harness(design) for design in DRAWS}
 
 
 class NoisyWorldsTask(WorldsTask):
-    """The worlds task whose seed harness is :data:`NOISY_HARNESS` (a stochastic harness);
-    everything else, evaluator and splits included, is the built-in task's."""
+    """The worlds task whose seed harness is ``NOISY_HARNESS["stream"]`` (a stochastic
+    harness); everything else, evaluator and splits included, is the built-in task's."""
+
+    design = "stream"
 
     def seed_files(self) -> Mapping[str, str]:
-        return {**super().seed_files(), "harness.py": NOISY_HARNESS}
+        return {**super().seed_files(), "harness.py": NOISY_HARNESS[self.design]}
 
 
-def class_path() -> str:
-    """The plug-in class path of :class:`NoisyWorldsTask`, under the module name this file
-    was imported as (``_planted_tasks`` from the script, ``experiments._planted_tasks`` from
-    the tests)."""
-    return f"{NoisyWorldsTask.__module__}:{NoisyWorldsTask.__qualname__}"
+class PerQuestionNoisyWorldsTask(NoisyWorldsTask):
+    """The same, with ``NOISY_HARNESS["question"]``: a draw per question and step."""
+
+    design = "question"
+
+
+def class_path(design: str) -> str:
+    """The plug-in class path of the task with the ``design`` harness."""
+    cls = NoisyWorldsTask if design == "stream" else PerQuestionNoisyWorldsTask
+    return f"{cls.__module__}:{cls.__qualname__}"
 
 
 def cfr_parent() -> str:
     return str(CFRTask().seed_files()[HOOK_FILE])
 
 
-def plants(task: str, n_each: int, n_noise: int, seed: int) -> list[Plant]:
+def plants(task: str, n_each: int, n_noise: int, seed: int,
+           design: str = "stream") -> list[Plant]:
     """``n_each`` plants of every no-effect kind (fewer where the program has fewer distinct
-    ones) and ``n_noise`` noise plants of ``task``'s planted file, each checked."""
-    parent = cfr_parent() if task == "cfr" else NOISY_HARNESS
+    ones) and ``n_noise`` noise plants of ``task``'s planted file (worlds: of the ``design``
+    harness), each checked."""
+    parent = cfr_parent() if task == "cfr" else NOISY_HARNESS[design]
     out = [p for kind in NO_EFFECT for p in no_effect_plants(parent, kind, n_each, seed)]
     rng = random.Random(f"{seed}-noise")
     for i in range(n_noise):
         noisy = (perturb_return(parent, "update_regrets", rng.uniform(1e-13, 1e-11))
-                 if task == "cfr" else reseed(parent, "_NOISE", i + 1))
+                 if task == "cfr" else reseed(parent, RESEEDED[design], i + 1))
         if noisy is None:
             raise ValueError(f"the {task} parent has no place for a noise plant")
         out.append(Plant("noise", i, noisy))

@@ -19,8 +19,8 @@ Noise kinds (the program's results change only at the level of noise):
 
 - ``perturb`` (cfr): ``eps * legal`` with ``eps`` about 1e-12 added to what
   ``update_regrets`` returns: regret matching then differs in the 12th digit;
-- ``reseed`` (a stochastic program): the integer seed of ``NAME = random.Random(<int>)``
-  replaced.
+- ``reseed`` (a stochastic program): the integer of ``NAME = <int>`` or
+  ``NAME = random.Random(<int>)`` replaced.
 """
 
 from __future__ import annotations
@@ -238,15 +238,20 @@ def perturb_return(source: str, function: str, eps: float) -> str | None:
 
 
 def reseed(source: str, name: str, seed: int) -> str | None:
-    """The integer in ``name = random.Random(<int>)`` (module level) replaced by ``seed``."""
+    """The integer in ``name = <int>`` or ``name = f(<int>)`` (module level) replaced by
+    ``seed``."""
     tree = ast.parse(source)
     for stmt in tree.body:
-        if (isinstance(stmt, ast.Assign) and [ast.unparse(t) for t in stmt.targets] == [name]
-                and isinstance(stmt.value, ast.Call) and len(stmt.value.args) == 1
-                and isinstance(arg := stmt.value.args[0], ast.Constant)
-                and isinstance(arg.value, int) and arg.end_col_offset is not None):
-            return _replace_spans(source, [(arg.lineno, arg.col_offset, arg.end_col_offset,
-                                            str(seed))])
+        if not (isinstance(stmt, ast.Assign)
+                and [ast.unparse(t) for t in stmt.targets] == [name]):
+            continue
+        value = stmt.value
+        if isinstance(value, ast.Call) and len(value.args) == 1:
+            value = value.args[0]
+        if (isinstance(value, ast.Constant) and isinstance(value.value, int)
+                and value.end_col_offset is not None):
+            return _replace_spans(source, [(value.lineno, value.col_offset,
+                                            value.end_col_offset, str(seed))])
     return None
 
 

@@ -1,8 +1,8 @@
 """How often does the loop promote a change that does nothing? And does the Goodhart guard
 catch a dev split that can be gamed?
 
-    .venv/bin/python -m experiments.false_promotion [--tasks cfr,worlds] [--each 15]
-        [--noise 60] [--worlds-steps 300] [--seed 0] [--dir DIR] [--skip-gaming]
+    .venv/bin/python -m experiments.false_promotion [--tasks cfr,worlds-stream,worlds-question]
+        [--each 15] [--noise 60] [--worlds-steps 5] [--seed 0] [--dir DIR] [--skip-gaming]
 
 Run from the repository root (the worlds campaign loads its task from this folder by
 ``class_path``). For each task it runs one real campaign whose only proposer emits planted
@@ -16,9 +16,11 @@ judged, promoted, the rate and its 95% Wilson score interval.
 
 - cfr: the seed is vanilla CFR; its evaluation is deterministic; noise plants add ~1e-12 to
   the regrets.
-- worlds: the seed is a stochastic harness (MENU and SHOW_NEXT on, actions dropped with
-  probability 5% by a seeded RNG), with a policy trained under it at the campaign's start
-  (``--worlds-steps`` SFT steps); noise plants reseed the harness's RNG. World seed: private.
+- worlds-stream, worlds-question: the seed is a stochastic harness that reads the right action
+  off the observations and drops it with probability 5% (one random stream per evaluation,
+  or a draw per question and step); noise plants reseed it. The policy the task needs is
+  trained at the campaign's start (``--worlds-steps`` SFT steps) but the harness ignores it.
+  World seed: private. docs/promotion.md has the results and their reading.
 
 Then (unless ``--skip-gaming``) a cfr campaign whose proposer emits three candidates that
 recognise the dev games by their array shapes and play CFR+-like rules there only: each is
@@ -58,6 +60,9 @@ from recursor.tasks.cfr._protocol import HOOK_FILE
 from recursor.types import ChangeKind, Split
 
 Z95 = 1.959963984540054
+# worlds-stream: the harness draws from one stream per evaluation; worlds-question: a draw
+# per question and step (see experiments/_planted_tasks.py)
+TASKS = ("cfr", "worlds-stream", "worlds-question")
 
 
 def wilson(successes: int, n: int, z: float = Z95) -> tuple[float, float]:
@@ -127,11 +132,11 @@ def cfr_config(name: str, n: int, seed: int) -> dict[str, Any]:
             "budget": {"max_evals": n + 1, "max_unevaluated": n}}
 
 
-def worlds_config(n: int, seed: int, steps: int) -> dict[str, Any]:
+def worlds_config(n: int, seed: int, steps: int, design: str) -> dict[str, Any]:
     options = {"universes": {"train": 10, "dev": 3, "heldout": 3, "test": 1}, "questions": 24,
                "policy": {"sft": {"max_steps": steps}}}
-    return {"name": "false-promotion-worlds",
-            "task": {"kind": "plugin", "class_path": class_path(), "options": options},
+    return {"name": f"false-promotion-worlds-{design}",
+            "task": {"kind": "plugin", "class_path": class_path(design), "options": options},
             "components": ["harness", "policy", "data", "curriculum"],
             "schedule": {"cycles": 1, "steps": [{"step": "search", "components": ["harness"],
                                                  "evals": n}]},
@@ -146,7 +151,7 @@ def run_planted(task: str, planted: Sequence[Plant], directory: Path, seed: int,
         config = cfr_config("false-promotion-cfr", len(planted), seed)
         proposer = PlantProposer(HOOK_FILE, planted, ChangeKind.ALGORITHM)
     else:
-        config = worlds_config(len(planted), seed, steps)
+        config = worlds_config(len(planted), seed, steps, task.split("-", 1)[1])
         proposer = PlantProposer("harness.py", planted, ChangeKind.HARNESS)
     started = time.monotonic()
     run_campaign(parse_config(config, config["name"]), directory, NullReporter(), [proposer])
@@ -175,7 +180,8 @@ def spread(results: Sequence[Outcome], root: float | None) -> str:
     if not scores or root is None:
         return "no evaluated plants"
     return (f"root dev {root:.6g}; evaluated plants' dev from {min(scores):.6g} to "
-            f"{max(scores):.6g} ({sum(s != root for s in scores)} of {len(scores)} differ)")
+            f"{max(scores):.6g} ({sum(s != root for s in scores)} of {len(scores)} differ, "
+            f"by at most {max(abs(s - root) for s in scores):.3g})")
 
 
 GAMING_STEPS = (1, 2, 3)
@@ -238,10 +244,11 @@ def _describe_flag(found: dict[str, Any]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--tasks", default="cfr,worlds", help="comma-separated: cfr, worlds")
+    parser.add_argument("--tasks", default=",".join(TASKS),
+                        help=f"comma-separated, of {', '.join(TASKS)}")
     parser.add_argument("--each", type=int, default=15, help="plants per no-effect kind")
     parser.add_argument("--noise", type=int, default=60, help="noise-only plants per task")
-    parser.add_argument("--worlds-steps", type=int, default=300,
+    parser.add_argument("--worlds-steps", type=int, default=5,
                         help="SFT steps of the worlds campaign's starting policy")
     parser.add_argument("--seed", type=int, default=0, help="campaign and planting seed")
     parser.add_argument("--dir", type=Path, default=None, help="where the campaigns go "
@@ -255,7 +262,10 @@ def main(argv: list[str] | None = None) -> int:
              "| 95% CI (Wilson) |", "|---|---|---|---|---|---|---|---|---|"]
     notes = []
     for task in [t.strip() for t in args.tasks.split(",") if t.strip()]:
-        planted = plants(task, args.each, args.noise, args.seed)
+        if task not in TASKS:
+            parser.error(f"--tasks: unknown task {task!r}; choose from {', '.join(TASKS)}")
+        planted = (plants(task, args.each, args.noise, args.seed) if task == "cfr" else
+                   plants("worlds", args.each, args.noise, args.seed, task.split("-", 1)[1]))
         root, results, flags, wall = run_planted(task, planted, base / task, args.seed,
                                                  args.worlds_steps)
         table += rows(task, results)

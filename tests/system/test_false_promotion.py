@@ -18,10 +18,12 @@ from recursor.tasks.cfr._protocol import HOOK_FILE
 pytestmark = pytest.mark.timeout(300)
 
 
-@pytest.mark.parametrize("task", ["cfr", "worlds"])
+@pytest.mark.parametrize("task", ["cfr", "stream", "question"])
 def test_plants_are_valid_distinct_and_equivalent(task: str) -> None:
-    planted = plants(task, 6, 4, seed=3)  # plants() runs check(): static check, distinct
-    parent = cfr_parent() if task == "cfr" else NOISY_HARNESS
+    # plants() runs check(): the task's static check, distinct from each other and the parent
+    planted = (plants(task, 6, 4, seed=3) if task == "cfr"
+               else plants("worlds", 6, 4, seed=3, design=task))
+    parent = cfr_parent() if task == "cfr" else NOISY_HARNESS[task]
     kinds = {p.kind for p in planted}
     assert kinds == {*_plants.NO_EFFECT, "noise"}
     assert len({p.source for p in planted} | {parent}) == len(planted) + 1
