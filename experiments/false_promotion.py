@@ -255,15 +255,17 @@ def main(argv: list[str] | None = None) -> int:
                         "(default: a new temporary directory)")
     parser.add_argument("--skip-gaming", action="store_true")
     args = parser.parse_args(argv)
+    tasks = [t.strip() for t in args.tasks.split(",") if t.strip()]
+    unknown = [t for t in tasks if t not in TASKS]
+    if unknown:
+        parser.error(f"--tasks: unknown {', '.join(unknown)}; choose from {', '.join(TASKS)}")
     base = args.dir or Path(tempfile.mkdtemp(prefix="false-promotion-"))
     base.mkdir(parents=True, exist_ok=True)
     print(f"campaigns in {base}", flush=True)
     table = ["| task | plant | n | duplicates (not judged) | judged | failed | promoted | rate "
              "| 95% CI (Wilson) |", "|---|---|---|---|---|---|---|---|---|"]
     notes = []
-    for task in [t.strip() for t in args.tasks.split(",") if t.strip()]:
-        if task not in TASKS:
-            parser.error(f"--tasks: unknown task {task!r}; choose from {', '.join(TASKS)}")
+    for task in tasks:
         planted = (plants(task, args.each, args.noise, args.seed) if task == "cfr" else
                    plants("worlds", args.each, args.noise, args.seed, task.split("-", 1)[1]))
         root, results, flags, wall = run_planted(task, planted, base / task, args.seed,
