@@ -20,6 +20,7 @@ import hashlib
 import json
 from collections.abc import Mapping
 
+from recursor import pyast
 from recursor.archive import EvaluationRow, NodeRow
 from recursor.orchestrator.context import CampaignContext
 from recursor.types import Split
@@ -140,7 +141,7 @@ def normalized(path: str, text: str) -> str:
     if not path.endswith(".py"):
         return text
     try:
-        tree = ast.parse(text)
+        tree = pyast.parse(text)
     except (SyntaxError, ValueError):
         return text
     tree.body = _docstring_free(tree.body) if tree.body else []

@@ -26,6 +26,7 @@ from typing import Literal as Lit
 import optuna
 from optuna.distributions import BaseDistribution, FloatDistribution, IntDistribution
 
+from recursor import pyast
 from recursor.errors import ProposerError
 from recursor.proposers._base import NodeView, Proposal, ProposalContext, Proposer
 from recursor.proposers.mutation.primitives import is_number
@@ -60,7 +61,7 @@ def _number(node: ast.expr) -> float | int:
 
 def find_literals(source: str) -> list[Literal]:
     """The numeric literals inside the EVOLVE blocks of ``source``, in source order."""
-    tree = ast.parse(source)
+    tree = pyast.parse(source)
     negated: set[int] = set()
     found: list[Literal] = []
     for node, _ in nodes_in_blocks(tree, find_blocks(source)):
@@ -90,7 +91,7 @@ def structure(source: str) -> str:
     """The program with block literals abstracted (an AST dump, formatting ignored)."""
     literals = find_literals(source)
     edits = [(lit.node, PLACEHOLDER) for lit in literals]
-    return ast.dump(ast.parse(splice(source, edits)))
+    return ast.dump(pyast.parse(splice(source, edits)))
 
 
 def _distribution(parent: float | int, seen: Sequence[float | int]) -> BaseDistribution:

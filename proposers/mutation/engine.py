@@ -18,6 +18,7 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from recursor import pyast
 from recursor.errors import ProposerError
 from recursor.mutation import MutationPrimitive
 from recursor.proposers.mutation.scope import ContextualPrimitive, block_scope
@@ -102,7 +103,7 @@ def _draw(sites: list[tuple[ast.AST, MutationPrimitive]],
 def mutate_once(source: str, primitives: Sequence[MutationPrimitive],
                 rng: random.Random) -> tuple[str, AppliedMutation] | None:
     """Apply one weighted-random edit inside a block; None when no primitive offers one."""
-    tree = ast.parse(source)
+    tree = pyast.parse(source)
     sites = _sites(tree, source, primitives)
     parents = parent_map(tree)
     while sites:
@@ -147,7 +148,7 @@ class MutationEngine:
         if not applied:
             return "no primitive applies inside the EVOLVE blocks"
         try:
-            ast.parse(candidate)
+            pyast.parse(candidate)
         except SyntaxError as exc:
             return f"result does not parse: {exc.msg}"
         if same_program(candidate, source):
@@ -160,7 +161,7 @@ class MutationEngine:
                avoid: Collection[str] = ()) -> MutationResult:
         """A valid mutant of ``source``; raises ProposerError when no attempt gave one."""
         try:
-            ast.parse(source)
+            pyast.parse(source)
         except SyntaxError as exc:
             raise ProposerError(f"cannot mutate a source that does not parse: {exc.msg}") from None
         if not find_blocks(source):

@@ -22,6 +22,7 @@ import copy
 import random
 from typing import TypeGuard
 
+from recursor import pyast
 from recursor.mutation import MutationPrimitive
 from recursor.proposers.mutation.scope import BlockScope, ContextualPrimitive
 
@@ -39,7 +40,7 @@ def is_number(node: ast.AST) -> TypeGuard[ast.Constant]:
 
 
 def _expr(source: str) -> ast.expr:
-    return ast.parse(source, mode="eval").body
+    return pyast.parse(source, mode="eval").body
 
 
 def _number_node(value: float | int) -> ast.expr:

@@ -11,6 +11,7 @@ import ast
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
+from recursor import pyast
 from recursor.mutation import BLOCK_END, BLOCK_START
 
 # Contexts in which an expression needs no parentheses whatever it is.
@@ -122,6 +123,6 @@ def splice(source: str, edits: Sequence[tuple[ast.AST, str]]) -> str:
 def same_program(a: str, b: str) -> bool:
     """True when the two sources parse to the same AST (formatting and comments ignored)."""
     try:
-        return ast.dump(ast.parse(a)) == ast.dump(ast.parse(b))
+        return ast.dump(pyast.parse(a)) == ast.dump(pyast.parse(b))
     except SyntaxError:
         return a == b

@@ -12,6 +12,7 @@ import ast
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from recursor import pyast
 from recursor.mutation import MutationPrimitive
 from recursor.plan import Mount, SandboxLimits, trusted_module_command
 from recursor.tasks._base import Component, EvaluationPlan, Objective, Task
@@ -68,7 +69,7 @@ def static_check(source: str) -> str | None:
     if len(source) > MAX_SOURCE_CHARS:
         return f"{HOOK_FILE} has {len(source)} characters; the limit is {MAX_SOURCE_CHARS}"
     try:
-        module = ast.parse(source)
+        module = pyast.parse(source)
     except SyntaxError as exc:
         return f"{HOOK_FILE} does not parse: {exc.msg} (line {exc.lineno})"
     except (MemoryError, RecursionError, ValueError) as exc:

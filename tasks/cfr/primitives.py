@@ -23,6 +23,7 @@ import abc
 import ast
 import random
 
+from recursor import pyast
 from recursor.mutation import MutationPrimitive
 
 # Every schedule keeps an explicit exponent (``t ** 1.0``, not ``t``) so that the optuna
@@ -42,7 +43,7 @@ DISCOUNT_EXPONENTS: tuple[float, ...] = (0.5, 1.0, 1.5, 2.0, 3.0)
 
 
 def _expr(source: str) -> ast.expr:
-    return ast.parse(source, mode="eval").body
+    return pyast.parse(source, mode="eval").body
 
 
 def _is_number(node: ast.AST) -> bool:

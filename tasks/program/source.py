@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 
+from recursor import pyast
 from recursor.mutation import BLOCK_END, BLOCK_START
 
 MAX_PROGRAM_CHARS = 500_000
@@ -23,7 +24,7 @@ def _parse(source: str, label: str) -> ast.Module:
         raise SourceError(f"{label} has {len(source)} characters; the limit is "
                           f"{MAX_PROGRAM_CHARS}")
     try:
-        return ast.parse(source)
+        return pyast.parse(source)
     except SyntaxError as exc:
         raise SourceError(f"{label} does not parse: {exc.msg} (line {exc.lineno})") from None
     except (MemoryError, RecursionError, ValueError) as exc:

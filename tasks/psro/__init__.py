@@ -16,6 +16,7 @@ import ast
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from recursor import pyast
 from recursor.plan import Mount, SandboxLimits, trusted_module_command
 from recursor.tasks._base import Component, EvaluationPlan, Objective, Task
 from recursor.tasks.psro import games
@@ -60,7 +61,7 @@ def static_check(source: str) -> str | None:
     """None when ``source`` parses and defines ``meta_solver`` taking two positional
     arguments, else why not. Pure: it never imports or runs the candidate."""
     try:
-        module = ast.parse(source)
+        module = pyast.parse(source)
     except SyntaxError as exc:
         return f"{SOLVER_FILE} does not parse: {exc.msg} (line {exc.lineno})"
     defined = {n.name: n for n in module.body if isinstance(n, ast.FunctionDef)}

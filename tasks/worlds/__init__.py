@@ -26,6 +26,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
+from recursor import pyast
 from recursor.content import content_id
 from recursor.mutation import MutationPrimitive
 from recursor.plan import Mount, SandboxLimits, trusted_module_command
@@ -122,7 +123,7 @@ class WorldsTask(PolicyTask):
             if source is None:
                 return f"missing {path}"
             try:
-                module = ast.parse(source)
+                module = pyast.parse(source)
             except SyntaxError as exc:
                 return f"{path} does not parse: {exc.msg} (line {exc.lineno})"
             defined = {n.name for n in module.body if isinstance(n, ast.FunctionDef)}

@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import random
 
+from recursor import pyast
 from recursor.mutation import MutationPrimitive
 
 SETTINGS: dict[str, tuple[object, ...]] = {
@@ -63,7 +64,7 @@ class ChangeSetting(MutationPrimitive):
         options = [v for v in SETTINGS[name] if v != current]
         if not options:
             return None
-        value = ast.parse(repr(rng.choice(options)), mode="eval").body
+        value = pyast.parse(repr(rng.choice(options)), mode="eval").body
         return ast.Assign(targets=[ast.Name(id=name, ctx=ast.Store())], value=value,
                           lineno=node.lineno)
 
