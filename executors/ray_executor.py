@@ -5,12 +5,15 @@ cluster must see at the same path (a shared file system; on one machine, any fol
 must be installed on every node with the same interpreter path. Each job runs the same
 supervisor as the local executor (``recursor.executors.runner``) as a Ray job entry point, so
 records, costs and idempotent resubmission behave exactly as they do locally: the Ray
-submission id is ``recursor-<job id>-<attempt>``, and submitting a spec whose Ray job is still
-pending or running re-attaches to it.
+submission id is ``recursor-<root tag>-<job id>-<attempt>``, and submitting a spec whose Ray job
+is still pending or running re-attaches to it. The root tag (a hash of the jobs folder) keeps
+apart campaigns with folders of their own that submit the same job (job ids name content, so
+equal jobs have equal ids) to one cluster, whose submission ids must be unique.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shlex
@@ -38,6 +41,7 @@ class RayExecutor(Executor):
         self.root.mkdir(parents=True, exist_ok=True)
         self.num_cpus = num_cpus
         self.address = address
+        self._root_tag = hashlib.sha256(str(self.root).encode()).hexdigest()[:8]
         try:
             self._client = JobSubmissionClient(address)
         except Exception as exc:  # ray raises ConnectionError, RuntimeError, ...
@@ -66,7 +70,7 @@ class RayExecutor(Executor):
             return handle
         attempts = previous_attempts(handle.directory) + 1
         prepare(handle.directory, spec, attempts)
-        submission = f"recursor-{spec.job_id}-{attempts}"
+        submission = f"recursor-{self._root_tag}-{spec.job_id}-{attempts}"
         log = handle.directory / "job.log"
         entrypoint = (f"{shlex.quote(sys.executable)} -m recursor.executors.runner "
                       f"{shlex.quote(str(handle.directory))} ray >> {shlex.quote(str(log))} 2>&1")
