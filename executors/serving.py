@@ -68,7 +68,7 @@ def serve(spec: ServeJob, out: Path) -> dict[str, Any]:
         _wait_ready(server, url, float(spec.config.get("startup_s", STARTUP_S)))
         startup = time.monotonic() - started
         info = {"url": url, "model": spec.model, "backend": backend, "startup_s": startup}
-        (out / "server.json").write_text(json.dumps(info))
+        _publish(out / "server.json", json.dumps(info))
         print(f"serving {spec.model} with {backend} at {url} ({startup:.1f} s)", flush=True)
         server.wait()
     finally:
@@ -77,6 +77,13 @@ def serve(spec: ServeJob, out: Path) -> dict[str, Any]:
             server.wait(timeout=30)
     return {"metrics": {"startup_s": startup, "backend": backend},
             "artifacts": {"server": str(out / "server.json")}}
+
+
+def _publish(path: Path, text: str) -> None:
+    """Write ``path`` whole or not at all: a reader polling for it never sees it half written."""
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
 
 
 def _wait_ready(server: subprocess.Popen[bytes], url: str, limit_s: float) -> None:
