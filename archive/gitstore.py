@@ -1,13 +1,17 @@
 """The campaign's artifact repository: every node's workspace is one git commit.
 
 A workspace is a small mapping of relative paths to text (UTF-8). :meth:`GitStore.commit`
-writes it as blobs and a tree without touching any working tree, through a temporary index
-file per call, and links it to its parents with ``git commit-tree``; so the node tree of a
-campaign *is* a git history. ``refs/nodes/<name>`` names nodes, ``refs/heads/best`` follows
-the incumbent and ``HEAD`` points at it, so ``git -C <repo> log -p`` shows the best lineage.
+writes it as loose blob, tree and commit objects without touching any working tree, so the
+node tree of a campaign *is* a git history. ``refs/nodes/<name>`` names nodes,
+``refs/heads/best`` follows the incumbent and ``HEAD`` points at it, so
+``git -C <repo> log -p`` shows the best lineage.
 
-Every git call runs with the system and global configuration switched off, so the store
-behaves the same on any machine; identity comes from the repository's local config. One lock
+The calls a campaign makes per candidate (commit, name, read, diff) run in-process: objects
+are written by gitdb's loose object database, refs as loose ref files (through a ``.lock`` file
+and a rename, as git does), objects are read through its persistent ``git cat-file`` process,
+and patches are computed by :mod:`recursor.archive.patch`. Only rare calls (creating the
+repository, a revision that is not a full sha, ``log``) start ``git``, with the system and
+global configuration switched off so the store behaves the same on any machine. One lock
 serializes the calls of one instance (the orchestrator calls it from several threads).
 Failures raise :class:`~recursor.errors.ArchiveError`.
 """
@@ -16,15 +20,18 @@ from __future__ import annotations
 
 import os
 import re
-import tempfile
 import threading
+import time
 from collections.abc import Mapping, Sequence
 from io import BytesIO
 from pathlib import Path, PurePosixPath
 
 import git
+from gitdb import LooseObjectDB
+from gitdb import exc as gitdb_exc
 from gitdb.base import IStream
 
+from recursor.archive.patch import workspace_patch
 from recursor.errors import ArchiveError
 
 USER_NAME = "recursor"
@@ -32,11 +39,21 @@ USER_EMAIL = "recursor@localhost"
 BEST_BRANCH = "best"
 NODE_REF_PREFIX = "refs/nodes/"
 FILE_MODE = "100644"
-EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"  # git's well-known empty tree (SHA-1)
+TREE_MODE = "40000"
 _FULL_SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 # Isolate from the machine's git setup: no system or global config (hooks, signing, prefixes).
 _ISOLATED_ENV = {"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull,
                  "GIT_TERMINAL_PROMPT": "0"}
+_BAD_REF = re.compile(r"[\x00-\x20\x7f~^:?*\[\\]|\.\.|@\{|//|/\.|\.lock(/|$)|^/|/$|\.$|^\.")
+_LOCK_WAIT_S = 10.0
+
+
+def _check_ref(ref: str) -> str:
+    """``ref`` if it is a name git accepts (``git check-ref-format``'s rules), else
+    ArchiveError."""
+    if ref == "@" or _BAD_REF.search(ref) or "/" not in ref:
+        raise ArchiveError(f"{ref!r} is not a valid git ref name")
+    return ref
 
 
 def _check_path(path: str) -> str:
@@ -60,6 +77,7 @@ class GitStore:
         self.path = Path(path)
         self._lock = threading.RLock()
         self._cache: dict[str, dict[str, str]] = {}
+        self._blobs: dict[str, dict[str, str]] = {}  # commit -> path -> blob sha
         try:
             self.path.mkdir(parents=True, exist_ok=True)
             if not (self.path / ".git").exists():
@@ -70,23 +88,18 @@ class GitStore:
         except (OSError, git.GitError) as exc:
             raise ArchiveError(f"cannot open or create git repository at {self.path}: {exc}") \
                 from exc
+        self._git_dir = Path(self._repo.git_dir)
+        self._objects = LooseObjectDB(str(self._git_dir / "objects"))  # writes in-process
         self._env = {**_ISOLATED_ENV, "GIT_DIR": self._repo.git_dir}
         self._git("config", "user.name", USER_NAME)
         self._git("config", "user.email", USER_EMAIL)
 
-    def _git(self, *args: str, env: Mapping[str, str] | None = None,
-             stdin_path: Path | None = None, strip: bool = True) -> str:
+    def _git(self, *args: str, strip: bool = True) -> str:
         """Run ``git <args>`` in the repository; its stdout, or ArchiveError on failure."""
         command = ["git", "-c", "core.quotePath=false", *args]
         try:
-            if stdin_path is None:
-                out = self._repo.git.execute(command, env={**self._env, **(env or {})},
-                                             strip_newline_in_stdout=strip)
-            else:
-                with stdin_path.open("rb") as stdin:
-                    out = self._repo.git.execute(command, env={**self._env, **(env or {})},
-                                                 istream=stdin, strip_newline_in_stdout=strip)
-        except git.GitError as exc:
+            out = self._repo.git.execute(command, env=self._env, strip_newline_in_stdout=strip)
+        except (git.GitError, ValueError) as exc:
             raise ArchiveError(f"git {' '.join(args[:2])} failed in {self.path}: {exc}") from exc
         return out.decode() if isinstance(out, bytes) else str(out)
 
@@ -99,36 +112,54 @@ class GitStore:
         entries = sorted((_check_path(p), text) for p, text in files.items())
         with self._lock:
             parent_shas = [self._resolve(p) for p in parents]
-            tree = self._write_tree(entries)
-            args = ["commit-tree", tree]
-            for parent in parent_shas:
-                args += ["-p", parent]
-            return self._git(*args, "-m", message)
+            blobs = {path: self._store(b"blob", text.encode("utf-8")) for path, text in entries}
+            tree = self._write_tree("", sorted(blobs.items()))
+            sha = self._store(b"commit", _commit_body(tree, parent_shas, message))
+            self._cache[sha], self._blobs[sha] = dict(entries), blobs
+            return sha
 
-    def _write_tree(self, entries: Sequence[tuple[str, str]]) -> str:
-        """Write blobs and a (nested) tree for ``entries``; the tree sha."""
-        if not entries:
-            return self._git("mktree", stdin_path=Path(os.devnull))
-        with tempfile.TemporaryDirectory(prefix="recursor-index-") as tmp:
-            listing = Path(tmp) / "index-info"
-            with listing.open("wb") as out:
-                for path, text in entries:
-                    out.write(f"{FILE_MODE} {self._store_blob(text)}\t{path}\0".encode())
-            # a private index per call: concurrent commits never share an index file
-            env = {"GIT_INDEX_FILE": str(Path(tmp) / "index")}
-            self._git("update-index", "--add", "-z", "--index-info", env=env,
-                      stdin_path=listing)
-            return self._git("write-tree", env=env)
+    def _write_tree(self, prefix: str, blobs: Sequence[tuple[str, str]]) -> str:
+        """Store the (nested) tree of ``blobs`` (sorted ``(path, blob sha)`` under ``prefix``);
+        its sha. Entries are in git's order: a directory sorts as its name plus ``/``."""
+        entries: list[tuple[bytes, str, str]] = []
+        below: dict[str, list[tuple[str, str]]] = {}
+        for path, blob in blobs:
+            rest = path[len(prefix):]
+            name, _, _ = rest.partition("/")
+            if "/" in rest:
+                below.setdefault(name, []).append((path, blob))
+            else:
+                entries.append((name.encode(), FILE_MODE, blob))
+        for name, inner in below.items():
+            entries.append(((name + "/").encode(), TREE_MODE,
+                            self._write_tree(f"{prefix}{name}/", inner)))
+        entries.sort(key=lambda entry: entry[0])
+        data = b"".join(f"{mode} ".encode() + key.rstrip(b"/") + b"\0" + bytes.fromhex(sha)
+                        for key, mode, sha in entries)
+        return self._store(b"tree", data)
 
-    def _store_blob(self, text: str) -> str:
-        data = text.encode("utf-8")
-        stream = self._repo.odb.store(IStream(b"blob", len(data), BytesIO(data)))
+    def _store(self, kind: bytes, data: bytes) -> str:
+        """Write one loose object; its sha."""
+        try:
+            stream = self._objects.store(IStream(kind, len(data), BytesIO(data)))
+        except (OSError, ValueError) as exc:
+            raise ArchiveError(f"cannot write a {kind.decode()} to {self.path}: {exc}") from exc
         return stream.hexsha.decode() if isinstance(stream.hexsha, bytes) else stream.hexsha
 
     def _resolve(self, rev: str) -> str:
         """The full sha of commit ``rev``; ArchiveError when there is no such commit."""
         if not rev or rev.startswith("-"):
             raise ArchiveError(f"{rev!r} is not a commit of {self.path}")
+        if rev in self._cache:
+            return rev
+        if _FULL_SHA.fullmatch(rev):
+            try:
+                kind = self._repo.odb.info(bytes.fromhex(rev)).type
+            except (ValueError, OSError, git.GitError, gitdb_exc.ODBError) as exc:
+                raise ArchiveError(f"{rev!r} is not a commit of {self.path}") from exc
+            if kind != b"commit":
+                raise ArchiveError(f"{rev!r} is not a commit of {self.path}")
+            return rev
         try:
             return self._git("rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}")
         except ArchiveError as exc:
@@ -146,26 +177,30 @@ class GitStore:
     def read(self, sha: str) -> dict[str, str]:
         """All files of commit ``sha`` (path -> text); a fresh dict on every call."""
         with self._lock:
-            key = sha if _FULL_SHA.fullmatch(sha) and sha in self._cache else self._resolve(sha)
-            if key not in self._cache:
-                self._cache[key] = self._read_tree(key)
-            return dict(self._cache[key])
+            return dict(self._cache[self._load(sha)])
 
-    def _read_tree(self, sha: str) -> dict[str, str]:
+    def _load(self, sha: str) -> str:
+        """Resolve ``sha`` and cache its files and blob ids; the full sha."""
+        key = self._resolve(sha)
+        if key not in self._cache:
+            self._cache[key], self._blobs[key] = self._read_tree(key)
+        return key
+
+    def _read_tree(self, sha: str) -> tuple[dict[str, str], dict[str, str]]:
         try:
-            tree = self._repo.commit(sha).tree
-            return {str(blob.path): blob.data_stream.read().decode("utf-8")
-                    for blob in tree.traverse() if isinstance(blob, git.Blob)}
+            blobs = [b for b in self._repo.commit(sha).tree.traverse() if isinstance(b, git.Blob)]
+            return ({str(b.path): b.data_stream.read().decode("utf-8") for b in blobs},
+                    {str(b.path): b.hexsha for b in blobs})
         except (ValueError, UnicodeDecodeError, git.GitError) as exc:
             raise ArchiveError(f"cannot read commit {sha} of {self.path}: {exc}") from exc
 
     def diff(self, a: str | None, b: str) -> str:
         """Unified patch from commit ``a`` (None: the empty tree) to ``b``, paths a/... b/..."""
         with self._lock:
-            old = EMPTY_TREE if a is None else self._resolve(a)
-            new = self._resolve(b)
-            return self._git("diff-tree", "-p", "-r", "--no-color", "--no-ext-diff",
-                             "--src-prefix=a/", "--dst-prefix=b/", old, new, strip=False)
+            old = None if a is None else self._load(a)
+            new = self._load(b)
+            return workspace_patch(self._cache[old] if old else {}, self._cache[new],
+                                   self._blobs[old] if old else {}, self._blobs[new])
 
     def log(self, sha: str) -> list[str]:
         """Shas from ``sha`` back to its root along first parents, ``sha`` first."""
@@ -182,12 +217,50 @@ class GitStore:
         self._update_ref(f"refs/heads/{name}", sha)
         if name == BEST_BRANCH:
             with self._lock:
-                self._git("symbolic-ref", "HEAD", f"refs/heads/{BEST_BRANCH}")
+                self._write_ref("HEAD", f"ref: refs/heads/{BEST_BRANCH}\n")
 
     def _update_ref(self, ref: str, sha: str) -> None:
         with self._lock:
-            self._git("check-ref-format", ref)
-            self._git("update-ref", ref, self._resolve(sha))
+            self._write_ref(_check_ref(ref), self._resolve(sha) + "\n")
+
+    def _write_ref(self, ref: str, content: str) -> None:
+        """Write a loose ref as git does: create ``<ref>.lock`` exclusively (waiting while
+        another writer holds it), write, rename over the ref."""
+        path = self._git_dir / ref
+        lock = path.with_name(path.name + ".lock")
+        deadline = time.monotonic() + _LOCK_WAIT_S
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            while True:
+                try:
+                    handle = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+                    break
+                except FileExistsError as held:
+                    if time.monotonic() > deadline:
+                        raise ArchiveError(f"cannot update {ref} in {self.path}: {lock} is "
+                                           "held by another writer (remove it if none runs)"
+                                           ) from held
+                    time.sleep(0.01)
+            try:
+                os.write(handle, content.encode())
+            finally:
+                os.close(handle)
+            os.replace(lock, path)
+        except OSError as exc:
+            lock.unlink(missing_ok=True)
+            raise ArchiveError(f"cannot update {ref} in {self.path}: {exc}") from exc
+
+
+def _commit_body(tree: str, parents: Sequence[str], message: str) -> bytes:
+    """A commit object's content, as ``git commit-tree -m`` writes it, dated now."""
+    now = time.time()
+    offset = time.localtime(now).tm_gmtoff // 60
+    zone = f"{'+' if offset >= 0 else '-'}{abs(offset) // 60:02d}{abs(offset) % 60:02d}"
+    who = f"{USER_NAME} <{USER_EMAIL}> {int(now)} {zone}"
+    lines = [f"tree {tree}", *(f"parent {p}" for p in parents),
+             f"author {who}", f"committer {who}", "", message.replace("\0", "")]
+    text = "\n".join(lines)
+    return (text if text.endswith("\n") else text + "\n").encode("utf-8")
 
 
 __all__ = ["BEST_BRANCH", "GitStore"]

@@ -13,10 +13,22 @@ only through :class:`~recursor.archive.store.Archive`'s transitions.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
-from sqlalchemy import ColumnElement, and_, case, func, or_, select
+from sqlalchemy import (
+    BindParameter,
+    ColumnElement,
+    Select,
+    and_,
+    bindparam,
+    case,
+    func,
+    or_,
+    select,
+)
 from sqlalchemy.orm import Session, aliased, sessionmaker
 
 from recursor.archive.engine import retried
@@ -67,6 +79,58 @@ class NodeCounts:
     failed: int
     tokens: int
     cost: float
+
+
+@dataclass(frozen=True)
+class Progress:
+    """:meth:`ArchiveQueries.progress`: ``best`` is the incumbent's score (None before one is
+    scored); ``promoted`` counts distinct promoted nodes, the root included."""
+
+    counts: NodeCounts
+    best: float | None
+    promoted: int
+
+
+_NO_ROUND_LIMIT = 2**31 - 1  # above any round; fits a 32-bit INTEGER column
+
+
+def _count_columns() -> tuple[ColumnElement[Any], ...]:
+    attempted = and_(NodeRow.commit.is_not(None), ~_duplicate())
+    finished = NodeRow.status.in_([NodeStatus.DONE, NodeStatus.FAILED])
+    return (
+        func.count(NodeRow.id),
+        func.coalesce(func.sum(case((attempted, 1), else_=0)), 0),
+        func.coalesce(func.sum(case((finished, 1), else_=0)), 0),
+        func.coalesce(func.sum(case((and_(attempted, finished), 1), else_=0)), 0),
+        func.coalesce(func.sum(case((NodeRow.status == NodeStatus.FAILED, 1), else_=0)), 0),
+        func.coalesce(func.sum(NodeRow.tokens), 0),
+        func.coalesce(func.sum(NodeRow.cost), 0.0))
+
+
+@functools.cache
+def _statements() -> tuple[Select[Any], Select[Any]]:
+    """The aggregate statements built once, with bound parameters: building and hashing one
+    costs more than running it on SQLite, and budgets and the progress line run them for
+    every candidate. The first counts rounds ``[:first, :before)`` of ``:campaign``; the
+    second adds the incumbent's score and the number of promoted nodes (round 1 on)."""
+    campaign: BindParameter[str] = bindparam("campaign")
+    counts = select(*_count_columns()).where(
+        NodeRow.campaign_id == campaign, NodeRow.round >= bindparam("first"),
+        NodeRow.round < bindparam("before"))
+    incumbent = (select(PromotionRow.node_id).where(PromotionRow.campaign_id == campaign)
+                 .order_by(PromotionRow.id.desc()).limit(1).scalar_subquery())
+    best = select(NodeRow.score).where(NodeRow.id == incumbent).scalar_subquery()
+    promoted = (select(func.count(func.distinct(PromotionRow.node_id)))
+                .where(PromotionRow.campaign_id == campaign).scalar_subquery())
+    progress = select(*_count_columns(), best, promoted).where(
+        NodeRow.campaign_id == campaign, NodeRow.round >= 1)
+    return counts, progress
+
+
+def _node_counts(row: Sequence[Any]) -> NodeCounts:
+    nodes, tried, finished, evaluated, failed, tokens, cost = row[:7]
+    return NodeCounts(int(nodes), int(tried), int(finished), int(evaluated), int(failed),
+                      int(tokens), float(cost))
 
 
 def _scored() -> ColumnElement[bool]:
@@ -267,23 +331,19 @@ class ArchiveQueries:
                before_round: int | None = None) -> NodeCounts:
         """:class:`NodeCounts` over rounds ``first_round`` up to (not including)
         ``before_round`` (every later round when None); one aggregate query."""
-        attempted = and_(NodeRow.commit.is_not(None), ~_duplicate())
-        finished = NodeRow.status.in_([NodeStatus.DONE, NodeStatus.FAILED])
-        query = select(
-            func.count(NodeRow.id),
-            func.coalesce(func.sum(case((attempted, 1), else_=0)), 0),
-            func.coalesce(func.sum(case((finished, 1), else_=0)), 0),
-            func.coalesce(func.sum(case((and_(attempted, finished), 1), else_=0)), 0),
-            func.coalesce(func.sum(case((NodeRow.status == NodeStatus.FAILED, 1), else_=0)), 0),
-            func.coalesce(func.sum(NodeRow.tokens), 0),
-            func.coalesce(func.sum(NodeRow.cost), 0.0),
-        ).where(NodeRow.campaign_id == campaign_id, NodeRow.round >= first_round)
-        if before_round is not None:
-            query = query.where(NodeRow.round < before_round)
+        limit = _NO_ROUND_LIMIT if before_round is None else before_round
         with self.session() as s:
-            nodes, tried, finished_, evaluated, failed, tokens, cost = s.execute(query).one()
-        return NodeCounts(int(nodes), int(tried), int(finished_), int(evaluated), int(failed),
-                          int(tokens), float(cost))
+            row = s.execute(_statements()[0], {"campaign": campaign_id, "first": first_round,
+                                               "before": limit}).one()
+        return _node_counts(row)
+
+    @retried
+    def progress(self, campaign_id: str) -> Progress:
+        """What a progress line shows, in one query: the counts of round 1 on, the
+        incumbent's score and how many nodes were ever promoted."""
+        with self.session() as s:
+            row = s.execute(_statements()[1], {"campaign": campaign_id}).one()
+        return Progress(_node_counts(row), row[7], int(row[8] or 0))
 
     # evaluations -------------------------------------------------------------------------
     @retried
@@ -377,4 +437,4 @@ class ArchiveQueries:
             return int(s.scalar(query) or 0)
 
 
-__all__ = ["ArchiveQueries", "NodeCounts", "Settled"]
+__all__ = ["ArchiveQueries", "NodeCounts", "Progress", "Settled"]

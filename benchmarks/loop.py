@@ -207,6 +207,8 @@ def main() -> None:
                         help="candidates per overhead run (concurrency 1, instant model)")
     parser.add_argument("--utilization-candidates", type=int, default=24,
                         help="candidates per utilization run (concurrency 4)")
+    parser.add_argument("--utilization-concurrency", type=int, default=4,
+                        help="concurrency of the utilization runs")
     parser.add_argument("--latency", type=float, default=1.0,
                         help="model latency of the utilization runs, seconds")
     parser.add_argument("--modes", nargs="+", default=["rounds", "async"],
@@ -216,7 +218,8 @@ def main() -> None:
           "  overhead ms  utilization")
     for mode in args.modes:
         for concurrency, latency, n in ((1, 0.0, args.candidates),
-                                        (4, args.latency, args.utilization_candidates)):
+                                        (args.utilization_concurrency, args.latency,
+                                         args.utilization_candidates)):
             f = measure(mode, concurrency, latency, n)
             # overhead is a per-candidate cost only when candidates run one at a time
             overhead = f"{f.overhead_ms:>12.1f}" if concurrency == 1 else f"{'-':>12}"

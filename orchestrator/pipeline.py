@@ -25,6 +25,9 @@ Contracts:
   not reproducible, only each candidate's seeds are.
 * **Budgets**: ``pipeline_budget``; ``max_evals`` is never overshot, the others by at most
   the candidates in flight.
+* **The proposer chooser** learns each candidate's outcome right after its record (in the
+  order candidates settle), and on a (re)start every outcome settled so far (in creation
+  order): no proposal re-reads the whole tree.
 * Judging and recording are serialized (one candidate at a time, in the order they finish):
   each candidate is judged against the incumbent at that moment.
 """
@@ -52,7 +55,7 @@ from recursor.orchestrator.nodes.seed import seed
 from recursor.orchestrator.pipeline_budget import ActiveClock, evaluations_left, stop_reason
 from recursor.orchestrator.proposing import propose_one
 from recursor.orchestrator.scoring import describe
-from recursor.orchestrator.views import past_outcomes
+from recursor.orchestrator.views import outcome_of, past_outcomes
 from recursor.types import NodeStatus
 
 SLOT = 0  # every candidate is slot 0 of its own "round" (its sequence number)
@@ -96,11 +99,13 @@ class Pipeline:
         self.unsettled: set[int] = set()  # in flight, not yet known to spend nothing
         self.judging = asyncio.Lock()
         self.goodhart_stop: str | None = None
+        self.told: set[str] = set()  # nodes whose outcome the proposer chooser learned
 
     async def run(self) -> str:
         await self._step(NodeName.SEED, {"round": 1}, 1)
         # a campaign the guard stopped stays stopped on resume (rounds keep it in graph state)
         self.goodhart_stop = await asyncio.to_thread(goodhart.watch, self.ctx)
+        self._tell_settled()
         again, holes, highest = unfinished(self.ctx)
         fresh = iter(range(highest + 1, 2**62))
         reason: str | None = None
@@ -154,6 +159,7 @@ class Pipeline:
                 update = await self._step(NodeName.JUDGE, state, seq)
                 self.goodhart_stop = self.goodhart_stop or update.get("goodhart_stop")
                 await self._step(NodeName.RECORD, state, seq)
+                self._tell(seq)
         finally:
             self.unsettled.discard(seq)
             self.clock.save()
@@ -169,11 +175,29 @@ class Pipeline:
     async def _propose(self, seq: int, parent_id: str) -> None:
         ctx = self.ctx
         ctx.reporter.step(NodeName.PROPOSE, seq)
-        ctx.chooser.replay(past_outcomes(ctx))
         node = await propose_one(ctx, seq, SLOT, parent_id, seq - 1, ctx.scope())
         stored = ctx.archive.add_node(node)
         if stored.status == NodeStatus.FAILED.value:
             ctx.reporter.node(describe(stored))
+
+    def _tell_settled(self) -> None:
+        """On (re)start: the chooser learns every outcome settled so far, in creation order."""
+        told = past_outcomes(self.ctx)
+        self.ctx.chooser.replay(told)
+        self.told = {outcome.node_id for outcome in told}
+
+    def _tell(self, seq: int) -> None:
+        """After candidate ``seq``'s record: the chooser learns its outcome (so, with several
+        in flight, outcomes arrive in the order candidates settle; one at a time, in creation
+        order, as in rounds)."""
+        ctx = self.ctx
+        node = ctx.archive.node_at(ctx.campaign_id, seq, SLOT)
+        if node is None or node.id in self.told or node.proposer not in ctx.proposers \
+                or node.status not in (NodeStatus.DONE.value, NodeStatus.FAILED.value):
+            return
+        parent = ctx.archive.node(node.parent_id) if node.parent_id else None
+        ctx.chooser.update(outcome_of(node, parent, ctx))
+        self.told.add(node.id)
 
     async def _step(self, name: NodeName, state: CampaignState, seq: int) -> dict[str, Any]:
         self.ctx.reporter.step(name, seq)

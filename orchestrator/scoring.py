@@ -25,15 +25,12 @@ def spends_budget(node: NodeRow) -> bool:
 
 
 def snapshot(ctx: CampaignContext) -> Snapshot:
-    """The counts the progress line shows (aggregate queries: no node is loaded but the
-    incumbent)."""
-    archive, cid = ctx.archive, ctx.campaign_id
-    counts = archive.counts(cid)  # rounds 1 on; ``evaluated``: finished and spends_budget
-    incumbent = archive.incumbent(cid)
-    best = archive.node(incumbent).score if incumbent is not None else None
-    return Snapshot(evaluated=counts.evaluated, budget=ctx.config.budget.max_evals, best=best,
-                    failures=counts.failed,
-                    promotions=max(0, archive.promoted_count(cid) - 1))
+    """The counts the progress line shows (aggregate queries in one session: no node is
+    loaded)."""
+    progress = ctx.archive.progress(ctx.campaign_id)
+    return Snapshot(evaluated=progress.counts.evaluated, budget=ctx.config.budget.max_evals,
+                    best=progress.best, failures=progress.counts.failed,
+                    promotions=max(0, progress.promoted - 1))
 
 
 def describe(node: NodeRow) -> str:
