@@ -24,7 +24,7 @@ demo-coevolve: $(STAMP) system-deps
 test: $(STAMP) system-deps lint typecheck unit
 
 unit: $(STAMP) system-deps browser-deps postgres sandbox-image vllm-env
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q --durations=25
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
