@@ -4,7 +4,7 @@
                                               [--jobs 1] [--dir DIR]
 
 Each seed runs the built-in default campaign (``recursor.config.default_campaign``: cfr task,
-mutation + optuna, UCB proposer choice, tournament selection, concurrency 2) with only ``seed``
+mutation + optuna, UCB proposer choice, rank selection, concurrency 2) with only ``seed``
 (and ``--max-evals``, when given) changed, in a fresh directory. It prints one markdown row per
 seed: the final incumbent's Leduc exploitability after 100 iterations (the level ``make demo``
 reports), the best Leduc value among all evaluated candidates, whether the incumbent reached the

@@ -3,7 +3,8 @@
 The candidate is one file, ``cfr_hooks.py``, defining the three hooks of the vectorized CFR
 engine (``engine.py`` states the contract). It starts as vanilla CFR (``hooks/vanilla.py``);
 the evaluator (``evaluate.py``) runs it for a fixed number of iterations on each game of a split
-and scores the mean ``log10`` exploitability of the average policy (lower is better).
+and scores the mean ``log10`` exploitability of the average policy, each game floored at 0.002
+(lower is better).
 """
 
 from __future__ import annotations
@@ -50,7 +51,8 @@ iteration t = 1.0, 2.0, ...; every array is float64 [n_infosets, n_actions] ('re
   (the output strategy is its per-row normalization).
 
 The score is the mean over the games of log10(exploitability) of the average policy after a
-fixed number of iterations: lower is better. Use numpy only; hooks must return new arrays and
+fixed number of iterations, where an exploitability below 0.002 counts as 0.002 (that game is
+solved): lower is better. Use numpy only; hooks must return new arrays and
 must not keep state between calls. Any NaN, exception or invalid policy makes the candidate
 invalid. The starting point is vanilla CFR (regret matching, uniform averaging).
 """

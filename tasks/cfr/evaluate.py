@@ -9,8 +9,10 @@ It writes one JSON object to ``$RECURSOR_RESULT``::
 
     {"metrics": {"score": ..., "expl_<game>": ..., ...}, "instances": {game: expl}, "error": null}
 
-``score`` is the mean over the split's games of ``log10(exploitability)`` of the average policy
-after ``--iterations`` iterations (lower is better). A candidate that fails (an exception in a
+``score`` is the mean over the split's games of ``log10(max(exploitability, 0.002))`` of the
+average policy after ``--iterations`` iterations (lower is better): a game solved to within
+0.002 chips counts as solved (see :data:`EXPLOITABILITY_FLOOR`); the ``expl_<game>`` metrics
+and the instances keep the raw values. A candidate that fails (an exception in a
 hook, a NaN, an invalid policy, a time-out) gets ``error`` set, empty metrics and exit code 1.
 
 Trust split. The candidate's hooks never run in the process that writes the verdict: this
@@ -63,7 +65,11 @@ from recursor.tasks.cfr._protocol import ERROR_FILE, HOOK_FILE
 from recursor.tasks.cfr.engine import CFREngine, HookError, check_policy, exploitability, load_hooks
 from recursor.tasks.cfr.games import SPLITS, GameTree, load_tree
 
-EXPLOITABILITY_FLOOR = 1e-15  # log10 of an exact 0 is -inf; anything this small is solved
+# A game solved to within 0.002 chips (the ante of these games is 1) counts as solved: its
+# log10 stops there. Without a floor one game converging toward 0 decides the mean of log10s
+# (Kuhn poker reaches 4e-6 under optimistic variants, -5.4 against Leduc's -1.9), and the
+# search trades Leduc for Kuhn. It also keeps an exact 0 (log10 = -inf) finite.
+EXPLOITABILITY_FLOOR = 2e-3
 MAX_OUTPUT_BYTES = 256 << 20  # the largest policies file the evaluator reads into memory
 MAX_ERROR_BYTES = 4000
 MAX_HOOK_BYTES = 1 << 20
@@ -205,6 +211,13 @@ def score_policies(policies: dict[str, np.ndarray],
     return result
 
 
+def score_of(expl: dict[str, float]) -> float:
+    """The mean over games of ``log10`` exploitability, each floored at
+    :data:`EXPLOITABILITY_FLOOR`."""
+    logs = [math.log10(max(v, EXPLOITABILITY_FLOOR)) for v in expl.values()]
+    return sum(logs) / len(logs)
+
+
 def evaluate(workspace: Path, split: str, cache: Path | None, iterations: int,
              timeout_s: float = 100.0, games: Sequence[str] | None = None) -> dict[str, Any]:
     """The verdict object for ``workspace`` on ``split`` (or on ``games`` when given, e.g. the
@@ -219,8 +232,7 @@ def evaluate(workspace: Path, split: str, cache: Path | None, iterations: int,
         expl = score_policies(policies, trees)
     except HookError as exc:
         return {"metrics": {}, "instances": {}, "error": str(exc)}
-    logs = [math.log10(max(v, EXPLOITABILITY_FLOOR)) for v in expl.values()]
-    metrics: dict[str, float] = {"score": sum(logs) / len(logs)}
+    metrics: dict[str, float] = {"score": score_of(expl)}
     metrics.update({f"expl_{g}": v for g, v in expl.items()})
     metrics["iterations"] = float(iterations)
     metrics["eval_seconds"] = time.perf_counter() - started

@@ -15,7 +15,7 @@ from recursor.orchestrator.trial import ProposalCheck
 from recursor.sandbox.process import BWRAP, ProcessSandbox
 from recursor.tasks.cfr import CFRTask
 from recursor.tasks.cfr._protocol import HOOK_FILE
-from recursor.tasks.cfr.evaluate import evaluate
+from recursor.tasks.cfr.evaluate import EXPLOITABILITY_FLOOR, evaluate, score_of
 from recursor.tasks.cfr.games import SPLITS
 
 HOOKS_DIR = Path(__file__).resolve().parents[2] / "tasks" / "cfr" / "hooks"
@@ -67,6 +67,16 @@ def test_vanilla_scores_finite_and_matches_known_leduc_value(tmp_path: Path,
     assert set(verdict["instances"]) == set(SPLITS["dev"])
     logs = [math.log10(v) for v in verdict["instances"].values()]
     assert metrics["score"] == pytest.approx(sum(logs) / len(logs))
+
+
+def test_a_solved_game_cannot_decide_the_score() -> None:
+    """Below the floor a game counts as solved: a Kuhn value near 0 does not outweigh Leduc."""
+    cfr_plus = {"kuhn_poker": 0.0012, "leduc_poker": 0.0134}
+    kuhn_only = {"kuhn_poker": 4e-6, "leduc_poker": 0.0187}  # optimistic, worse on Leduc
+    assert score_of(cfr_plus) < score_of(kuhn_only)  # without the floor: -2.40 > -3.58
+    floor = math.log10(EXPLOITABILITY_FLOOR)
+    assert score_of({"a": 0.0, "b": 1e-9}) == pytest.approx(floor)  # finite, even for 0
+    assert score_of({"a": 0.01, "b": 0.1}) == pytest.approx(-1.5)  # above it: plain log10
 
 
 def test_heldout_split_scores(tmp_path: Path, cache: Path) -> None:

@@ -15,6 +15,7 @@ def test_default_campaign_is_the_cfr_demo() -> None:
     assert config.task.kind == "cfr" and config.task.iterations == 100
     assert [p.kind for p in config.proposers] == ["mutation", "optuna"]
     assert config.sandbox.kind == "process" and config.budget.max_evals == 100
+    assert config.selection.kind == "rank" and config.selection.exponent == 3.89
 
 
 def test_unknown_field_is_named_with_its_path() -> None:
