@@ -45,13 +45,21 @@ def _file_patch(path: str, before: str | None, after: str | None,
         yield f"deleted file mode {FILE_MODE}\nindex {left}..{zero}\n"
     else:
         yield f"index {left}..{right} {FILE_MODE}\n"
-    old_lines = (before or "").splitlines(keepends=True)
-    new_lines = (after or "").splitlines(keepends=True)
+    old_lines, new_lines = _split(before or ""), _split(after or "")
     if not old_lines and not new_lines:
         return  # an empty file added or removed: git writes the header only
     yield f"--- {a if before is not None else '/dev/null'}\n"
     yield f"+++ {b if after is not None else '/dev/null'}\n"
     yield from _hunks(old_lines, new_lines)
+
+
+def _split(text: str) -> list[str]:
+    """``text``'s lines, each with its ``\n``, as git cuts them: at ``\n`` only (Python's
+    ``splitlines`` also cuts at ``\r``, form feeds, ``\x85``, ``\u2028`` and more, which a
+    candidate's text may hold)."""
+    parts = text.split("\n")
+    lines = [part + "\n" for part in parts[:-1]]
+    return lines + [parts[-1]] if parts[-1] else lines
 
 
 def _hunks(old: list[str], new: list[str]) -> Iterator[str]:

@@ -6,7 +6,8 @@ held-out: the dev split is being fitted, not the task. The test, run after every
 
     over the last ``window`` promotions (the start counts as the first incumbent), the dev
     score improved by more than ``min_dev_gain`` while the held-out score improved by at most
-    ``max_heldout_gain`` (default 0: not at all, or got worse within the tolerance).
+    ``max_heldout_gain`` (default 0: not at all, or got worse within the tolerance), unless
+    the held-out score is solved (at the objective's ``best``: it cannot follow any further).
 
 When it holds, the newest promotion gets a ``goodhart`` log entry with the numbers (once per
 promoted node), the progress line says so, the campaign summary lists it, and with
@@ -55,7 +56,8 @@ def decoupling(path: Sequence[NodeRow], objective: Objective,
     assert first.heldout_score is not None and last.heldout_score is not None
     dev = objective.improvement(last.score, first.score)
     heldout = objective.improvement(last.heldout_score, first.heldout_score)
-    if dev > config.min_dev_gain and heldout <= config.max_heldout_gain:
+    solved = objective.solved(last.heldout_score)
+    if dev > config.min_dev_gain and heldout <= config.max_heldout_gain and not solved:
         return Decoupling(first.id, last.id, config.window, dev, heldout)
     return None
 

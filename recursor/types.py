@@ -77,11 +77,17 @@ class Objective:
     promotion may bring, in the metric's own units (``promotion.heldout_tolerance`` overrides
     it): each task states what is meaningful for its metric (cfr, a log10 exploitability:
     0.1, about 26% more exploitable; worlds, a success fraction: 0.05); the default allows
-    none."""
+    none. ``best`` is the best value the metric can take, when it has one (cfr: the log10 of
+    its exploitability floor): a score there is solved and cannot improve."""
 
     metric: str
     direction: Literal["minimize", "maximize"] = "minimize"
     heldout_tolerance: float = 0.0
+    best: float | None = None
+
+    def solved(self, value: float) -> bool:
+        """True when ``value`` is at :attr:`best` (to rounding), so nothing can improve it."""
+        return self.best is not None and self.improvement(value, self.best) >= -1e-9
 
     def better(self, a: float, b: float) -> bool:
         """True when ``a`` is strictly better than ``b``."""

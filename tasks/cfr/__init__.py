@@ -10,6 +10,7 @@ and scores the mean ``log10`` exploitability of the average policy, each game fl
 from __future__ import annotations
 
 import ast
+import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -18,7 +19,7 @@ from recursor.mutation import MutationPrimitive
 from recursor.plan import Mount, SandboxLimits, trusted_module_command
 from recursor.tasks._base import Component, EvaluationPlan, Objective, Task
 from recursor.tasks.cfr import games
-from recursor.tasks.cfr._protocol import HOOK_FILE
+from recursor.tasks.cfr._protocol import EXPLOITABILITY_FLOOR, HOOK_FILE
 from recursor.tasks.cfr.primitives import cfr_primitives
 from recursor.types import ChangeKind, Split
 
@@ -94,7 +95,8 @@ class CFRTask(Task):
     name = "cfr"
     description = DESCRIPTION
     # score is a mean log10 exploitability: 0.1 lets held-out get at most ~26% worse
-    objective = Objective("score", "minimize", heldout_tolerance=0.1)
+    objective = Objective("score", "minimize", heldout_tolerance=0.1,
+                          best=math.log10(EXPLOITABILITY_FLOOR))
     splits = (Split.DEV, Split.HELDOUT, Split.TEST)  # test: games.SPLITS["test"], sealed
 
     def __init__(self, iterations: int = 100) -> None:

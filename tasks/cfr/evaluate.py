@@ -61,15 +61,10 @@ import numpy.lib.format  # noqa: F401 - pre-imported for np.load, see above
 
 from recursor.guest import finish, protect_verdict
 from recursor.plan import trusted_module_command
-from recursor.tasks.cfr._protocol import ERROR_FILE, HOOK_FILE
+from recursor.tasks.cfr._protocol import ERROR_FILE, EXPLOITABILITY_FLOOR, HOOK_FILE
 from recursor.tasks.cfr.engine import CFREngine, HookError, check_policy, exploitability, load_hooks
 from recursor.tasks.cfr.games import SPLITS, GameTree, load_tree
 
-# A game solved to within 0.002 chips (the ante of these games is 1) counts as solved: its
-# log10 stops there. Without a floor one game converging toward 0 decides the mean of log10s
-# (Kuhn poker reaches 4e-6 under optimistic variants, -5.4 against Leduc's -1.9), and the
-# search trades Leduc for Kuhn. It also keeps an exact 0 (log10 = -inf) finite.
-EXPLOITABILITY_FLOOR = 2e-3
 MAX_OUTPUT_BYTES = 256 << 20  # the largest policies file the evaluator reads into memory
 MAX_ERROR_BYTES = 4000
 MAX_HOOK_BYTES = 1 << 20

@@ -18,6 +18,7 @@ from recursor.orchestrator.goodhart import decoupling
 from recursor.orchestrator.graph import run_campaign
 from recursor.proposers import Proposal, ProposalContext, Proposer
 from recursor.tasks import Objective
+from recursor.tasks.cfr import CFRTask
 from recursor.types import ChangeKind
 
 pytestmark = pytest.mark.timeout(600)
@@ -95,3 +96,24 @@ def test_decoupling_needs_dev_gain_without_heldout_gain() -> None:
     assert decoupling(path((0, 1), (1, 1), (2, 0.9)), maximize, config) is not None
     assert decoupling(path((0, 1), (1, 1.1), (2, 1.2)), maximize, config) is None  # tracks
     assert decoupling(path((0, 1), (1, 1.1), (2, 1.1), (3, 1.1)), maximize, config) is not None
+
+
+def test_a_solved_heldout_split_is_not_read_as_decoupled() -> None:
+    """Held-out at the objective's best (cfr: every held-out game below the score's floor)
+    cannot follow dev any further: flat there is not a decoupling; flat above it still is."""
+    floor = CFRTask().objective.best
+    assert floor is not None
+    cfr = CFRTask().objective
+    config = GoodhartConfig(window=2)
+
+    def path(*points: tuple[float, float]) -> list[NodeRow]:
+        return [NodeRow(id=f"n{i}", score=d, heldout_score=h) for i, (d, h) in
+                enumerate(points)]
+
+    assert decoupling(path((-1.5, -1.8), (-2.0, floor), (-2.1, floor), (-2.3, floor)),
+                      cfr, config) is None
+    assert decoupling(path((-1.5, -1.8), (-2.0, -2.2), (-2.1, -2.2), (-2.3, -2.2)),
+                      cfr, config) is not None
+    worse = floor + 0.05  # fell off the floor: a real regression, flagged
+    assert decoupling(path((-1.5, -1.8), (-2.0, floor), (-2.1, floor), (-2.3, worse)),
+                      cfr, config) is not None

@@ -12,13 +12,16 @@ import pytest
 from recursor.archive.gitstore import GitStore
 
 ENV = {"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null", "PATH": "/usr/bin:/bin"}
-WORDS = ["x = 1", "y = 2", "", "def f():", "    return 0", "# note", "pass", "z = x + y"]
+WORDS = ["x = 1", "y = 2", "", "def f():", "    return 0", "# note", "pass", "z = x + y",
+         "# \x85 \u2028 \x0b\x0c \x1c\x1d\x1e end", "s = 'a\rb'"]  # not line ends in git
 
 
 def _git(repo: Path, *args: str, stdin: str | None = None) -> str:
+    """git's stdout, decoded without newline translation (a ``\r`` stays a ``\r``)."""
     done = subprocess.run(["git", "-c", "core.quotePath=false", "-C", str(repo), *args],
-                          input=stdin, check=True, capture_output=True, text=True, env=ENV)
-    return done.stdout
+                          input=None if stdin is None else stdin.encode(), check=True,
+                          capture_output=True, env=ENV)
+    return done.stdout.decode()
 
 
 def _text(rng: random.Random) -> str:
@@ -51,11 +54,11 @@ def _mutate(rng: random.Random, files: dict[str, str]) -> dict[str, str]:
 def _workspace(directory: Path, files: dict[str, str]) -> None:
     for path, text in files.items():
         (directory / path).parent.mkdir(parents=True, exist_ok=True)
-        (directory / path).write_text(text)
+        (directory / path).write_bytes(text.encode())
 
 
 def _read(directory: Path) -> dict[str, str]:
-    return {str(p.relative_to(directory)): p.read_text() for p in directory.rglob("*")
+    return {str(p.relative_to(directory)): p.read_bytes().decode() for p in directory.rglob("*")
             if p.is_file() and ".git" not in p.parts}
 
 
@@ -91,3 +94,16 @@ def test_simple_patches_match_git(tmp_path: Path) -> None:
     empty_tree = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
     assert store.diff(None, a) == _git(store.path, "diff-tree", "-p", "-r", "--no-color",
                                        "--src-prefix=a/", "--dst-prefix=b/", empty_tree, a)
+
+
+def test_only_newline_ends_a_line(tmp_path: Path) -> None:
+    """Characters Python's ``splitlines`` cuts at (``\x85``, ``\u2028``, ``\r``, form
+    feeds) stay inside their line, as in git: the patch line is the exact line."""
+    store = GitStore(tmp_path / "repo")
+    odd = "# a\x85b\u2028c\rd\x0be\x0cf\x1cg\n"
+    a = store.commit({"f.py": "x = 1\n"}, [], "old")
+    b = store.commit({"f.py": "x = 1\n" + odd}, [a], "new")
+    expected = _git(store.path, "diff-tree", "-p", "-r", "--no-color", "--no-ext-diff",
+                    "--src-prefix=a/", "--dst-prefix=b/", a, b)
+    assert store.diff(a, b) == expected
+    assert f"+{odd}" in store.diff(a, b)
