@@ -112,11 +112,19 @@ class GitStore:
         entries = sorted((_check_path(p), text) for p, text in files.items())
         with self._lock:
             parent_shas = [self._resolve(p) for p in parents]
-            blobs = {path: self._store(b"blob", text.encode("utf-8")) for path, text in entries}
+            blobs = {path: self._blob(text, path, parent_shas[:1]) for path, text in entries}
             tree = self._write_tree("", sorted(blobs.items()))
             sha = self._store(b"commit", _commit_body(tree, parent_shas, message))
             self._cache[sha], self._blobs[sha] = dict(entries), blobs
             return sha
+
+    def _blob(self, text: str, path: str, lineage: Sequence[str]) -> str:
+        """The blob sha of ``text`` at ``path``: the first parent's when the text there is
+        unchanged (known from the read cache; nothing written), else a newly stored one."""
+        for parent in lineage:
+            if parent in self._blobs and self._cache[parent].get(path) == text:
+                return self._blobs[parent][path]
+        return self._store(b"blob", text.encode("utf-8"))
 
     def _write_tree(self, prefix: str, blobs: Sequence[tuple[str, str]]) -> str:
         """Store the (nested) tree of ``blobs`` (sorted ``(path, blob sha)`` under ``prefix``);

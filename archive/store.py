@@ -16,7 +16,7 @@ A node changes only through the typed transitions below (``mark_materialized``,
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -120,18 +120,22 @@ class Archive(ArchiveQueries):
             row.updated_at = now()
 
     # nodes -------------------------------------------------------------------------------
-    def _insert_once(self, row: _Row, stored: Callable[[], _Row | None]) -> _Row:
-        """Insert ``row`` unless ``stored()`` finds its twin (also after losing a race).
+    def _insert_once(self, row: _Row, stored: Callable[[], _Row | None],
+                     along: Sequence[LogRow] = (), look_first: bool = True) -> _Row:
+        """Insert ``row`` (and the rows ``along`` with it, in the same transaction) unless
+        ``stored()`` finds its twin (also after losing a race); ``look_first=False`` skips
+        the read before the insert, for a row that is almost never there yet.
 
         Several processes may write one archive: the unique constraint decides the race, and
         the loser's transaction (aborted, on PostgreSQL) is rolled back by ``s.begin()``
         before the winner's row is read in a fresh session."""
-        existing = stored()
+        existing = stored() if look_first else None
         if existing is not None:
             return existing
         try:
             with self.session() as s, s.begin():
                 s.add(row)
+                s.add_all(along)
         except IntegrityError:
             existing = stored()
             if existing is None:
@@ -142,8 +146,9 @@ class Archive(ArchiveQueries):
     @retried
     def add_node(self, node: NodeRow) -> NodeRow:
         """Insert ``node``; if its (campaign, round, slot) exists, return the stored one."""
-        return self._insert_once(
-            node, lambda: self.node_at(node.campaign_id, node.round, node.slot))
+        return self._insert_once(  # a new node's place is almost always free
+            node, lambda: self.node_at(node.campaign_id, node.round, node.slot),
+            look_first=False)
 
     # Each transition below names the statuses it may start from; any other raises
     # ArchiveError naming the node, its status and the legal ones. A transition whose result
@@ -250,9 +255,16 @@ class Archive(ArchiveQueries):
 
     # evaluations -------------------------------------------------------------------------
     @retried
-    def add_evaluation(self, row: EvaluationRow) -> EvaluationRow:
-        """Insert an evaluation; an existing one for (node, split, seed) wins and is returned."""
-        return self._insert_once(row, lambda: self.evaluation(row.node_id, row.split, row.seed))
+    def add_evaluation(self, row: EvaluationRow,
+                       logs: Sequence[tuple[str, str]] = ()) -> EvaluationRow:
+        """Insert an evaluation with its ``logs`` (``(stream, content)`` pairs of its node;
+        empty ones are left out) in one transaction, so a crash keeps both or neither; an
+        existing evaluation for (node, split, seed) wins and is returned, and the logs are
+        then not added."""
+        along = [LogRow(node_id=row.node_id, stream=stream, content=content[:LOG_LIMIT])
+                 for stream, content in logs if content]
+        return self._insert_once(row, lambda: self.evaluation(row.node_id, row.split, row.seed),
+                                 along, look_first=False)
 
     # logs --------------------------------------------------------------------------------
     def add_log(self, node_id: str, stream: str, content: str) -> None:

@@ -1,11 +1,15 @@
 """The steady-state asynchronous pipeline (``pipeline: {mode: async, max_in_flight: N}``).
 
 Instead of rounds, each candidate goes through ``select -> propose -> materialize ->
-evaluate -> judge -> record`` on its own, and as soon as one finishes the next starts, with at
-most ``max_in_flight`` candidates between their selection and their record. The per-candidate
-steps are the graph's own: :func:`~recursor.orchestrator.proposing.propose_one`, and the
-``materialize``, ``evaluate``, ``judge`` and ``record`` nodes called with a state whose
-``round`` is the candidate's sequence number (so each handles exactly that candidate).
+evaluate -> judge -> record`` on its own, and as soon as a slot frees the next starts. A
+candidate holds one of ``max_in_flight`` slots from its selection until its evaluation's run
+is over; with more than one slot it then waits for its judgement and record outside the slot,
+so the controller's bookkeeping never idles a slot (at most ``max_in_flight`` candidates wait
+so; with one slot a candidate keeps it until its record, which keeps that mode reproducible).
+The per-candidate steps are the graph's own: :func:`~recursor.orchestrator.proposing.
+propose_one`, the ``materialize``, ``judge`` and ``record`` nodes called with a state whose
+``round`` is the candidate's sequence number (so each handles exactly that candidate), and
+the ``evaluate`` node's service, :func:`~recursor.orchestrator.scoring.evaluate_nodes`.
 
 Contracts:
 
@@ -47,14 +51,13 @@ from recursor.config import AsyncPipelineConfig
 from recursor.orchestrator import goodhart
 from recursor.orchestrator.context import CampaignContext
 from recursor.orchestrator.nodes import CampaignState, NodeName
-from recursor.orchestrator.nodes.evaluate import evaluate
 from recursor.orchestrator.nodes.judge import judge
 from recursor.orchestrator.nodes.materialize import materialize
 from recursor.orchestrator.nodes.record import record
 from recursor.orchestrator.nodes.seed import seed
 from recursor.orchestrator.pipeline_budget import ActiveClock, evaluations_left, stop_reason
 from recursor.orchestrator.proposing import propose_one
-from recursor.orchestrator.scoring import describe
+from recursor.orchestrator.scoring import describe, evaluate_nodes
 from recursor.orchestrator.views import outcome_of, past_outcomes
 from recursor.types import NodeStatus
 
@@ -96,6 +99,12 @@ class Pipeline:
         self.limit = max_in_flight(ctx)
         self.clock = ActiveClock(ctx.directory)
         self.running: dict[asyncio.Task[None], int] = {}
+        # candidates holding a slot (being selected, proposed, materialized or evaluated);
+        # with more than one slot a candidate gives its slot back when its run is over and
+        # waits for judging outside it (at most ``limit`` wait so: see ``_has_slot``)
+        self.working: set[int] = set()
+        self.release_early = self.limit > 1
+        self.freed = asyncio.Event()
         self.unsettled: set[int] = set()  # in flight, not yet known to spend nothing
         self.judging = asyncio.Lock()
         self.goodhart_stop: str | None = None
@@ -111,13 +120,16 @@ class Pipeline:
         reason: str | None = None
         try:
             while True:
-                while again and len(self.running) < self.limit:  # spent already: finish them
+                while again and self._has_slot():  # spent already: finish them
                     self._launch(again.pop(0), proposed=True)
                 counts = self.ctx.archive.counts(self.ctx.campaign_id)  # no launch writes
                 reason = self.goodhart_stop or stop_reason(self.ctx, counts, self.clock.active_s)
-                while (reason is None and len(self.running) < self.limit
+                while (reason is None and self._has_slot()
                        and evaluations_left(self.ctx, counts, len(self.unsettled)) > 0):
-                    self._launch(holes.pop(0) if holes else next(fresh), proposed=False)
+                    if holes:  # a proposal lost in flight, unless it reached the archive
+                        self._launch(holes.pop(0), proposed=False)
+                    else:  # past every number the archive held: nothing to look up
+                        self._launch(next(fresh), proposed=None)
                 if not self.running:
                     return reason or "nothing left to start"
                 await self._wait_for_one()
@@ -125,17 +137,30 @@ class Pipeline:
             await self._cancel_all()
             self.clock.save()
 
-    def _launch(self, seq: int, *, proposed: bool) -> None:
+    def _has_slot(self) -> bool:
+        """Whether another candidate may start: a slot is free, and no more than ``limit``
+        candidates wait for their judgement."""
+        return len(self.working) < self.limit and len(self.running) < 2 * self.limit
+
+    def _launch(self, seq: int, *, proposed: bool | None) -> None:
+        """Start candidate ``seq``; ``proposed``: its node is in the archive (True), may be
+        (False: look), or cannot be (None: a new sequence number)."""
         # until materialized, it may spend an evaluation (a node recorded before a kill too)
         self.unsettled.add(seq)
+        self.working.add(seq)
         task = asyncio.create_task(self._candidate(seq, proposed))
         self.running[task] = seq
 
     async def _wait_for_one(self) -> None:
-        """Wait until a candidate finishes; re-raise its error (the campaign then stops, and
-        a resume drives the others again)."""
-        done, _ = await asyncio.wait(self.running, return_when=asyncio.FIRST_COMPLETED)
-        for task in done:
+        """Wait until a candidate finishes or frees its slot; re-raise a candidate's error
+        (the campaign then stops, and a resume drives the others again)."""
+        self.freed.clear()
+        freed: asyncio.Future[Any] = asyncio.ensure_future(self.freed.wait())
+        try:
+            await asyncio.wait([*self.running, freed], return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            freed.cancel()
+        for task in [task for task in self.running if task.done()]:
             del self.running[task]
             task.result()
 
@@ -146,15 +171,16 @@ class Pipeline:
             await asyncio.gather(*self.running, return_exceptions=True)
         self.running.clear()
 
-    async def _candidate(self, seq: int, proposed: bool) -> None:
+    async def _candidate(self, seq: int, proposed: bool | None) -> None:
         """One candidate from its selection to its record; each step idempotent."""
         state: CampaignState = {"round": seq}
         try:
-            if not proposed and self.ctx.archive.node_at(self.ctx.campaign_id, seq, SLOT) is None:
+            if proposed is None or (not proposed and self.ctx.archive.node_at(
+                    self.ctx.campaign_id, seq, SLOT) is None):
                 await self._propose(seq, self._select(seq))
             await self._step(NodeName.MATERIALIZE, state, seq)
             self.unsettled.discard(seq)  # the archive now says whether it spends the budget
-            await self._step(NodeName.EVALUATE, state, seq)
+            await self._evaluate(seq)
             async with self.judging:
                 update = await self._step(NodeName.JUDGE, state, seq)
                 self.goodhart_stop = self.goodhart_stop or update.get("goodhart_stop")
@@ -162,7 +188,25 @@ class Pipeline:
                 self._tell(seq)
         finally:
             self.unsettled.discard(seq)
+            self._free_slot(seq)
             self.clock.save()
+
+    def _free_slot(self, seq: int) -> None:
+        self.working.discard(seq)
+        self.freed.set()
+
+    async def _evaluate(self, seq: int) -> None:
+        """The ``evaluate`` node's work for candidate ``seq`` (through the same service,
+        :func:`~recursor.orchestrator.scoring.evaluate_nodes`); with more than one in flight
+        the slot is freed as soon as its run is over, before the verdict is recorded."""
+        ctx = self.ctx
+        ctx.reporter.step(NodeName.EVALUATE, seq)
+        node = ctx.archive.node_at(ctx.campaign_id, seq, SLOT)
+        if node is None or node.commit is None or node.status not in (
+                NodeStatus.PENDING.value, NodeStatus.RUNNING.value):
+            return  # failed before its evaluation, a duplicate, or evaluated already
+        freed = (lambda _: self._free_slot(seq)) if self.release_early else None
+        await evaluate_nodes(ctx, [node], ran=freed)
 
     def _select(self, seq: int) -> str:
         """Candidate ``seq``'s parent, chosen among the scored nodes as they stand now."""
@@ -205,8 +249,8 @@ class Pipeline:
 
 
 STEPS: dict[NodeName, Step] = {
-    NodeName.SEED: seed, NodeName.MATERIALIZE: materialize, NodeName.EVALUATE: evaluate,
-    NodeName.JUDGE: judge, NodeName.RECORD: record}
+    NodeName.SEED: seed, NodeName.MATERIALIZE: materialize, NodeName.JUDGE: judge,
+    NodeName.RECORD: record}
 
 
 async def drive_pipeline(ctx: CampaignContext) -> CampaignState:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Callable
 
 from recursor.archive import EvaluationRow, NodeRow
 from recursor.orchestrator.context import CampaignContext
@@ -42,18 +43,27 @@ def describe(node: NodeRow) -> str:
             f"score {score}  {detail}")
 
 
-async def evaluate_nodes(ctx: CampaignContext, nodes: list[NodeRow]) -> None:
+async def evaluate_nodes(ctx: CampaignContext, nodes: list[NodeRow],
+                         ran: Callable[[NodeRow], None] | None = None) -> None:
     """Evaluate ``nodes`` on dev (up to ``concurrency`` at once) unless already evaluated, and
-    finish each (its status and score from the dev verdict)."""
+    finish each (its status and score from the dev verdict). ``ran(node)`` is called as soon
+    as the node's evaluation is over (before it is recorded), or at once when it had been
+    recorded before."""
     limit = asyncio.Semaphore(ctx.config.concurrency)
 
     async def one(node: NodeRow) -> None:
-        if ctx.archive.evaluation(node.id, Split.DEV.value) is None:
+        dev = ctx.archive.evaluation(node.id, Split.DEV.value)
+        running = dev is None  # this call runs it, and so knows the node is unfinished
+        if dev is None:
             async with limit:
                 ctx.archive.mark_running(node.id)
                 outcome = await asyncio.to_thread(_run, ctx, node, Split.DEV)
-                record_evaluation(ctx, node, Split.DEV, outcome)
-        _finish_node(ctx, node.id)
+                if ran is not None:
+                    ran(node)
+                dev = record_evaluation(ctx, node, Split.DEV, outcome)
+        elif ran is not None:
+            ran(node)
+        _finish_node(ctx, node.id, dev, unfinished=running)
 
     await asyncio.gather(*(one(n) for n in nodes))
     ctx.reporter.update(snapshot(ctx))
@@ -78,24 +88,22 @@ def _run(ctx: CampaignContext, node: NodeRow, split: Split) -> EvaluationOutcome
 
 def record_evaluation(ctx: CampaignContext, node: NodeRow, split: Split,
                       outcome: EvaluationOutcome) -> EvaluationRow:
-    """Store one evaluation of ``node`` on ``split``: its logs (stdout, stderr, the error,
-    where it ran), then its row."""
-    for stream, text in ((f"{split.value}.stdout", outcome.stdout),
-                         (f"{split.value}.stderr", outcome.stderr)):
-        ctx.archive.add_log(node.id, stream, text)
-    if outcome.error:
-        ctx.archive.add_log(node.id, f"{split.value}.error", outcome.error)
+    """Store one evaluation of ``node`` on ``split`` with its logs (stdout, stderr, the
+    error, where it ran), in one transaction: a crash keeps both or neither."""
+    logs = [(f"{split.value}.stdout", outcome.stdout), (f"{split.value}.stderr", outcome.stderr),
+            (f"{split.value}.error", outcome.error or "")]
     if outcome.placement:  # which Ray node ran it (sandbox.ray); shown by `archive show`
-        ctx.archive.add_log(node.id, f"{split.value}.placement", json.dumps(outcome.placement))
+        logs.append((f"{split.value}.placement", json.dumps(outcome.placement)))
     return ctx.archive.add_evaluation(EvaluationRow(
         node_id=node.id, split=split.value, seed=0, run_status=outcome.run_status.value,
-        metrics=outcome.metrics, instances=outcome.instances, wall_s=outcome.wall_s))
+        metrics=outcome.metrics, instances=outcome.instances, wall_s=outcome.wall_s), logs)
 
 
-def _finish_node(ctx: CampaignContext, node_id: str) -> None:
-    """Set the node's final status from its dev evaluation (idempotent)."""
-    node, dev = ctx.archive.node(node_id), ctx.archive.evaluation(node_id, Split.DEV.value)
-    if dev is None or node.status in ("done", "failed"):
+def _finish_node(ctx: CampaignContext, node_id: str, dev: EvaluationRow,
+                 unfinished: bool = False) -> None:
+    """Set the node's final status from its dev evaluation ``dev`` (idempotent: a node
+    already finished is left as it is; ``unfinished``: the caller knows it is not)."""
+    if not unfinished and ctx.archive.node(node_id).status in ("done", "failed"):
         return
     metric = ctx.task.objective.metric
     if dev.run_status == RunStatus.OK.value:

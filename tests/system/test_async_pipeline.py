@@ -11,6 +11,7 @@ import json
 import signal
 import subprocess
 import sys
+import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -105,6 +106,54 @@ def test_an_async_campaign_runs_to_its_budget_within_the_in_flight_bound(
         archive.close()
     assert not (directory / "checkpoints.sqlite").exists()  # the archive is the only state
     assert json.loads((directory / CLOCK_FILE).read_text())["active_s"] > 0
+
+
+def test_a_candidate_waiting_for_its_judgement_holds_no_slot(
+        tmp_path: Path, evaluator: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Judging is slow here (0.6 s each, one at a time): with two in flight, proposals go on
+    while evaluated candidates wait to be judged, never more than two at once, and the
+    candidates waiting for their judgement are bounded too (at most two)."""
+    from recursor.orchestrator.nodes import judge as judge_step
+
+    real_judge, real_propose = judge_step.judge_node, SeededMargin.propose
+    judging: list[tuple[float, float]] = []
+    proposing: list[tuple[float, float]] = []
+
+    def timed(into: list[tuple[float, float]], call: Any, *args: Any) -> Any:
+        started = time.monotonic()
+        try:
+            return call(*args)
+        finally:
+            into.append((started, time.monotonic()))
+
+    def slow_judge(ctx: Any, node: NodeRow) -> None:
+        timed(judging, lambda: (time.sleep(0.6), real_judge(ctx, node)))
+
+    monkeypatch.setattr(judge_step, "judge_node", slow_judge)
+    monkeypatch.setattr(SeededMargin, "propose",
+                        lambda self, context: timed(proposing, real_propose, self, context))
+    SeededMargin.peak = 0
+    summary = run_campaign(parse_config(_config(evaluator, 6, 2, delay_s=0.3)), tmp_path / "c")
+    assert summary.stop_reason == "evaluation budget reached (6)"
+    assert SeededMargin.peak == 2
+    assert len(judging) == 6 and len(proposing) == 6
+    # some proposal ran while a judgement was under way
+    assert any(p0 < j1 and j0 < p1 for p0, p1 in proposing for j0, j1 in judging)
+    archive, cid = _open(tmp_path / "c")
+    try:
+        nodes = [n for n in archive.nodes(cid) if n.round > 0]
+        assert len(nodes) == 6 and all(archive.has_log(n.id, "judge") for n in nodes)
+        # created before their predecessors were judged, but within the bound: candidate k
+        # needs k - 4 of the earlier ones recorded (2 working + 2 waiting for judgement)
+        judged_at = {n.round: archive.logs(n.id, "judge")[0].created_at for n in nodes}
+        created_at = {n.round: n.created_at for n in nodes}
+        for k in range(5, 7):
+            assert sum(judged_at[j] <= created_at[k] for j in range(1, k)) >= k - 4
+        # without the early release only two could exist before the first judgement ended
+        first_judged = min(judged_at.values())
+        assert sum(created < first_judged for created in created_at.values()) >= 3
+    finally:
+        archive.close()
 
 
 def test_one_in_flight_grows_the_same_tree_as_rounds_of_one(tmp_path: Path,

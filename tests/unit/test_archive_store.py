@@ -74,6 +74,29 @@ def test_writes_are_idempotent(archive: Archive) -> None:
     assert len(archive.promotions("c1")) == 1
 
 
+def test_an_evaluation_and_its_logs_land_together_once(archive: Archive) -> None:
+    node = archive.add_node(_node(1, 0))
+    logs = [("dev.stdout", "out"), ("dev.stderr", "err"), ("dev.error", "")]
+    first = archive.add_evaluation(EvaluationRow(
+        node_id=node.id, split="dev", seed=0, run_status="ok", metrics={"score": 1.0},
+        instances={}), logs)
+    # a repeat (a resumed node, or a retry after a dropped connection) adds nothing
+    again = archive.add_evaluation(EvaluationRow(
+        node_id=node.id, split="dev", seed=0, run_status="crashed", metrics={},
+        instances={}), [("dev.stdout", "other"), ("dev.error", "boom")])
+    assert again.id == first.id and again.run_status == "ok"
+    assert [(log.stream, log.content) for log in archive.logs(node.id)] == [
+        ("dev.stdout", "out"), ("dev.stderr", "err")]  # empty ones are left out
+
+
+def test_a_node_added_twice_keeps_the_first(archive: Archive) -> None:
+    first = archive.add_node(_node(2, 1, rationale="first"))
+    for _ in range(2):
+        assert archive.add_node(_node(2, 1, rationale="later")).rationale == "first"
+    assert [n.rationale for n in archive.nodes("c1", 2)] == ["first"]
+    assert first.id == "c1-002-1"
+
+
 def test_status_only_moves_forward(archive: Archive) -> None:
     node = archive.add_node(_node(1, 0, commit="abc"))
     archive.mark_running(node.id)

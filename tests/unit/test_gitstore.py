@@ -54,6 +54,28 @@ def test_same_content_twice_gives_valid_commits(store: GitStore) -> None:
     assert store.read(first) == store.read(second) == FILES
 
 
+def _objects(repo: Path) -> set[str]:
+    return {f"{d.name}{f.name}" for d in (repo / ".git" / "objects").iterdir()
+            if len(d.name) == 2 for f in d.iterdir()}
+
+
+def test_a_child_shares_unchanged_objects_with_its_parent(store: GitStore, tmp_path: Path) -> None:
+    root = store.commit(FILES, [], "root")
+    before = _objects(tmp_path / "repo")
+    child = store.commit({**FILES, "cfr_hooks.py": "x = 2\n"}, [root], "child")
+    added = _objects(tmp_path / "repo") - before
+    # the new blob, the new root tree and the commit; pkg/sub and the unchanged blobs reused
+    assert len(added) == 3 and child in added
+    assert store.read(child) == {**FILES, "cfr_hooks.py": "x = 2\n"}
+    assert _git(tmp_path / "repo", "show", f"{child}:cfr_hooks.py") == "x = 2\n"
+    _git(tmp_path / "repo", "fsck", "--strict")
+    # a store reopened on the repository (empty caches) reads and commits the same way
+    again = GitStore(tmp_path / "repo")
+    third = again.commit({**FILES, "empty.txt": "now\n"}, [child], "third")
+    assert again.read(third) == {**FILES, "empty.txt": "now\n"}
+    _git(tmp_path / "repo", "fsck", "--strict")
+
+
 def test_diff_shows_changed_lines(store: GitStore) -> None:
     a = store.commit(FILES, [], "root")
     b = store.commit({**FILES, "cfr_hooks.py": "import numpy as np\n\nx = 2\n"}, [a], "edit")
