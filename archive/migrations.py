@@ -65,14 +65,28 @@ def _v4_typed_nodes(conn: Connection) -> None:
     for name in ("cpu_s", "gpu_s"):
         if name in columns:  # SQLite has DROP COLUMN since 3.35
             conn.execute(text(f"ALTER TABLE nodes DROP COLUMN {name}"))
-    indexes = {i["name"] for i in found.get_indexes("nodes")}
+    _create_missing_indexes(conn, {"ix_nodes_campaign_status_score"})
+
+
+def _v5_fingerprints(conn: Connection) -> None:
+    """``nodes.fingerprint`` (the duplicate check's key, filled in for older nodes when a
+    campaign first needs it) and its index."""
+    if "fingerprint" not in {c["name"] for c in inspect(conn).get_columns("nodes")}:
+        conn.execute(text("ALTER TABLE nodes ADD COLUMN fingerprint VARCHAR(80)"))
+    _create_missing_indexes(conn, {"ix_nodes_campaign_fingerprint"})
+
+
+def _create_missing_indexes(conn: Connection, names: set[str]) -> None:
+    """Create the ``nodes`` indexes named ``names`` that the table does not have yet."""
+    present = {i["name"] for i in inspect(conn).get_indexes("nodes")}
     for index in NodeRow.__table__.indexes:  # type: ignore[attr-defined]
-        if index.name not in indexes:
+        if index.name in names and index.name not in present:
             index.create(conn)
 
 
 MIGRATIONS: list[Callable[[Connection], None]] = [_v1_initial, _v2_jobs,
-                                                  _v3_promotions_per_component, _v4_typed_nodes]
+                                                  _v3_promotions_per_component, _v4_typed_nodes,
+                                                  _v5_fingerprints]
 LATEST = len(MIGRATIONS)
 
 

@@ -63,7 +63,9 @@ class NodeRow(Base):
     __tablename__ = "nodes"
     __table_args__ = (UniqueConstraint("campaign_id", "round", "slot", name="uq_node_slot"),
                       # the controller's queries: nodes by status, the best by score
-                      Index("ix_nodes_campaign_status_score", "campaign_id", "status", "score"))
+                      Index("ix_nodes_campaign_status_score", "campaign_id", "status", "score"),
+                      # the duplicate check: an equivalent evaluated node
+                      Index("ix_nodes_campaign_fingerprint", "campaign_id", "fingerprint"))
     id: Mapped[str] = mapped_column(String(64), primary_key=True)
     campaign_id: Mapped[str] = mapped_column(ForeignKey("campaigns.id"), index=True)
     parent_id: Mapped[str | None] = mapped_column(String(64), nullable=True, index=True)
@@ -76,6 +78,8 @@ class NodeRow(Base):
     proposal: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
     patch: Mapped[str] = mapped_column(Text, default="")
     commit: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    # orchestrator.duplicates.fingerprint of the committed files (None: not computed yet)
+    fingerprint: Mapped[str | None] = mapped_column(String(80), nullable=True)
     status: Mapped[NodeStatus] = mapped_column(enum_column(NodeStatus, 16),
                                                default=NodeStatus.PENDING)
     run_status: Mapped[RunStatus | None] = mapped_column(enum_column(RunStatus, 16),

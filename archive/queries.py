@@ -154,6 +154,12 @@ def _duplicate() -> ColumnElement[bool]:
     return answered
 
 
+def _dev_run() -> Any:
+    """Joins a node to its dev evaluation (seed 0)."""
+    return and_(EvaluationRow.node_id == NodeRow.id, EvaluationRow.split == Split.DEV,
+                EvaluationRow.seed == 0)
+
+
 class ArchiveQueries:
     """Read access to one archive database; every call is one short read transaction."""
 
@@ -273,14 +279,29 @@ class ArchiveQueries:
                     if score is not None]  # always, by _scored(): for the type checker
 
     @retried
-    def evaluated_commits(self, campaign_id: str) -> list[tuple[str, str]]:
-        """``(id, commit)`` of every node with a commit and a dev evaluation, in (round,
-        slot) order (what the duplicate check compares a new proposal with)."""
-        query = (select(NodeRow.id, NodeRow.commit)
-                 .join(EvaluationRow, and_(EvaluationRow.node_id == NodeRow.id,
-                                           EvaluationRow.split == Split.DEV,
-                                           EvaluationRow.seed == 0))
-                 .where(NodeRow.campaign_id == campaign_id, NodeRow.commit.is_not(None))
+    @retried
+    def equivalent(self, campaign_id: str, fingerprint: str, prefer: str) -> str | None:
+        """The id of a node with a commit, a dev evaluation and ``fingerprint``: ``prefer``
+        (a proposal's parent) if it qualifies, else the oldest in (round, slot) order; one
+        indexed query (``ix_nodes_campaign_fingerprint``)."""
+        query = (select(NodeRow.id).join(EvaluationRow, _dev_run())
+                 .where(NodeRow.campaign_id == campaign_id, NodeRow.fingerprint == fingerprint,
+                        NodeRow.commit.is_not(None))
+                 .order_by(case((NodeRow.id == prefer, 0), else_=1), NodeRow.round,
+                           NodeRow.slot)
+                 .limit(1))
+        with self.session() as s:
+            found = s.execute(query).scalar()
+        return None if found is None else str(found)
+
+    @retried
+    def unfingerprinted(self, campaign_id: str) -> list[tuple[str, str]]:
+        """``(id, commit)`` of the nodes with a commit and a dev evaluation whose fingerprint
+        is not stored yet (the root, nodes of archives made before fingerprints were kept),
+        in (round, slot) order."""
+        query = (select(NodeRow.id, NodeRow.commit).join(EvaluationRow, _dev_run())
+                 .where(NodeRow.campaign_id == campaign_id, NodeRow.fingerprint.is_(None),
+                        NodeRow.commit.is_not(None))
                  .order_by(NodeRow.round, NodeRow.slot))
         with self.session() as s:
             return [(str(node_id), str(commit)) for node_id, commit in s.execute(query)]

@@ -20,6 +20,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
+from sqlalchemy import update
 from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -157,11 +158,13 @@ class Archive(ArchiveQueries):
 
     @retried
     def mark_materialized(self, node_id: str, commit: str, patch: str,
-                          invalid: str | None = None) -> NodeRow:
-        """The node's proposal is committed as ``commit`` (``patch`` against its parent);
-        with ``invalid``, the proposal failed its checks for that reason: the node is failed,
-        run status ``invalid``. Legal from ``pending`` without a commit."""
-        fields: dict[str, Any] = {"commit": commit, "patch": patch}
+                          invalid: str | None = None, fingerprint: str | None = None
+                          ) -> NodeRow:
+        """The node's proposal is committed as ``commit`` (``patch`` against its parent,
+        ``fingerprint`` the duplicate check's key of its files); with ``invalid``, the
+        proposal failed its checks for that reason: the node is failed, run status
+        ``invalid``. Legal from ``pending`` without a commit."""
+        fields: dict[str, Any] = {"commit": commit, "patch": patch, "fingerprint": fingerprint}
         if invalid is not None:
             fields.update(status=NodeStatus.FAILED, run_status=RunStatus.INVALID, error=invalid)
         return self._move(node_id, "materialize", _UNMATERIALIZED, fields,
@@ -252,6 +255,16 @@ class Archive(ArchiveQueries):
                 setattr(row, key, value)
             row.updated_at = now()
         return row
+
+    @retried
+    def set_fingerprints(self, fingerprints: dict[str, str]) -> None:
+        """Store each node's fingerprint (node id -> fingerprint), in one transaction."""
+        if not fingerprints:
+            return
+        with self.session() as s, s.begin():
+            for node_id, value in fingerprints.items():
+                s.execute(update(NodeRow).where(NodeRow.id == node_id)
+                          .values(fingerprint=value))
 
     # evaluations -------------------------------------------------------------------------
     @retried

@@ -87,7 +87,6 @@ class CampaignContext:
     reporter: Reporter
     cache_dir: Path
     check: ProposalCheck  # static check, then the task's trial in ``sandbox``
-    fingerprints: dict[str, str] = field(default_factory=dict)  # commit -> duplicates.fingerprint
     selection: SelectionPolicy = field(default_factory=TournamentSelection)
     told: OutcomesTold = field(default_factory=OutcomesTold)  # what the chooser learned
 

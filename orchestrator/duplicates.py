@@ -156,28 +156,23 @@ def fingerprint(files: Mapping[str, str]) -> str:
     return digest.hexdigest()
 
 
-def _fingerprint_of(ctx: CampaignContext, commit: str) -> str:
-    if commit not in ctx.fingerprints:
-        ctx.fingerprints[commit] = fingerprint(ctx.store.read(commit))
-    return ctx.fingerprints[commit]
-
-
-def _equivalent(ctx: CampaignContext, parent: NodeRow, files: Mapping[str, str]) -> str | None:
-    """The parent's id, or else the oldest node's with a dev evaluation, whose files are
-    equivalent to ``files`` (each commit is read from git once per campaign run)."""
-    wanted = fingerprint(files)
-    evaluated = ctx.archive.evaluated_commits(ctx.campaign_id)
-    ordered = ([pair for pair in evaluated if pair[0] == parent.id]
-               + [pair for pair in evaluated if pair[0] != parent.id])
-    return next((node_id for node_id, commit in ordered
-                 if _fingerprint_of(ctx, commit) == wanted), None)
+def _equivalent(ctx: CampaignContext, parent: NodeRow, wanted: str) -> str | None:
+    """The parent's id, or else the oldest node's with a dev evaluation, whose files have the
+    fingerprint ``wanted``: one indexed query, once every evaluated node's fingerprint is
+    stored (those stored without one, such as the root, are filled in first)."""
+    missing = ctx.archive.unfingerprinted(ctx.campaign_id)
+    if missing:
+        ctx.archive.set_fingerprints({node_id: fingerprint(ctx.store.read(commit))
+                                      for node_id, commit in missing})
+    return ctx.archive.equivalent(ctx.campaign_id, wanted, prefer=parent.id)
 
 
 def answer_duplicate(ctx: CampaignContext, node: NodeRow, parent: NodeRow,
-                     files: Mapping[str, str]) -> bool:
-    """When ``files`` are equivalent to an evaluated node's, give ``node`` that node's dev
-    evaluation (no sandbox run), mark its proposal ``duplicate_of`` and return True."""
-    match = _equivalent(ctx, parent, files)
+                     wanted: str) -> bool:
+    """When ``node``'s files (their :func:`fingerprint` ``wanted``) are equivalent to an
+    evaluated node's, give ``node`` that node's dev evaluation (no sandbox run), mark its
+    proposal ``duplicate_of`` and return True."""
+    match = _equivalent(ctx, parent, wanted)
     if match is None:
         return False
     source = ctx.archive.evaluation(match, Split.DEV)

@@ -8,7 +8,7 @@ from typing import Any
 
 from recursor.archive import NodeRow
 from recursor.orchestrator.context import CampaignContext
-from recursor.orchestrator.duplicates import answer_duplicate
+from recursor.orchestrator.duplicates import answer_duplicate, fingerprint
 from recursor.orchestrator.nodes._state import CampaignState, Ctx, scope_of
 from recursor.orchestrator.scoring import describe
 from recursor.types import NodeStatus
@@ -37,8 +37,9 @@ def _materialize_node(ctx: CampaignContext, node: NodeRow, editable: list[str]) 
                               f"{node.id}: {node.rationale or node.proposer}"[:2000])
     ctx.store.set_ref(node.id, commit)
     patch = ctx.store.diff(parent.commit, commit)
-    if error is None and answer_duplicate(ctx, node, parent, files):
-        ctx.archive.mark_materialized(node.id, commit, patch)
+    wanted = fingerprint(files) if error is None else None
+    if wanted is not None and answer_duplicate(ctx, node, parent, wanted):
+        ctx.archive.mark_materialized(node.id, commit, patch, fingerprint=wanted)
         return
     if error is None:
         checked = ctx.check.result(files)
@@ -46,7 +47,8 @@ def _materialize_node(ctx: CampaignContext, node: NodeRow, editable: list[str]) 
         if error is not None:
             ctx.archive.add_log(node.id, "trial.stdout", checked.stdout)
             ctx.archive.add_log(node.id, "trial.stderr", checked.stderr)
-    updated = ctx.archive.mark_materialized(node.id, commit, patch, invalid=error)
+    updated = ctx.archive.mark_materialized(node.id, commit, patch, invalid=error,
+                                            fingerprint=wanted)
     if error is not None:
         ctx.reporter.node(describe(updated))
 

@@ -190,13 +190,13 @@ class RoundsPipelineConfig(_Model):
 
 
 class AsyncPipelineConfig(_Model):
-    """Steady state: as soon as a candidate finishes, the next parent is selected and the next
+    """Steady state: as soon as a slot frees, the next parent is selected and the next
     proposal requested (``orchestrator/pipeline.py``; what is reproducible: docs/scale.md)."""
 
     mode: Literal["async"]
     max_in_flight: int | None = Field(
-        None, ge=1, le=256, description="candidates being proposed, checked, evaluated or "
-        "judged at once; default: concurrency")
+        None, ge=1, le=256, description="candidates being selected, proposed, checked or "
+        "evaluated at once (as many more may wait for their judgement); default: concurrency")
 
 
 PipelineConfig = Annotated[RoundsPipelineConfig | AsyncPipelineConfig,

@@ -178,3 +178,48 @@ def test_processes_opening_a_new_archive_at_once_all_succeed(
         again = Archive(url)
         assert again.campaigns() == []
         again.close()
+
+
+def _evaluated(archive: Archive, round_: int, slot: int, fingerprint: str | None,
+               parent: str | None = None) -> str:
+    node = archive.add_node(_node(round_, slot, parent_id=parent))
+    archive.mark_materialized(node.id, f"sha-{round_}-{slot}", "", fingerprint=fingerprint)
+    archive.add_evaluation(EvaluationRow(node_id=node.id, split="dev", seed=0,
+                                         run_status="ok", metrics={"score": 1.0}, instances={}))
+    return node.id
+
+
+def test_an_equivalent_node_is_found_by_its_stored_fingerprint(archive: Archive) -> None:
+    root = _evaluated(archive, 0, 0, None)  # stored before its fingerprint was known
+    older = _evaluated(archive, 1, 0, "f-same", parent=root)
+    parent = _evaluated(archive, 2, 1, "f-same", parent=root)
+    _evaluated(archive, 2, 0, "f-other", parent=root)
+    pending = archive.add_node(_node(3, 0, parent_id=parent))
+    archive.mark_materialized(pending.id, "sha-3-0", "", fingerprint="f-new")  # no evaluation
+    assert archive.equivalent("c1", "f-same", prefer=parent) == parent  # its parent first
+    assert archive.equivalent("c1", "f-same", prefer=root) == older  # else the oldest
+    assert archive.equivalent("c1", "f-new", prefer=root) is None  # never evaluated
+    assert archive.equivalent("c2", "f-same", prefer=root) is None  # another campaign's
+    assert archive.unfingerprinted("c1") == [(root, "sha-0-0")]
+    archive.set_fingerprints({root: "f-root"})
+    assert archive.unfingerprinted("c1") == []
+    assert archive.equivalent("c1", "f-root", prefer=parent) == root
+
+
+def test_v4_archives_get_the_fingerprint_column_and_keep_their_nodes(
+        archive: Archive, archive_url: str) -> None:
+    node = archive.add_node(_node(1, 0, rationale="kept"))
+    with archive.engine.begin() as conn:  # the nodes table as v4 made it
+        conn.execute(text("DROP INDEX ix_nodes_campaign_fingerprint"))
+        conn.execute(text("ALTER TABLE nodes DROP COLUMN fingerprint"))
+        conn.execute(SchemaVersion.__table__.delete().where(SchemaVersion.version > 4))
+    archive.close()
+    again = Archive(archive_url)
+    try:
+        assert again.node(node.id).rationale == "kept" and again.node(node.id).fingerprint is None
+        again.mark_materialized(node.id, "sha", "", fingerprint="f")
+        assert again.node(node.id).fingerprint == "f"
+        with again.engine.connect() as conn:
+            assert conn.execute(text("SELECT max(version) FROM schema_version")).scalar() == LATEST
+    finally:
+        again.close()
