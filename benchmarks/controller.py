@@ -13,7 +13,9 @@ evaluated.
 
 Prints, per tree size, the first round's time (git reads not yet cached) and the median of the
 following rounds, per step, with the ratio to the smallest tree's; then the time of each
-archive read a round needs and of one proposal context. Works on older versions of the
+archive read a round needs, of one proposal context and of the duplicate check a proposal
+goes through in ``materialize`` (its first call in the process, which fills in the
+synthetic nodes' fingerprints, and the next ones). Works on older versions of the
 archive too (reads they lack are left out), to compare before and after a change. Run from
 the repository root::
 
@@ -24,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import inspect
 import random
 import statistics
 import subprocess
@@ -37,7 +40,7 @@ from langgraph.runtime import Runtime
 
 from recursor.api import program_campaign
 from recursor.archive.models import EvaluationRow, LogRow, NodeRow, PromotionRow
-from recursor.orchestrator import views
+from recursor.orchestrator import duplicates, views
 from recursor.orchestrator.context import CampaignContext, create_campaign_dir, open_context
 from recursor.orchestrator.nodes.judge import judge
 from recursor.orchestrator.nodes.propose import propose
@@ -170,7 +173,19 @@ async def one_round(ctx: CampaignContext, state: dict[str, Any]) -> dict[str, fl
     return spent
 
 
-QUERIES = ("nodes()", "scored", "counts", "settled", "newest 50", "best", "context")
+QUERIES = ("nodes()", "scored", "counts", "settled", "newest 50", "best", "context",
+           "dup. first", "dup. check")
+
+
+def duplicate_check(ctx: CampaignContext, parent_id: str) -> Any:
+    """The duplicate check of a new proposal on ``parent_id`` that matches no node (what
+    ``materialize`` asks of each proposal); also runs on an archive of before schema v5,
+    whose check took the files instead of their fingerprint."""
+    parent = ctx.archive.node(parent_id)
+    files = {**ctx.store.read(parent.commit or ""), "initial.py": "VARIANT = -1\n"}
+    takes_files = "files" in inspect.signature(duplicates._equivalent).parameters
+    return duplicates._equivalent(ctx, parent, files if takes_files
+                                  else duplicates.fingerprint(files))
 
 
 def query_seconds(ctx: CampaignContext, calls: int = 3) -> dict[str, float]:
@@ -187,6 +202,10 @@ def query_seconds(ctx: CampaignContext, calls: int = 3) -> dict[str, float]:
         "best": lambda: archive.best(cid, "maximize"),
         "context": lambda: views.proposal_context(ctx, parent, 1, ctx.scope())}
     out = {}
+    started = time.perf_counter()  # the first fills in (or computes) every fingerprint
+    duplicate_check(ctx, parent)
+    out["dup. first"] = time.perf_counter() - started
+    reads["dup. check"] = lambda: duplicate_check(ctx, parent)
     for name, read in reads.items():
         times = []
         for _ in range(calls):
