@@ -8,6 +8,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -103,7 +104,20 @@ def postgres_databases() -> Iterator[Callable[[], str]]:
     yield make
     with psycopg.connect(libpq, autocommit=True) as conn:
         for name in made:
+            _drop_database(conn, name, psycopg.errors.InsufficientPrivilege)
+
+
+def _drop_database(conn: Any, name: str, busy: type[Exception]) -> None:
+    """``DROP DATABASE ... WITH (FORCE)``, waiting out an autovacuum worker: a non-superuser
+    may not end one (PostgreSQL refuses with ``busy``, InsufficientPrivilege, while it runs),
+    and it finishes on its own in a moment."""
+    for _ in range(40):
+        try:
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+            return
+        except busy:
+            time.sleep(0.25)
+    conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')  # its error, if it stays
 
 
 @pytest.fixture
