@@ -51,6 +51,7 @@ from recursor.config import AsyncPipelineConfig
 from recursor.orchestrator import goodhart
 from recursor.orchestrator.context import CampaignContext
 from recursor.orchestrator.nodes import CampaignState, NodeName
+from recursor.orchestrator.nodes.evaluate import needs_evaluation
 from recursor.orchestrator.nodes.judge import judge
 from recursor.orchestrator.nodes.materialize import materialize
 from recursor.orchestrator.nodes.record import record
@@ -202,9 +203,8 @@ class Pipeline:
         ctx = self.ctx
         ctx.reporter.step(NodeName.EVALUATE, seq)
         node = ctx.archive.node_at(ctx.campaign_id, seq, SLOT)
-        if node is None or node.commit is None or node.status not in (
-                NodeStatus.PENDING.value, NodeStatus.RUNNING.value):
-            return  # failed before its evaluation, a duplicate, or evaluated already
+        if node is None or not needs_evaluation(node):
+            return
         freed = (lambda _: self._free_slot(seq)) if self.release_early else None
         await evaluate_nodes(ctx, [node], ran=freed)
 
