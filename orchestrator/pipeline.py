@@ -2,10 +2,13 @@
 
 Instead of rounds, each candidate goes through ``select -> propose -> materialize ->
 evaluate -> judge -> record`` on its own, and as soon as a slot frees the next starts. A
-candidate holds one of ``max_in_flight`` slots from its selection until its evaluation's run
-is over; with more than one slot it then waits for its judgement and record outside the slot,
-so the controller's bookkeeping never idles a slot (at most ``max_in_flight`` candidates wait
-so; with one slot a candidate keeps it until its record, which keeps that mode reproducible).
+candidate holds one of ``max_in_flight`` slots from its proposal request until its
+evaluation's run is over. With more than one slot, the controller's bookkeeping stays off the
+slots: one candidate more is selected and has its proposal context built while every slot is
+busy (it takes the next slot that frees), and a candidate whose run is over waits for its
+judgement and record outside its slot (at most ``max_in_flight`` wait so). With one slot a
+candidate is selected when the slot is free and keeps it until its record, which keeps that
+mode reproducible.
 The per-candidate steps are the graph's own: :func:`~recursor.orchestrator.proposing.
 propose_one`, the ``materialize``, ``judge`` and ``record`` nodes called with a state whose
 ``round`` is the candidate's sequence number (so each handles exactly that candidate), and
@@ -41,6 +44,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import random
+import threading
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -57,9 +61,10 @@ from recursor.orchestrator.nodes.materialize import materialize
 from recursor.orchestrator.nodes.record import record
 from recursor.orchestrator.nodes.seed import seed
 from recursor.orchestrator.pipeline_budget import ActiveClock, evaluations_left, stop_reason
-from recursor.orchestrator.proposing import propose_one
+from recursor.orchestrator.proposing import context_for, propose_one
 from recursor.orchestrator.scoring import describe, evaluate_nodes
 from recursor.orchestrator.views import outcome_of, past_outcomes
+from recursor.proposers import ProposalContext
 from recursor.types import NodeStatus
 
 SLOT = 0  # every candidate is slot 0 of its own "round" (its sequence number)
@@ -100,14 +105,21 @@ class Pipeline:
         self.limit = max_in_flight(ctx)
         self.clock = ActiveClock(ctx.directory)
         self.running: dict[asyncio.Task[None], int] = {}
-        # candidates holding a slot (being selected, proposed, materialized or evaluated);
-        # with more than one slot a candidate gives its slot back when its run is over and
-        # waits for judging outside it (at most ``limit`` wait so: see ``_has_slot``)
+        # candidates holding a slot (being proposed, materialized or evaluated); with more
+        # than one slot a candidate gives its slot back when its run is over and waits for
+        # judging outside it (at most ``limit`` wait so: see ``_has_slot``), with one it
+        # keeps the slot until its record
         self.working: set[int] = set()
         self.release_early = self.limit > 1
-        self.freed = asyncio.Event()
+        # started, not yet holding a slot: selected and given a proposal context ahead (at
+        # most ``ahead`` beyond the slots), or about to take a slot for earlier work
+        self.preparing: set[int] = set()
+        self.ahead = 1 if self.release_early else 0
+        self.freed = asyncio.Event()  # a slot freed or a candidate ended (the main loop's)
+        self.slot_freed = asyncio.Event()  # a slot freed (a waiting candidate's)
         self.unsettled: set[int] = set()  # in flight, not yet known to spend nothing
         self.judging = asyncio.Lock()
+        self.selecting = threading.Lock()  # one _prepare at a time (it runs in a thread)
         self.goodhart_stop: str | None = None
         self.told: set[str] = set()  # nodes whose outcome the proposer chooser learned
 
@@ -139,16 +151,19 @@ class Pipeline:
             self.clock.save()
 
     def _has_slot(self) -> bool:
-        """Whether another candidate may start: a slot is free, and no more than ``limit``
+        """Whether another candidate may start: a slot is free (or, with more than one slot,
+        may be waited for by one candidate prepared ahead), and no more than ``limit``
         candidates wait for their judgement."""
-        return len(self.working) < self.limit and len(self.running) < 2 * self.limit
+        started = len(self.working) + len(self.preparing)
+        return (started < self.limit + self.ahead
+                and len(self.running) < 2 * self.limit + self.ahead)
 
     def _launch(self, seq: int, *, proposed: bool | None) -> None:
         """Start candidate ``seq``; ``proposed``: its node is in the archive (True), may be
         (False: look), or cannot be (None: a new sequence number)."""
         # until materialized, it may spend an evaluation (a node recorded before a kill too)
         self.unsettled.add(seq)
-        self.working.add(seq)
+        self.preparing.add(seq)
         task = asyncio.create_task(self._candidate(seq, proposed))
         self.running[task] = seq
 
@@ -178,7 +193,12 @@ class Pipeline:
         try:
             if proposed is None or (not proposed and self.ctx.archive.node_at(
                     self.ctx.campaign_id, seq, SLOT) is None):
-                await self._propose(seq, self._select(seq))
+                parent_id, context = await asyncio.to_thread(self._prepare, seq)
+                if not await self._take_slot(seq, fresh=True):
+                    return
+                await self._propose(seq, parent_id, context)
+            else:
+                await self._take_slot(seq, fresh=False)
             await self._step(NodeName.MATERIALIZE, state, seq)
             self.unsettled.discard(seq)  # the archive now says whether it spends the budget
             await self._evaluate(seq)
@@ -189,11 +209,32 @@ class Pipeline:
                 self._tell(seq)
         finally:
             self.unsettled.discard(seq)
+            self.preparing.discard(seq)
             self._free_slot(seq)
             self.clock.save()
 
+    async def _take_slot(self, seq: int, *, fresh: bool) -> bool:
+        """Wait until a slot is free and give it to candidate ``seq``. False when ``fresh``
+        (nothing spent yet) and, while it waited, a budget was reached or the guard stopped
+        the campaign: it then ends without a proposal, so the bounds of ``pipeline_budget``
+        hold as though it had never started."""
+        waited = False
+        while len(self.working) >= self.limit:
+            waited = True
+            self.slot_freed.clear()
+            await self.slot_freed.wait()
+        self.preparing.discard(seq)
+        self.working.add(seq)
+        if not (fresh and waited):
+            return True
+        ctx = self.ctx
+        counts = ctx.archive.counts(ctx.campaign_id)
+        return (self.goodhart_stop or stop_reason(ctx, counts, self.clock.active_s)) is None
+
     def _free_slot(self, seq: int) -> None:
-        self.working.discard(seq)
+        if seq in self.working:
+            self.working.discard(seq)
+            self.slot_freed.set()
         self.freed.set()
 
     async def _evaluate(self, seq: int) -> None:
@@ -208,18 +249,25 @@ class Pipeline:
         freed = (lambda _: self._free_slot(seq)) if self.release_early else None
         await evaluate_nodes(ctx, [node], ran=freed)
 
-    def _select(self, seq: int) -> str:
-        """Candidate ``seq``'s parent, chosen among the scored nodes as they stand now."""
+    def _prepare(self, seq: int) -> tuple[str, ProposalContext]:
+        """Candidate ``seq``'s parent, chosen among the scored nodes as they stand now, and
+        its proposal context. Called in a worker thread, before the candidate holds a slot;
+        one call at a time (a plug-in selection policy need not be thread-safe)."""
+        with self.selecting:
+            return self._prepare_now(seq)
+
+    def _prepare_now(self, seq: int) -> tuple[str, ProposalContext]:
         ctx = self.ctx
         ctx.reporter.step(NodeName.SELECT, seq)
         rng = random.Random(f"{ctx.config.seed}-select-{seq}")  # as select's, round = seq
         scored = ctx.archive.scored(ctx.campaign_id)
-        return ctx.selection.choose(scored, ctx.task.objective, rng, 1)[0]
+        parent_id = ctx.selection.choose(scored, ctx.task.objective, rng, 1)[0]
+        return parent_id, context_for(ctx, seq, SLOT, parent_id, ctx.scope())
 
-    async def _propose(self, seq: int, parent_id: str) -> None:
+    async def _propose(self, seq: int, parent_id: str, context: ProposalContext) -> None:
         ctx = self.ctx
         ctx.reporter.step(NodeName.PROPOSE, seq)
-        node = await propose_one(ctx, seq, SLOT, parent_id, seq - 1, ctx.scope())
+        node = await propose_one(ctx, seq, SLOT, parent_id, seq - 1, ctx.scope(), context)
         stored = ctx.archive.add_node(node)
         if stored.status == NodeStatus.FAILED.value:
             ctx.reporter.node(describe(stored))

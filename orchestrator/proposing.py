@@ -19,20 +19,30 @@ from recursor.archive import NodeRow
 from recursor.errors import ProposerError, ProposerUnavailable
 from recursor.orchestrator.context import CampaignContext, Scope
 from recursor.orchestrator.views import proposal_context, slot_seed
-from recursor.proposers import Proposal
+from recursor.proposers import Proposal, ProposalContext
 from recursor.types import ChangeKind, NodeStatus
 
 PAUSE_POLL_S = 1.0
 
 
+def context_for(ctx: CampaignContext, round_: int, slot: int, parent_id: str,
+                scope: Scope) -> ProposalContext:
+    """The proposal context for ``(round_, slot)`` on ``parent_id``, as the archive stands."""
+    return proposal_context(ctx, parent_id, slot_seed(ctx.config.seed, round_, slot), scope)
+
+
 async def propose_one(ctx: CampaignContext, round_: int, slot: int, parent_id: str,
-                      choice_step: int, scope: Scope) -> NodeRow:
+                      choice_step: int, scope: Scope,
+                      context: ProposalContext | None = None) -> NodeRow:
     """One proposal on ``parent_id`` within ``scope`` as the node for ``(round_, slot)``.
 
-    ``choice_step`` is the step the proposer chooser decides at. A proposer that cannot
-    propose *now* (``ProposerUnavailable``: paused, or its one trial call after a pause is in
-    flight) yields nothing: the slot waits and asks again, choosing anew."""
-    context = proposal_context(ctx, parent_id, slot_seed(ctx.config.seed, round_, slot), scope)
+    ``choice_step`` is the step the proposer chooser decides at. ``context``: the proposal
+    context built ahead by :func:`context_for` (the async pipeline builds it before the
+    candidate's slot frees); by default it is built now. A proposer that cannot propose *now*
+    (``ProposerUnavailable``: paused, or its one trial call after a pause is in flight)
+    yields nothing: the slot waits and asks again, choosing anew."""
+    if context is None:
+        context = context_for(ctx, round_, slot, parent_id, scope)
     while True:
         paused = await _wait_for_a_proposer(ctx)
         name, reason = ctx.chooser.choose(choice_step, paused)
@@ -111,4 +121,4 @@ def _amount(value: Any) -> float:
     return number if math.isfinite(number) and number >= 0 else 0.0
 
 
-__all__ = ["PAUSE_POLL_S", "propose_one"]
+__all__ = ["PAUSE_POLL_S", "context_for", "propose_one"]

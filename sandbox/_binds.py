@@ -6,7 +6,8 @@ paths, are only:
 * the system's program and library directories (``/usr``, ``/bin``, ``/sbin``, ``/lib*``;
   a merged-usr symlink is recreated as a symlink) and ``/sys/devices/system/cpu`` (CPU count);
 * a few ``/etc`` entries the dynamic loader and the C library read (``ETC_ENTRIES``), plus
-  stand-in ``passwd``, ``group`` and ``hosts`` written for the run (no host accounts);
+  stand-in ``passwd``, ``group`` and ``hosts`` (no host accounts), written once per sandbox
+  and shared by its runs, read-only like every bind;
 * the interpreter running Recursor: its base prefix, and of a virtual environment only
   ``bin``, ``lib*`` and ``pyvenv.cfg``;
 * the ``recursor`` package directories (``PACKAGES``; an editable install maps each one to a
@@ -104,8 +105,10 @@ def system_binds() -> list[str]:
 
 
 def etc_binds(standins: Path) -> list[str]:
-    """The ``/etc`` entries programs need, and the stand-ins written into ``standins``."""
-    args: list[str] = []
+    """The ``/etc`` entries programs need, and the stand-ins written into ``standins``.
+    ``/etc`` itself is made readable first: the directory bubblewrap would make for the
+    first bind is 0700, which a command dropped to the sandbox uid cannot enter."""
+    args: list[str] = ["--perms", "0755", "--dir", "/etc"]
     for name in ETC_ENTRIES:
         if os.path.exists(f"/etc/{name}"):
             args += ["--ro-bind", f"/etc/{name}", f"/etc/{name}"]

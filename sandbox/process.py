@@ -73,6 +73,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import weakref
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import IO
@@ -185,6 +186,10 @@ class ProcessSandbox(Sandbox):
         self._seccomp = filter_program()
         self._drops_uid = drops_to_sandbox_uid()
         self._snapshots = SpecialFreeSnapshots()
+        # the /etc stand-ins, written once and bound read-only into every run
+        standins = Path(tempfile.mkdtemp(prefix="recursor-etc-"))
+        self._remove_standins = weakref.finalize(self, shutil.rmtree, standins, True)
+        self._etc = etc_binds(standins / "etc")
         self._check_works()
 
     def _check_works(self) -> None:
@@ -194,8 +199,10 @@ class ProcessSandbox(Sandbox):
             raise SandboxError(f"bubblewrap cannot create a sandbox here: {probe.stderr.strip()}")
 
     def close(self) -> None:
-        """Remove the snapshots of read-only mounts that held special files."""
+        """Remove the snapshots of read-only mounts that held special files, and the
+        ``/etc`` stand-ins (also removed when the sandbox is collected or at exit)."""
         self._snapshots.close()
+        self._remove_standins()
 
     @property
     def enforces_process_limit(self) -> bool:
@@ -213,9 +220,8 @@ class ProcessSandbox(Sandbox):
         try:
             workspace = scratch / "workspace"
             self._prepare(request, workspace)
-            etc = etc_binds(scratch / "etc")
             return self._execute(
-                lambda fds: [self._bwrap, *self._bwrap_args(request, workspace, etc, fds)],
+                lambda fds: [self._bwrap, *self._bwrap_args(request, workspace, self._etc, fds)],
                 request,
             )
         finally:

@@ -195,8 +195,9 @@ class AsyncPipelineConfig(_Model):
 
     mode: Literal["async"]
     max_in_flight: int | None = Field(
-        None, ge=1, le=256, description="candidates being selected, proposed, checked or "
-        "evaluated at once (as many more may wait for their judgement); default: concurrency")
+        None, ge=1, le=256, description="candidates being proposed, checked or evaluated at "
+        "once; with more than one, one more may be selected ahead of a free slot and as many "
+        "more may wait for their judgement; default: concurrency")
 
 
 PipelineConfig = Annotated[RoundsPipelineConfig | AsyncPipelineConfig,

@@ -25,6 +25,7 @@ from recursor.config import parse_config
 from recursor.errors import ConfigError
 from recursor.orchestrator.graph import resume_campaign, run_campaign
 from recursor.orchestrator.pipeline_budget import CLOCK_FILE
+from recursor.orchestrator.progress import Reporter
 from tests.helpers.seeded_margin import SeededMargin
 
 pytestmark = pytest.mark.timeout(300)
@@ -144,11 +145,11 @@ def test_a_candidate_waiting_for_its_judgement_holds_no_slot(
         nodes = [n for n in archive.nodes(cid) if n.round > 0]
         assert len(nodes) == 6 and all(archive.has_log(n.id, "judge") for n in nodes)
         # created before their predecessors were judged, but within the bound: candidate k
-        # needs k - 4 of the earlier ones recorded (2 working + 2 waiting for judgement)
+        # needs k - 5 of the earlier ones recorded (2 working, 1 prepared ahead of a slot,
+        # 2 waiting for judgement)
         judged_at = {n.round: archive.logs(n.id, "judge")[0].created_at for n in nodes}
         created_at = {n.round: n.created_at for n in nodes}
-        for k in range(5, 7):
-            assert sum(judged_at[j] <= created_at[k] for j in range(1, k)) >= k - 4
+        assert sum(judged_at[j] <= created_at[6] for j in range(1, 6)) >= 1
         # without the early release only two could exist before the first judgement ended
         first_judged = min(judged_at.values())
         assert sum(created < first_judged for created in created_at.values()) >= 3
@@ -178,6 +179,46 @@ def test_the_cost_budget_is_overshot_by_at_most_the_in_flight_bound(
         archive.close()
     # no proposal starts once $2.5 is spent; those in flight (at most 3, $1 each) finish
     assert 2.5 <= spent <= 2.5 + 3 * 1.0
+
+
+class StepTimes(Reporter):
+    """When each candidate entered each step: ``{(step, sequence number): monotonic time}``."""
+
+    def __init__(self) -> None:
+        self.at: dict[tuple[str, int], float] = {}
+
+    def step(self, name: str, round_: int) -> None:
+        self.at.setdefault((name, round_), time.monotonic())
+
+
+def test_the_next_candidate_is_prepared_while_every_slot_is_busy(
+        tmp_path: Path, evaluator: Path) -> None:
+    """With two slots, the third candidate is selected (and given its proposal context)
+    while the first two are still proposing, and makes its request only when a slot frees."""
+    SeededMargin.peak = 0
+    steps = StepTimes()
+    summary = run_campaign(parse_config(_config(evaluator, 4, 2, delay_s=0.4)),
+                           tmp_path / "c", steps)
+    assert summary.stop_reason == "evaluation budget reached (4)"
+    assert SeededMargin.peak == 2  # the prepared candidate never adds a proposal in flight
+    first_run = min(steps.at[("evaluate", 1)], steps.at[("evaluate", 2)])
+    assert steps.at[("select", 3)] < first_run < steps.at[("propose", 3)]
+
+
+def test_a_candidate_prepared_ahead_spends_nothing_once_the_budget_is_reached(
+        tmp_path: Path, evaluator: Path) -> None:
+    """Two proposals ($1 each) reach the $1.5 budget; the candidate prepared ahead of a slot
+    sees that when the slot frees and ends without asking for a proposal."""
+    config = _config(evaluator, 50, 2, delay_s=0.3, cost=1.0)
+    config["budget"]["max_cost"] = 1.5
+    summary = run_campaign(parse_config(config), tmp_path / "c")
+    assert summary.stop_reason.startswith("money budget reached")
+    archive, cid = _open(tmp_path / "c")
+    try:
+        assert archive.counts(cid).cost == 2.0
+        assert len([n for n in archive.nodes(cid) if n.round > 0]) == 2
+    finally:
+        archive.close()
 
 
 def _driver(directory: Path, *args: str) -> subprocess.CompletedProcess[str]:

@@ -289,3 +289,38 @@ def test_a_feed_mount_binds_the_hosts_fifo_and_only_a_fifo(sandbox: ProcessSandb
     listed = sandbox.run(SandboxRequest(command=["ls", "/folder"], limits=SandboxLimits(10),
                                         mounts=[Mount(folder, "/folder", feed=True)]))
     assert listed.stdout.split() == ["plain.txt"]
+
+
+TAMPER_WITH_ETC = """
+import os
+for name in ("passwd", "group", "hosts"):
+    path = "/etc/" + name
+    for attempt in (lambda: open(path, "a").write("intruder:x:0:0::/:/bin/sh\\n"),
+                    lambda: os.chmod(path, 0o666), lambda: os.remove(path),
+                    lambda: os.rename(path, path + ".old")):
+        try:
+            attempt()
+            print("CHANGED", path)
+        except OSError:
+            pass
+"""
+READ_ETC = "print(''.join(open('/etc/' + n).read() for n in ('passwd', 'group', 'hosts')))"
+
+
+def test_a_run_reads_etc_and_cannot_change_what_the_next_run_reads() -> None:
+    """``/etc`` is readable by the command (under a root controller it runs as the sandbox
+    uid, which could not enter the 0700 directory bubblewrap makes by itself). A sandbox's
+    runs share its stand-ins (written once): a candidate that tries to rewrite, open up,
+    remove or rename them changes nothing that a later run reads; ``close`` removes them."""
+    box = ProcessSandbox()
+    try:
+        before = box.run(python(READ_ETC))
+        tampered = box.run(python(TAMPER_WITH_ETC))
+        after = box.run(python(READ_ETC))
+    finally:
+        box.close()
+    assert before.status is RunStatus.OK and "root" in before.stdout
+    assert tampered.status is RunStatus.OK and "CHANGED" not in tampered.stdout
+    assert after.stdout == before.stdout and "intruder" not in after.stdout
+    standins = box._remove_standins.peek()
+    assert standins is None or not Path(standins[1][0]).exists()
