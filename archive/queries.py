@@ -241,10 +241,14 @@ class ArchiveQueries:
 
     @retried
     def newest(self, campaign_id: str, limit: int, status: NodeStatus | None = None,
-               scored: bool = False, exclude: str | None = None) -> list[NodeRow]:
+               scored: bool = False, exclude: str | None = None,
+               committed: bool = False) -> list[NodeRow]:
         """Up to ``limit`` nodes, newest (highest round, slot) first; only those in
-        ``status``, only scored ones (done, with a score and a commit), never ``exclude``."""
+        ``status``, only scored ones (done, with a score and a commit), only those with a
+        commit (``committed``: materialized), never ``exclude``."""
         query = select(NodeRow).where(NodeRow.campaign_id == campaign_id)
+        if committed:
+            query = query.where(NodeRow.commit.is_not(None))
         if status is not None:
             query = query.where(NodeRow.status == status)
         if scored:

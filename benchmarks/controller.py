@@ -49,6 +49,7 @@ from recursor.orchestrator.nodes.select import select
 from recursor.orchestrator.progress import NullReporter
 from recursor.orchestrator.scoring import snapshot as progress_snapshot
 from recursor.proposers import Proposal, ProposalContext, Proposer
+from recursor.proposers.llm.prompt import build_messages, load_templates
 from recursor.types import ChangeKind
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "your-task"
@@ -174,6 +175,7 @@ async def one_round(ctx: CampaignContext, state: dict[str, Any]) -> dict[str, fl
 
 
 QUERIES = ("nodes()", "scored", "counts", "settled", "newest 50", "best", "context",
+           "llm prompt",
            "dup. first", "dup. check")
 
 
@@ -200,7 +202,10 @@ def query_seconds(ctx: CampaignContext, calls: int = 3) -> dict[str, float]:
         "settled": lambda: archive.settled(cid),
         "newest 50": lambda: archive.newest(cid, 50, scored=True),
         "best": lambda: archive.best(cid, "maximize"),
-        "context": lambda: views.proposal_context(ctx, parent, 1, ctx.scope())}
+        "context": lambda: views.proposal_context(ctx, parent, 1, ctx.scope()),
+        # the LLM proposer's prompt on a fresh context (what reading it costs that proposer)
+        "llm prompt": lambda: build_messages(
+            views.proposal_context(ctx, parent, 1, ctx.scope()), load_templates(None))}
     out = {}
     started = time.perf_counter()  # the first fills in (or computes) every fingerprint
     duplicate_check(ctx, parent)

@@ -12,8 +12,9 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import overload
 
 from recursor.archive import EvaluationRow, GitStore, NodeRow, Settled
+from recursor.errors import ArchiveError
 from recursor.orchestrator.context import CampaignContext, Scope
-from recursor.proposers import NodeView, Outcome, ProposalContext
+from recursor.proposers import NodeHistory, NodeView, Outcome, ProposalContext
 from recursor.types import ChangeKind, NodeStatus, Split
 
 INSPIRATIONS = 3
@@ -56,10 +57,12 @@ class GitFiles(Mapping[str, str]):
         return len(self._read())
 
 
-class History(Sequence[NodeView]):
+class History(NodeHistory):
     """Every materialized node's view in (round, slot) order, loaded from the archive on
     first use: building a proposal context costs nothing for it, a proposer that reads it
-    pays one query (and a git read per node whose files it opens)."""
+    pays one query (and a git read per node whose files it opens). :meth:`newest` and
+    :meth:`find` (what the LLM proposer's prompt reads) query just those nodes, so their cost
+    does not grow with the tree."""
 
     def __init__(self, ctx: CampaignContext) -> None:
         self._ctx = ctx
@@ -68,9 +71,30 @@ class History(Sequence[NodeView]):
     def _load(self) -> list[NodeView]:
         if self._views is None:
             nodes = [n for n in self._ctx.archive.nodes(self._ctx.campaign_id) if n.commit]
-            devs = dev_evaluations(self._ctx, nodes)
-            self._views = [node_view(self._ctx, n, devs.get(n.id)) for n in nodes]
+            self._views = self._viewed(nodes)
         return self._views
+
+    def _viewed(self, nodes: list[NodeRow]) -> list[NodeView]:
+        devs = dev_evaluations(self._ctx, nodes)
+        return [node_view(self._ctx, n, devs.get(n.id)) for n in nodes]
+
+    def newest(self, count: int) -> list[NodeView]:
+        if self._views is not None or count <= 0:
+            return super().newest(count)
+        ctx = self._ctx
+        return self._viewed(ctx.archive.newest(ctx.campaign_id, count, committed=True)[::-1])
+
+    def find(self, node_id: str) -> NodeView | None:
+        if self._views is not None:
+            return super().find(node_id)
+        ctx = self._ctx
+        try:
+            node = ctx.archive.node(node_id)
+        except ArchiveError:
+            return None
+        if node.campaign_id != ctx.campaign_id or not node.commit:
+            return None
+        return self._viewed([node])[0]
 
     @overload
     def __getitem__(self, index: int) -> NodeView: ...

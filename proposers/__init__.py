@@ -1,6 +1,15 @@
 """Proposers: where candidate changes come from."""
 
-from recursor.proposers._base import NodeView, Outcome, Proposal, ProposalContext, Proposer
+from recursor.proposers._base import (
+    NodeHistory,
+    NodeView,
+    Outcome,
+    Proposal,
+    ProposalContext,
+    Proposer,
+    find_node,
+    newest_nodes,
+)
 from recursor.proposers.ensemble import ProposerChoice, ProposerChoicePolicy, build_proposer_choice
 from recursor.proposers.mutation import MutationProposer
 from recursor.proposers.optuna_tuner import OptunaProposer
@@ -8,6 +17,7 @@ from recursor.proposers.registry import build_proposers, instance_configs, use_i
 
 __all__ = [
     "MutationProposer",
+    "NodeHistory",
     "NodeView",
     "OptunaProposer",
     "Outcome",
@@ -18,6 +28,8 @@ __all__ = [
     "ProposerChoicePolicy",
     "build_proposer_choice",
     "build_proposers",
+    "find_node",
     "instance_configs",
+    "newest_nodes",
     "use_instances",
 ]

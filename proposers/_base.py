@@ -34,6 +34,39 @@ class NodeView:
     error: str | None = None
 
 
+class NodeHistory(Sequence[NodeView]):
+    """A proposal context's ``history``: the campaign's materialized nodes, oldest first.
+
+    Besides the sequence, two reads that need not go through every node: the controller's
+    history (``orchestrator.views.History``) answers them with one archive query each, so a
+    proposer that uses only these pays nothing for the size of the tree. A plain sequence
+    passed as ``history`` is read through :func:`newest_nodes` and :func:`find_node`."""
+
+    def newest(self, count: int) -> list[NodeView]:
+        """The ``count`` newest nodes, oldest first."""
+        return list(self[max(0, len(self) - count):]) if count > 0 else []
+
+    def find(self, node_id: str) -> NodeView | None:
+        """The node ``node_id``, if it is in the history."""
+        return next((node for node in self if node.id == node_id), None)
+
+
+def newest_nodes(history: Sequence[NodeView], count: int) -> list[NodeView]:
+    """``history``'s ``count`` newest nodes, oldest first (see :class:`NodeHistory`)."""
+    if isinstance(history, NodeHistory):
+        return history.newest(count)
+    return list(history[max(0, len(history) - count):]) if count > 0 else []
+
+
+def find_node(history: Sequence[NodeView], node_id: str | None) -> NodeView | None:
+    """The node ``node_id`` of ``history``, if there (see :class:`NodeHistory`)."""
+    if node_id is None:
+        return None
+    if isinstance(history, NodeHistory):
+        return history.find(node_id)
+    return next((node for node in history if node.id == node_id), None)
+
+
 @dataclass(frozen=True)
 class ProposalContext:
     task_name: str

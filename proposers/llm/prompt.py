@@ -23,7 +23,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 from recursor.errors import ConfigError
-from recursor.proposers._base import NodeView, ProposalContext
+from recursor.proposers._base import NodeView, ProposalContext, find_node, newest_nodes
 from recursor.untrusted import for_terminal
 
 BUILTIN_TEMPLATES = Path(__file__).resolve().parent / "templates"
@@ -88,7 +88,8 @@ def prompt_values(context: ProposalContext, nonce: str | None = None) -> dict[st
     """The placeholder values; every candidate-derived block is fenced with ``nonce``."""
     parent = context.parent
     kinds = ", ".join(k.value for k in context.allowed_kinds) or "algorithm"
-    fence_id = nonce or fresh_nonce(_untrusted_texts(context))
+    tried = _recently_tried(context.history)
+    fence_id = nonce or fresh_nonce(_untrusted_texts(context, tried))
     return {
         "data_fence": fence_id,
         "task_name": context.task_name,
@@ -98,11 +99,11 @@ def prompt_values(context: ProposalContext, nonce: str | None = None) -> dict[st
         "allowed_kinds": kinds,
         "parent_id": parent.id,
         "parent_metrics": _metrics(parent.metrics) or "not evaluated",
-        "parent_delta": _delta(parent, context.history),
+        "parent_delta": _delta(parent, find_node(context.history, parent.parent_id)),
         "parent_files": _files(parent.files, context.editable_paths, fence_id),
         "inspirations": _inspirations(context.inspirations, context.editable_paths, fence_id),
         "failures": _failures(context.recent_failures, fence_id),
-        "tried": _tried(context.history, fence_id),
+        "tried": _tried(tried, fence_id),
         "editable_paths": ", ".join(context.editable_paths),
     }
 
@@ -111,9 +112,9 @@ def _metrics(metrics: Mapping[str, float]) -> str:
     return ", ".join(f"{name}={value:.6g}" for name, value in sorted(metrics.items()))
 
 
-def _delta(node: NodeView, history: Sequence[NodeView]) -> str:
-    """How the node's metrics moved from its own parent's, when both are known."""
-    grandparent = next((n for n in history if n.id == node.parent_id), None)
+def _delta(node: NodeView, grandparent: NodeView | None) -> str:
+    """How the node's metrics moved from its own parent's (``grandparent``), when both are
+    known."""
     if grandparent is None or not grandparent.metrics:
         return ""
     moves = [f"{name} {value - grandparent.metrics[name]:+.4g}"
@@ -152,14 +153,14 @@ def fence(text: str, label: str, nonce: str, *, limit: int, keep_tail: bool = Fa
             f"<<<END DATA {nonce}>>>")
 
 
-def _untrusted_texts(context: ProposalContext) -> Iterator[str]:
+def _untrusted_texts(context: ProposalContext, tried: Sequence[NodeView]) -> Iterator[str]:
     """Every candidate-derived text a prompt shows (the nonce must occur in none of them)."""
     for node in (context.parent, *context.inspirations, *context.recent_failures):
         yield node.rationale or ""
         yield node.error or ""
         yield from node.files
         yield from node.files.values()
-    for node in context.history:
+    for node in tried:
         yield node.rationale or ""
 
 
@@ -208,8 +209,13 @@ def _failures(nodes: Sequence[NodeView], nonce: str) -> str:
     return "\n".join(parts)
 
 
-def _tried(history: Sequence[NodeView], nonce: str) -> str:
-    recent = [n for n in history if n.rationale][-MAX_TRIED:]
+def _recently_tried(history: Sequence[NodeView]) -> list[NodeView]:
+    """The ``MAX_TRIED`` newest nodes with a rationale, among twice as many newest ones (only
+    the starting point has none): read without loading the whole history."""
+    return [n for n in newest_nodes(history, 2 * MAX_TRIED) if n.rationale][-MAX_TRIED:]
+
+
+def _tried(recent: Sequence[NodeView], nonce: str) -> str:
     if not recent:
         return "(nothing yet)"
     lines = []

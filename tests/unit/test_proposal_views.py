@@ -4,6 +4,7 @@ proposer chooser told only the outcomes settled since the last round."""
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from collections.abc import Collection, Iterator
 from pathlib import Path
@@ -18,6 +19,7 @@ from recursor.orchestrator.nodes.select import _budget_left
 from recursor.orchestrator.progress import NullReporter, Snapshot
 from recursor.orchestrator.scoring import snapshot, spends_budget
 from recursor.proposers import Outcome, ProposerChoicePolicy
+from recursor.proposers.llm.prompt import build_messages, load_templates
 from recursor.types import ChangeKind, NodeStatus, RunStatus, Split
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "your-task"
@@ -47,7 +49,7 @@ def ctx(tmp_path: Path) -> Iterator[CampaignContext]:
             id=context.node_id(round_, slot), campaign_id=context.campaign_id, round=round_,
             slot=slot, parent_id=ids[parent] if parent is not None else None,
             kind=ChangeKind.ALGORITHM, proposer="mutation", status=NodeStatus.PENDING,
-            commit=commit))
+            commit=commit, rationale=f"change {index}" if index else ""))
         ids.append(node.id)
         commits.append(commit or commits[parent or 0])
         if failed:
@@ -98,6 +100,34 @@ def test_files_are_read_only_when_a_proposer_opens_them(ctx: CampaignContext) ->
     assert len(history) > 0 and not reads  # views, no files yet
     assert "initial.py" in history[3].files
     assert reads == [ctx.archive.node(history[3].id).commit]
+
+
+def test_the_llm_prompt_reads_the_history_without_loading_the_tree(
+        ctx: CampaignContext, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The LLM prompt's reads of the history (the newest nodes it lists as tried, the
+    parent's own parent for its metrics' change) query just those nodes, and the prompt is
+    the one a fully loaded history gives."""
+    templates = load_templates(None)
+    prompts = []
+    for parent in [n.id for n in ctx.archive.nodes(ctx.campaign_id) if n.commit][::9]:
+        lazy = views.proposal_context(ctx, parent, seed=1, scope=ctx.scope())
+        full = dataclasses.replace(lazy, history=list(lazy.history))  # every node, as before
+        fresh = views.proposal_context(ctx, parent, seed=1, scope=ctx.scope())
+        with monkeypatch.context() as patched:
+            patched.setattr(views.History, "_load", _refuse_full_load)
+            prompt = build_messages(fresh, templates, "n0nce")
+        assert prompt == build_messages(full, templates, "n0nce")
+        prompts.append(prompt[1]["content"])
+    # the 12 newest committed nodes: 56 to 69 but two without a commit
+    assert all("change 56 -> " in p and "change 55 -> " not in p for p in prompts)
+    assert sum("Change from its parent: score" in p for p in prompts) >= 3
+    history = views.History(ctx)
+    assert history.find("no-such-node") is None
+    assert [v.id for v in history.newest(5)] == [v.id for v in list(history)[-5:]]
+
+
+def _refuse_full_load(self: views.History) -> None:
+    raise AssertionError("the whole history was loaded")
 
 
 def test_past_outcomes_match_the_rows(ctx: CampaignContext) -> None:
