@@ -215,17 +215,16 @@ class Pipeline:
 
     async def _take_slot(self, seq: int, *, fresh: bool) -> bool:
         """Wait until a slot is free and give it to candidate ``seq``. False when ``fresh``
-        (nothing spent yet) and, while it waited, a budget was reached or the guard stopped
+        (nothing spent yet) and, since it started, a budget was reached or the guard stopped
         the campaign: it then ends without a proposal, so the bounds of ``pipeline_budget``
-        hold as though it had never started."""
-        waited = False
+        hold as though it had never started. (With one slot nothing can change between its
+        start and its slot: it does not look again.)"""
         while len(self.working) >= self.limit:
-            waited = True
             self.slot_freed.clear()
             await self.slot_freed.wait()
         self.preparing.discard(seq)
         self.working.add(seq)
-        if not (fresh and waited):
+        if not (fresh and self.ahead):
             return True
         ctx = self.ctx
         counts = ctx.archive.counts(ctx.campaign_id)
@@ -252,7 +251,8 @@ class Pipeline:
     def _prepare(self, seq: int) -> tuple[str, ProposalContext]:
         """Candidate ``seq``'s parent, chosen among the scored nodes as they stand now, and
         its proposal context. Called in a worker thread, before the candidate holds a slot;
-        one call at a time (a plug-in selection policy need not be thread-safe)."""
+        one call at a time (a plug-in selection policy need not be thread-safe, but may be
+        called from any thread, as ``reporter.step`` is)."""
         with self.selecting:
             return self._prepare_now(seq)
 

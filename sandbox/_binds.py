@@ -112,7 +112,7 @@ def etc_binds(standins: Path) -> list[str]:
     for name in ETC_ENTRIES:
         if os.path.exists(f"/etc/{name}"):
             args += ["--ro-bind", f"/etc/{name}", f"/etc/{name}"]
-    standins.mkdir()
+    standins.mkdir(parents=True, exist_ok=True)
     for name, text in STANDINS.items():
         (standins / name).write_text(text)
         args += ["--ro-bind", str(standins / name), f"/etc/{name}"]
@@ -222,6 +222,6 @@ def writable_args(size_mb: int, workdir: str, uid: int | None,
     return options, prefix
 
 
-__all__ = ["INPUT_TARGET", "etc_binds", "hide_args", "interpreter_binds", "kept_args",
+__all__ = ["INPUT_TARGET", "STANDINS", "etc_binds", "hide_args", "interpreter_binds", "kept_args",
            "scratch_mb", "system_binds", "under_scratch", "visible_sources", "walkable_parents",
            "writable_args"]

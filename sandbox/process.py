@@ -72,6 +72,7 @@ import stat
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import weakref
 from collections.abc import Callable, Sequence
@@ -85,6 +86,7 @@ from ._base import Sandbox, SandboxLimits, SandboxRequest, SandboxResult, check_
 from ._binds import (
     INPUT_TARGET,
     SETPRIV,
+    STANDINS,
     etc_binds,
     hide_args,
     interpreter_binds,
@@ -189,7 +191,9 @@ class ProcessSandbox(Sandbox):
         # the /etc stand-ins, written once and bound read-only into every run
         standins = Path(tempfile.mkdtemp(prefix="recursor-etc-"))
         self._remove_standins = weakref.finalize(self, shutil.rmtree, standins, True)
-        self._etc = etc_binds(standins / "etc")
+        self._standins = standins / "etc"
+        self._etc_lock = threading.Lock()
+        self._etc = etc_binds(self._standins)
         self._check_works()
 
     def _check_works(self) -> None:
@@ -220,12 +224,21 @@ class ProcessSandbox(Sandbox):
         try:
             workspace = scratch / "workspace"
             self._prepare(request, workspace)
+            etc = self._etc_binds()
             return self._execute(
-                lambda fds: [self._bwrap, *self._bwrap_args(request, workspace, self._etc, fds)],
+                lambda fds: [self._bwrap, *self._bwrap_args(request, workspace, etc, fds)],
                 request,
             )
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
+
+    def _etc_binds(self) -> list[str]:
+        """The ``/etc`` binds; the stand-ins are written again when something removed them
+        (a ``/tmp`` cleaner, in a campaign that ran for days)."""
+        with self._etc_lock:
+            if not all((self._standins / name).is_file() for name in STANDINS):
+                self._etc = etc_binds(self._standins)
+            return self._etc
 
     def _prepare(self, request: SandboxRequest, workspace: Path) -> None:
         """Check the request and copy the workspace; a bad request is a SandboxError."""

@@ -311,16 +311,22 @@ def test_a_run_reads_etc_and_cannot_change_what_the_next_run_reads() -> None:
     """``/etc`` is readable by the command (under a root controller it runs as the sandbox
     uid, which could not enter the 0700 directory bubblewrap makes by itself). A sandbox's
     runs share its stand-ins (written once): a candidate that tries to rewrite, open up,
-    remove or rename them changes nothing that a later run reads; ``close`` removes them."""
+    remove or rename them changes nothing that a later run reads. A host-side ``/tmp``
+    cleaner that removes them does not break the next run; ``close`` removes them."""
     box = ProcessSandbox()
+    finalizer = box._remove_standins.peek()
+    assert finalizer is not None
+    standins = Path(finalizer[2][0])
     try:
         before = box.run(python(READ_ETC))
         tampered = box.run(python(TAMPER_WITH_ETC))
         after = box.run(python(READ_ETC))
+        shutil.rmtree(standins)  # as systemd-tmpfiles does to old files in /tmp
+        cleaned = box.run(python(READ_ETC))
     finally:
         box.close()
     assert before.status is RunStatus.OK and "root" in before.stdout
     assert tampered.status is RunStatus.OK and "CHANGED" not in tampered.stdout
     assert after.stdout == before.stdout and "intruder" not in after.stdout
-    standins = box._remove_standins.peek()
-    assert standins is None or not Path(standins[1][0]).exists()
+    assert cleaned.status is RunStatus.OK and cleaned.stdout == before.stdout
+    assert not standins.exists()
