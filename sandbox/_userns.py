@@ -19,6 +19,7 @@ import contextlib
 import os
 import stat
 import subprocess
+import threading
 import time
 from pathlib import Path
 
@@ -56,6 +57,52 @@ def make_userns() -> int:
         helper.wait()
 
 
+class UsernsSupply:
+    """Fresh user namespaces for runs, one made ahead: :meth:`take` hands out the spare made
+    after the previous take (or makes one now, when there is none) and starts making the next
+    in a background thread, so that a run does not wait for ``unshare``. Each namespace still
+    serves exactly one run. Thread-safe."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._spare: int | None = None
+        self._making = False
+        self._closed = False
+
+    def take(self) -> int:
+        """An fd on a namespace no run has used; the caller closes it. Raises OSError as
+        :func:`make_userns` does."""
+        with self._lock:
+            fd, self._spare = self._spare, None
+            start = not (self._making or self._closed)
+            self._making = self._making or start
+        if start:
+            threading.Thread(target=self._make_spare, name="recursor-userns",
+                             daemon=True).start()
+        return fd if fd is not None else make_userns()
+
+    def _make_spare(self) -> None:
+        try:
+            fd: int | None = make_userns()
+        except OSError:
+            fd = None  # the next take makes its own, and so raises the error itself
+        with self._lock:
+            self._making = False
+            keep = fd is not None and self._spare is None and not self._closed
+            if keep:
+                self._spare = fd
+        if fd is not None and not keep:
+            os.close(fd)
+
+    def close(self) -> None:
+        """Close the spare; later takes make their namespace when asked."""
+        with self._lock:
+            self._closed = True
+            fd, self._spare = self._spare, None
+        if fd is not None:
+            os.close(fd)
+
+
 def give_to_sandbox_uid(root: Path) -> None:
     """Make the run's copy of the workspace the candidate's own (it copies it in)."""
     for folder, dirs, files in os.walk(root):
@@ -74,5 +121,5 @@ def writable_by_sandbox_uid(path: Path) -> bool:
     return bool(info.st_mode & stat.S_IWOTH)
 
 
-__all__ = ["SANDBOX_UID", "drops_to_sandbox_uid", "give_to_sandbox_uid", "make_userns",
-           "writable_by_sandbox_uid"]
+__all__ = ["SANDBOX_UID", "UsernsSupply", "drops_to_sandbox_uid", "give_to_sandbox_uid",
+           "make_userns", "writable_by_sandbox_uid"]

@@ -103,9 +103,9 @@ from ._mounts import SpecialFreeSnapshots, refuse_special
 from ._seccomp import filter_program, syscall_number
 from ._userns import (
     SANDBOX_UID,
+    UsernsSupply,
     drops_to_sandbox_uid,
     give_to_sandbox_uid,
-    make_userns,
     writable_by_sandbox_uid,
 )
 from .agent import OutputReader
@@ -187,6 +187,7 @@ class ProcessSandbox(Sandbox):
         self._sources = visible_sources()
         self._seccomp = filter_program()
         self._drops_uid = drops_to_sandbox_uid()
+        self._namespaces = UsernsSupply()  # one made ahead of each run
         self._snapshots = SpecialFreeSnapshots()
         # the /etc stand-ins, written once and bound read-only into every run
         standins = Path(tempfile.mkdtemp(prefix="recursor-etc-"))
@@ -207,6 +208,7 @@ class ProcessSandbox(Sandbox):
         ``/etc`` stand-ins (also removed when the sandbox is collected or at exit)."""
         self._snapshots.close()
         self._remove_standins()
+        self._namespaces.close()
 
     @property
     def enforces_process_limit(self) -> bool:
@@ -312,11 +314,12 @@ class ProcessSandbox(Sandbox):
                      oom_killed=oom_killed)
 
     def _userns(self) -> int | None:
-        """A fresh user namespace for the run where the command drops to ``SANDBOX_UID``."""
+        """A fresh user namespace for the run where the command drops to ``SANDBOX_UID``
+        (made while the previous run went on)."""
         if not self._drops_uid:
             return None
         try:
-            return make_userns()
+            return self._namespaces.take()
         except OSError as exc:
             raise SandboxError(f"could not make the run's user namespace: {exc}") from exc
 

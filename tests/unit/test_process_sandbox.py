@@ -6,11 +6,13 @@ import os
 import shutil
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
 from recursor.sandbox import Mount, SandboxLimits, SandboxRequest
+from recursor.sandbox._userns import UsernsSupply, drops_to_sandbox_uid
 from recursor.sandbox.process import BWRAP, ProcessSandbox
 from recursor.types import RunStatus
 
@@ -330,3 +332,48 @@ def test_a_run_reads_etc_and_cannot_change_what_the_next_run_reads() -> None:
     assert after.stdout == before.stdout and "intruder" not in after.stdout
     assert cleaned.status is RunStatus.OK and cleaned.stdout == before.stdout
     assert not standins.exists()
+
+
+@pytest.mark.skipif(not drops_to_sandbox_uid(),
+                    reason="runs get their own user namespace only under a root controller")
+def test_each_run_gets_a_user_namespace_no_other_run_used(sandbox: ProcessSandbox) -> None:
+    """The namespace is made ahead of the run (while the previous one goes on), still one
+    per run: five runs in a row, and three at once, see eight different namespaces."""
+    def namespace(_: object = None) -> str:
+        res = sandbox.run(SandboxRequest(command=["readlink", "/proc/self/ns/user"]))
+        assert res.status is RunStatus.OK, res.stderr
+        return res.stdout.strip()
+
+    seen = [namespace() for _ in range(5)]
+    with ThreadPoolExecutor(3) as pool:
+        seen += list(pool.map(namespace, range(3)))
+    assert len(set(seen)) == 8 and os.readlink("/proc/self/ns/user") not in seen
+
+
+@pytest.mark.skipif(not drops_to_sandbox_uid(),
+                    reason="user namespaces are made here only under a root controller")
+def test_the_spare_user_namespace_is_fresh_and_closed_with_the_supply() -> None:
+    supply = UsernsSupply()
+    first = supply.take()  # none spare yet: made now, and the next one started
+    deadline = time.monotonic() + 5
+    while supply._spare is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    spare = supply._spare
+    assert spare is not None
+    second = supply.take()
+    assert second == spare
+    names = {os.readlink(f"/proc/self/fd/{fd}") for fd in (first, second)}
+    assert len(names) == 2 and os.readlink("/proc/self/ns/user") not in names
+    os.close(first)
+    os.close(second)
+    while supply._making and time.monotonic() < deadline:
+        time.sleep(0.01)
+    left = supply._spare
+    assert left is not None  # the take of ``second`` started the next spare
+    name = os.readlink(f"/proc/self/fd/{left}")
+    supply.close()
+    assert supply._spare is None
+    try:  # closed: the number is free, or holds something opened since
+        assert os.readlink(f"/proc/self/fd/{left}") != name
+    except OSError:
+        pass
