@@ -48,8 +48,9 @@ What it covers (each item has a test in ``tests/security`` or ``tests/unit``):
   stdout/stderr are truncated to ``output_bytes``.
 
 * **Identity.** Under a root controller the command runs as host uid ``SANDBOX_UID``
-  (``nobody``) in a user namespace made for the run (``_userns``): root-only files stay
-  unreadable even where bound. A writable mount must then be writable by that uid.
+  (``nobody``) in a user namespace made for the run (``_userns``; made while the previous
+  run goes on, never used twice): root-only files stay unreadable even where bound. A
+  writable mount must then be writable by that uid.
 
 What it does not cover: CPU share between parallel runs, kernel exploits. Under a non-root
 controller the command runs as the controller's own uid (bubblewrap maps only that one), so
