@@ -44,27 +44,31 @@ class NodeHistory(Sequence[NodeView]):
 
     def newest(self, count: int) -> list[NodeView]:
         """The ``count`` newest nodes, oldest first."""
-        return list(self[max(0, len(self) - count):]) if count > 0 else []
+        return _tail(self, count)
 
     def find(self, node_id: str) -> NodeView | None:
         """The node ``node_id``, if it is in the history."""
-        return next((node for node in self if node.id == node_id), None)
+        return _scan(self, node_id)
+
+
+def _tail(nodes: Sequence[NodeView], count: int) -> list[NodeView]:
+    return list(nodes[max(0, len(nodes) - count):]) if count > 0 else []
+
+
+def _scan(nodes: Sequence[NodeView], node_id: str) -> NodeView | None:
+    return next((node for node in nodes if node.id == node_id), None)
 
 
 def newest_nodes(history: Sequence[NodeView], count: int) -> list[NodeView]:
     """``history``'s ``count`` newest nodes, oldest first (see :class:`NodeHistory`)."""
-    if isinstance(history, NodeHistory):
-        return history.newest(count)
-    return list(history[max(0, len(history) - count):]) if count > 0 else []
+    return history.newest(count) if isinstance(history, NodeHistory) else _tail(history, count)
 
 
 def find_node(history: Sequence[NodeView], node_id: str | None) -> NodeView | None:
     """The node ``node_id`` of ``history``, if there (see :class:`NodeHistory`)."""
     if node_id is None:
         return None
-    if isinstance(history, NodeHistory):
-        return history.find(node_id)
-    return next((node for node in history if node.id == node_id), None)
+    return history.find(node_id) if isinstance(history, NodeHistory) else _scan(history, node_id)
 
 
 @dataclass(frozen=True)
