@@ -35,10 +35,10 @@ from typing import Any
 from recursor.archive import NodeRow
 from recursor.errors import RecursorError
 from recursor.orchestrator.context import CampaignContext, Scope
-from recursor.orchestrator.evaluation import write_workspace
+from recursor.orchestrator.evaluation import plan_request, write_workspace
 from recursor.orchestrator.proposing import propose_one
 from recursor.orchestrator.schedule import Phase, component_paths, policy_task
-from recursor.sandbox import SandboxRequest, limits_for
+from recursor.sandbox import limits_for
 from recursor.tasks import PolicyTask
 from recursor.types import NodeStatus, RunStatus
 
@@ -159,11 +159,9 @@ def build_corpus(ctx: CampaignContext, files: Mapping[str, str], cycle: int, see
     plan = task.corpus_plan(ctx.cache_dir, cycle, seed, method)
     with tempfile.TemporaryDirectory(prefix="recursor-corpus-") as tmp:
         write_workspace(files, Path(tmp))
-        limits = limits_for(ctx.config.sandbox, plan.limits)
-        result = ctx.sandbox.run(SandboxRequest(
-            command=list(plan.command), workspace=Path(tmp), mounts=list(plan.mounts),
-            env=dict(plan.env), limits=dataclasses.replace(limits,
-                                                           output_bytes=plan.limits.output_bytes)))
+        limits = dataclasses.replace(limits_for(ctx.config.sandbox, plan.limits),
+                                     output_bytes=plan.limits.output_bytes)
+        result = ctx.sandbox.run(plan_request(plan, Path(tmp), ctx.config.sandbox, limits))
     verdict = result.result or {}
     if result.status is not RunStatus.OK or verdict.get("error"):
         reason = verdict.get("error") or result.error or result.status.value

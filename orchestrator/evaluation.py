@@ -18,13 +18,19 @@ from __future__ import annotations
 import math
 import tempfile
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from recursor.config import SandboxConfig
 from recursor.plan import EvaluationPlan
-from recursor.sandbox import Sandbox, SandboxRequest, SandboxResult, limits_for
+from recursor.sandbox import (
+    Sandbox,
+    SandboxLimits,
+    SandboxRequest,
+    SandboxResult,
+    limits_for,
+)
 from recursor.tasks import Task
 from recursor.types import RunStatus, Split
 
@@ -148,6 +154,23 @@ def _combine(task: Task, per_seed: Mapping[int, EvaluationOutcome]) -> Evaluatio
     return combined
 
 
+def plan_request(plan: EvaluationPlan, workspace: Path, sandbox_config: SandboxConfig,
+                 limits: SandboxLimits | None = None) -> SandboxRequest:
+    """The sandbox request that runs ``plan`` on ``workspace``: under ``limits`` (default:
+    the plan's, with every limit the campaign sets overriding), and with the plan's candidate
+    runs bound by the same limits."""
+    limits = limits or limits_for(sandbox_config, plan.limits)
+    candidates = plan.candidates
+    if candidates is not None:
+        caps = limits_for(sandbox_config, candidates.limits or plan.limits)
+        candidates = replace(candidates, limits=replace(
+            caps, wall_time_s=min(caps.wall_time_s, limits.wall_time_s),
+            memory_mb=min(caps.memory_mb, limits.memory_mb)))
+    return SandboxRequest(command=list(plan.command), workspace=workspace,
+                          mounts=list(plan.mounts), env=dict(plan.env), limits=limits,
+                          candidates=candidates)
+
+
 def _run_plan(task: Task, plan: EvaluationPlan, sandbox: Sandbox,
               sandbox_config: SandboxConfig, files: Mapping[str, str]) -> EvaluationOutcome:
     """One sandboxed run of ``plan`` on a fresh workspace holding ``files``."""
@@ -157,11 +180,9 @@ def _run_plan(task: Task, plan: EvaluationPlan, sandbox: Sandbox,
             write_workspace(files, workspace)
         except (ValueError, OSError) as exc:
             return EvaluationOutcome(RunStatus.INVALID, error=f"cannot build workspace: {exc}")
-        request = SandboxRequest(command=list(plan.command), workspace=workspace,
-                                 mounts=list(plan.mounts), env=dict(plan.env),
-                                 limits=limits_for(sandbox_config, plan.limits))
-        result = sandbox.run(request)
+        result = sandbox.run(plan_request(plan, workspace, sandbox_config))
     return interpret(result, task.objective.metric)
 
 
-__all__ = ["EvaluationOutcome", "interpret", "run_evaluation", "write_workspace"]
+__all__ = ["EvaluationOutcome", "interpret", "plan_request", "run_evaluation",
+           "write_workspace"]

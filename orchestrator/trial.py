@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from recursor.config import SandboxConfig
-from recursor.orchestrator.evaluation import interpret, write_workspace
-from recursor.sandbox import Sandbox, SandboxLimits, SandboxRequest, limits_for
+from recursor.orchestrator.evaluation import interpret, plan_request, write_workspace
+from recursor.sandbox import Sandbox, SandboxLimits, limits_for
 from recursor.tasks import Task
 from recursor.types import RunStatus
 
@@ -104,10 +104,9 @@ class ProposalCheck:
                 write_workspace(files, Path(tmp))
             except (ValueError, OSError) as exc:
                 return CheckResult(f"cannot build workspace: {exc}")
-            request = SandboxRequest(command=list(plan.command), workspace=Path(tmp),
-                                     mounts=list(plan.mounts), env=dict(plan.env),
-                                     limits=trial_limits(self.sandbox_config, plan.limits))
-            result = self.sandbox.run(request)
+            limits = trial_limits(self.sandbox_config, plan.limits)
+            result = self.sandbox.run(
+                plan_request(plan, Path(tmp), self.sandbox_config, limits))
         outcome = interpret(result, self.task.objective.metric)
         error = None if outcome.run_status is RunStatus.OK else (
             f"trial run {outcome.run_status.value}: {outcome.error or 'no reason given'}")

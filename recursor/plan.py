@@ -42,13 +42,36 @@ class SandboxLimits:
 
 
 @dataclass(frozen=True)
+class CandidateRuns:
+    """What an evaluator may ask of its sandbox's candidate channel (``recursor.guest``'s
+    ``run_candidate``): each candidate run is a sandbox run of its own, with a fresh copy of
+    the candidate's workspace and nothing of the evaluator's.
+
+    ``limits``: the most one run may use (None: the evaluation's own limits; a run's wall
+    time is always cut to what is left of the evaluation's). ``max_runs``: runs per
+    evaluation; ``max_parallel``: runs at once. ``mounts``: read-only data the candidate may
+    see (none of the evaluation's mounts is shown otherwise). ``hide_modules``: importable
+    modules or packages the candidate must not find (a game engine that would let it compute
+    its own score, say); they are covered in every candidate run.
+    """
+
+    limits: SandboxLimits | None = None
+    max_runs: int = 1000
+    max_parallel: int = 4
+    mounts: Sequence[Mount] = ()
+    hide_modules: Sequence[str] = ()
+
+
+@dataclass(frozen=True)
 class EvaluationPlan:
-    """How to evaluate a workspace on one split inside a sandbox."""
+    """How to evaluate a workspace on one split inside a sandbox. ``candidates``: what the
+    evaluator may ask of the candidate channel (None: the evaluator starts no candidate run)."""
 
     command: Sequence[str]
     mounts: Sequence[Mount] = ()
     env: Mapping[str, str] = field(default_factory=dict)
     limits: SandboxLimits = SandboxLimits()
+    candidates: CandidateRuns | None = field(default_factory=CandidateRuns)
 
 
 TRUSTED_PYTHON_FLAGS = ("-P", "-s")
@@ -65,5 +88,5 @@ def trusted_module_command(module: str, *args: str) -> list[str]:
     return [sys.executable, *TRUSTED_PYTHON_FLAGS, "-m", module, *args]
 
 
-__all__ = ["TRUSTED_PYTHON_FLAGS", "EvaluationPlan", "Mount", "SandboxLimits",
+__all__ = ["TRUSTED_PYTHON_FLAGS", "CandidateRuns", "EvaluationPlan", "Mount", "SandboxLimits",
            "trusted_module_command"]

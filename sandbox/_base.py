@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from recursor.errors import SandboxError
-from recursor.plan import Mount, SandboxLimits, trusted_module_command
+from recursor.plan import CandidateRuns, Mount, SandboxLimits, trusted_module_command
 from recursor.types import RunStatus
 
 
@@ -38,6 +38,8 @@ class SandboxRequest:
     env: Mapping[str, str] = field(default_factory=dict)
     limits: SandboxLimits = SandboxLimits()
     workdir: str = "/workspace"
+    # the evaluator's candidate channel (``recursor.guest.run_candidate``); None: no channel
+    candidates: CandidateRuns | None = None
 
 
 @dataclass
@@ -94,5 +96,5 @@ class Sandbox(abc.ABC):
         """Release pooled resources; the default holds none."""
 
 
-__all__ = ["Mount", "Sandbox", "SandboxLimits", "SandboxRequest", "SandboxResult",
+__all__ = ["CandidateRuns", "Mount", "Sandbox", "SandboxLimits", "SandboxRequest", "SandboxResult",
            "check_request", "trusted_module_command"]

@@ -6,8 +6,9 @@ paths, are only:
 * the system's program and library directories (``/usr``, ``/bin``, ``/sbin``, ``/lib*``;
   a merged-usr symlink is recreated as a symlink) and ``/sys/devices/system/cpu`` (CPU count);
 * a few ``/etc`` entries the dynamic loader and the C library read (``ETC_ENTRIES``), plus
-  stand-in ``passwd``, ``group`` and ``hosts`` (no host accounts), written once per sandbox
-  and shared by its runs, read-only like every bind;
+  stand-in ``passwd``, ``group`` and ``hosts`` (no host accounts). The stand-ins never exist as
+  host files: bubblewrap reads each from a pipe the run was handed (``--ro-bind-data``), so
+  no path anyone could plant or replace is ever written or bound;
 * the interpreter running Recursor: its base prefix, and of a virtual environment only
   ``bin``, ``lib*`` and ``pyvenv.cfg``;
 * the ``recursor`` package directories (``PACKAGES``; an editable install maps each one to a
@@ -38,8 +39,10 @@ ETC_ENTRIES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "altern
 PACKAGES = ("recursor", "recursor.archive", "recursor.executors", "recursor.orchestrator",
             "recursor.proposers", "recursor.sandbox", "recursor.tasks")
 STANDINS = {
-    "passwd": "root:x:0:0:sandbox:/tmp:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/sh\n",
-    "group": "root:x:0:\nnogroup:x:65534:\n",
+    "passwd": ("root:x:0:0:sandbox:/tmp:/bin/sh\n"
+               "candidate:x:65533:65533:candidate:/tmp:/bin/sh\n"
+               "nobody:x:65534:65534:nobody:/nonexistent:/bin/sh\n"),
+    "group": "root:x:0:\ncandidate:x:65533:\nnogroup:x:65534:\n",
     "hosts": "127.0.0.1 localhost\n::1 localhost\n",
 }
 INPUT_TARGET = "/recursor-input"
@@ -49,19 +52,23 @@ KEEP = "/.recursor-keep"
 INODES_PER_MB = 64
 MIN_INODES = 1024
 SETPRIV = "/usr/bin/setpriv"
+SHELL = "/bin/bash"
 
-# Runs as the namespace's root with the capabilities below: mount the run's one capped tmpfs,
-# bind its folders, then give up every capability for good (and become ``$3`` unless it is
-# "keep") and exec the command.
+# Runs (under bash, which closes descriptors of any number) as the namespace's root with the
+# capabilities below: close the descriptors the command must not inherit (``$4``, bubblewrap
+# leaves its ``--userns`` one open), mount the run's one capped tmpfs, bind its folders, then
+# give up every capability for good (and become ``$3`` unless it is "keep") and exec the command.
 _SETUP = f"""set -e
 size=$1 inodes=$2 who=$3
-mount -n -t tmpfs -o "size=$1,nr_inodes=$2,mode=0755,nosuid,nodev" recursor {SCRATCH}
+for fd in $4; do eval "exec $fd<&-"; done
+shift 4
+mount -n -t tmpfs -o "size=$size,nr_inodes=$inodes,mode=0755,nosuid,nodev" recursor {SCRATCH}
 mkdir -m 1777 {SCRATCH}/workspace {SCRATCH}/tmp {SCRATCH}/shm
 mount -n --bind {SCRATCH}/workspace /workspace
 mount -n --bind {SCRATCH}/tmp /tmp
 mount -n --bind {SCRATCH}/shm /dev/shm
-groups=$4
-shift 4
+groups=$1
+shift 1
 while [ "$groups" -gt 0 ]; do
   top=$1 count=$2
   shift 2
@@ -77,14 +84,12 @@ while [ "$groups" -gt 0 ]; do
   mount -n -o remount,ro "$top"
   groups=$((groups - 1))
 done
-set -- "$size" "$inodes" "$who" "$@"
 ids=""
-if [ "$3" != keep ]; then
-  ids="--reuid=$3 --regid=$3 --clear-groups"
-  chown "$3:$3" {SCRATCH}/workspace
+if [ "$who" != keep ]; then
+  ids="--reuid=$who --regid=$who --clear-groups"
+  chown "$who:$who" {SCRATCH}/workspace
 fi
 umount -n {SCRATCH}
-shift 3
 exec {SETPRIV} $ids --bounding-set=-all --inh-caps=-all --ambient-caps=-all \\
   --securebits=+noroot,+noroot_locked,+no_setuid_fixup,+no_setuid_fixup_locked,+keep_caps_locked \\
   -- /bin/sh -c 'cp -a {INPUT_TARGET}/. /workspace/ && cd "$0" && exec "$@"' "$@"
@@ -104,19 +109,50 @@ def system_binds() -> list[str]:
     return args + ["--ro-bind-try", "/sys/devices/system/cpu", "/sys/devices/system/cpu"]
 
 
-def etc_binds(standins: Path) -> list[str]:
-    """The ``/etc`` entries programs need, and the stand-ins written into ``standins``.
-    ``/etc`` itself is made readable first: the directory bubblewrap would make for the
-    first bind is 0700, which a command dropped to the sandbox uid cannot enter."""
+def standin_fds() -> dict[str, int]:
+    """For one run: a pipe per stand-in, holding its text (the read ends; the caller passes
+    them to bubblewrap, which reads each to its end, and closes them)."""
+    fds: dict[str, int] = {}
+    for name, text in STANDINS.items():
+        read, write = os.pipe()
+        try:
+            os.write(write, text.encode())  # far below a pipe's buffer
+        finally:
+            os.close(write)
+        fds[name] = read
+    return fds
+
+
+def etc_args(standins: dict[str, int]) -> list[str]:
+    """The ``/etc`` entries programs need, and the stand-ins read from ``standins``
+    (:func:`standin_fds`). ``/etc`` itself is made readable first: the directory bubblewrap
+    would make for the first bind is 0700, which a command dropped to an unprivileged uid
+    cannot enter."""
     args: list[str] = ["--perms", "0755", "--dir", "/etc"]
     for name in ETC_ENTRIES:
         if os.path.exists(f"/etc/{name}"):
             args += ["--ro-bind", f"/etc/{name}", f"/etc/{name}"]
-    standins.mkdir(parents=True, exist_ok=True)
-    for name, text in STANDINS.items():
-        (standins / name).write_text(text)
-        args += ["--ro-bind", str(standins / name), f"/etc/{name}"]
+    for name, fd in standins.items():
+        args += ["--perms", "0644", "--ro-bind-data", str(fd), f"/etc/{name}"]
     return args
+
+
+def module_paths(names: Iterable[str]) -> list[Path]:
+    """The files or folders that hold the importable modules or packages ``names`` (those
+    that cannot be found are skipped: there is nothing to hide)."""
+    found: list[Path] = []
+    for name in names:
+        try:
+            spec = importlib.util.find_spec(name)
+        except (ImportError, ValueError):
+            continue
+        if spec is None:
+            continue
+        if spec.submodule_search_locations:
+            found += [Path(p).resolve() for p in spec.submodule_search_locations]
+        elif spec.origin and os.path.exists(spec.origin):
+            found.append(Path(spec.origin).resolve())
+    return found
 
 
 def visible_sources() -> list[Path]:
@@ -207,21 +243,22 @@ def scratch_mb(limits: SandboxLimits) -> int:
 
 
 def writable_args(size_mb: int, workdir: str, uid: int | None,
-                  kept: Sequence[str] = ("0",)) -> tuple[list[str], list[str]]:
+                  kept: Sequence[str] = ("0",), close: Sequence[int] = ()
+                  ) -> tuple[list[str], list[str]]:
     """The bwrap options and the command prefix that build the run's writable space (a tmpfs
     of ``size_mb`` MB, see ``scratch_mb``) and bind back the sources under it (``kept``, from
     ``kept_args``); the command then runs as ``uid`` of the namespace (None: stays the
-    namespace's root)."""
+    namespace's root), without the descriptors ``close``."""
     options = ["--dir", "/workspace", "--dir", "/tmp", "--dir", SCRATCH, "--dir", "/var",
                "--symlink", "../tmp", "/var/tmp"]
     for cap in SETUP_CAPS:
         options += ["--cap-add", cap]
     inodes = max(MIN_INODES, size_mb * INODES_PER_MB)
-    prefix = ["/bin/sh", "-c", _SETUP, "setup", str(size_mb << 20), str(inodes),
-              "keep" if uid is None else str(uid), *kept, workdir]
+    prefix = [SHELL, "-c", _SETUP, "setup", str(size_mb << 20), str(inodes),
+              "keep" if uid is None else str(uid), " ".join(map(str, close)), *kept, workdir]
     return options, prefix
 
 
-__all__ = ["INPUT_TARGET", "STANDINS", "etc_binds", "hide_args", "interpreter_binds", "kept_args",
-           "scratch_mb", "system_binds", "under_scratch", "visible_sources", "walkable_parents",
-           "writable_args"]
+__all__ = ["INPUT_TARGET", "SHELL", "STANDINS", "etc_args", "hide_args", "interpreter_binds",
+           "kept_args", "module_paths", "scratch_mb", "standin_fds", "system_binds",
+           "under_scratch", "visible_sources", "walkable_parents", "writable_args"]

@@ -1,12 +1,14 @@
-"""A user namespace per run in which the candidate is an unprivileged *host* uid.
+"""A user namespace per run in which the command is an unprivileged *host* uid.
 
-An unprivileged bubblewrap maps one uid: inside, the candidate is the controller's own uid,
+An unprivileged bubblewrap maps one uid: inside, the command is the controller's own uid,
 so a root controller's candidate would be host root (without capabilities, but the owner of
 every root-owned file it can see). Where the controller is root, each run instead gets a user
 namespace made here with two mappings: inner 0 is host 0, used only by the setup step (it
-binds and mounts, then drops every capability), and inner ``SANDBOX_UID`` is host
-``SANDBOX_UID`` (``nobody``), the identity the command runs as. Files readable only by root
-stay unreadable even where they are bound, and a kernel escape lands as ``nobody``.
+binds and mounts, then drops every capability), and an inner uid that is the same host uid,
+the identity the command runs as: ``SANDBOX_UID`` (``nobody``) for an evaluator,
+``CANDIDATE_UID`` for a candidate run (``recursor.guest.run_candidate``), so that the two
+parties of an evaluation never share a uid. Files readable only by root stay unreadable even
+where they are bound, and a kernel escape lands as an unprivileged uid.
 
 The namespace is made by ``unshare --user`` (util-linux) whose maps this process writes, and
 handed to bubblewrap as a file descriptor (``--userns``); a fresh one per run, so that nothing
@@ -24,8 +26,8 @@ import time
 from pathlib import Path
 
 SANDBOX_UID = 65534
+CANDIDATE_UID = 65533
 UNSHARE = "/usr/bin/unshare"
-_MAP = f"0 0 1\n{SANDBOX_UID} {SANDBOX_UID} 1\n"
 _WAIT_S = 5.0
 
 
@@ -34,8 +36,8 @@ def drops_to_sandbox_uid() -> bool:
     return os.getuid() == 0 and os.access(UNSHARE, os.X_OK)
 
 
-def make_userns() -> int:
-    """An fd on a new user namespace with the two mappings; the caller closes it.
+def make_userns(uid: int = SANDBOX_UID) -> int:
+    """An fd on a new user namespace mapping 0 and ``uid`` to themselves; the caller closes it.
 
     Raises OSError when none can be made (the caller then falls back to bubblewrap's own).
     """
@@ -49,8 +51,9 @@ def make_userns() -> int:
             if helper.poll() is not None or time.monotonic() > deadline:
                 raise OSError("unshare --user did not create a user namespace")
             time.sleep(0.0005)
-        Path(f"/proc/{helper.pid}/uid_map").write_text(_MAP)
-        Path(f"/proc/{helper.pid}/gid_map").write_text(_MAP)
+        mapping = f"0 0 1\n{uid} {uid} 1\n"
+        Path(f"/proc/{helper.pid}/uid_map").write_text(mapping)
+        Path(f"/proc/{helper.pid}/gid_map").write_text(mapping)
         return os.open(f"/proc/{helper.pid}/ns/user", os.O_RDONLY | os.O_CLOEXEC)
     finally:
         helper.kill()
@@ -63,7 +66,8 @@ class UsernsSupply:
     in a background thread, so that a run does not wait for ``unshare``. Each namespace still
     serves exactly one run. Thread-safe."""
 
-    def __init__(self) -> None:
+    def __init__(self, uid: int = SANDBOX_UID) -> None:
+        self.uid = uid
         self._lock = threading.Lock()
         self._spare: int | None = None
         self._making = False
@@ -79,11 +83,11 @@ class UsernsSupply:
         if start:
             threading.Thread(target=self._make_spare, name="recursor-userns",
                              daemon=True).start()
-        return fd if fd is not None else make_userns()
+        return fd if fd is not None else make_userns(self.uid)
 
     def _make_spare(self) -> None:
         try:
-            fd: int | None = make_userns()
+            fd: int | None = make_userns(self.uid)
         except OSError:
             fd = None  # the next take makes its own, and so raises the error itself
         with self._lock:
@@ -103,23 +107,23 @@ class UsernsSupply:
             os.close(fd)
 
 
-def give_to_sandbox_uid(root: Path) -> None:
-    """Make the run's copy of the workspace the candidate's own (it copies it in)."""
+def give_to_uid(root: Path, uid: int) -> None:
+    """Make the run's copy of the workspace the command's own (it copies it in)."""
     for folder, dirs, files in os.walk(root):
         for name in [folder, *(os.path.join(folder, n) for n in dirs + files)]:
             with contextlib.suppress(FileNotFoundError):
-                os.lchown(name, SANDBOX_UID, SANDBOX_UID)
+                os.lchown(name, uid, uid)
 
 
-def writable_by_sandbox_uid(path: Path) -> bool:
-    """Whether ``SANDBOX_UID`` may write ``path`` (for a writable mount)."""
+def writable_by_uid(path: Path, uid: int) -> bool:
+    """Whether ``uid`` may write ``path`` (for a writable mount)."""
     info = path.stat()
-    if info.st_uid == SANDBOX_UID:
+    if info.st_uid == uid:
         return bool(info.st_mode & stat.S_IWUSR)
-    if info.st_gid == SANDBOX_UID:
+    if info.st_gid == uid:
         return bool(info.st_mode & stat.S_IWGRP)
     return bool(info.st_mode & stat.S_IWOTH)
 
 
-__all__ = ["SANDBOX_UID", "UsernsSupply", "drops_to_sandbox_uid", "give_to_sandbox_uid",
-           "make_userns", "writable_by_sandbox_uid"]
+__all__ = ["CANDIDATE_UID", "SANDBOX_UID", "UsernsSupply", "drops_to_sandbox_uid",
+           "give_to_uid", "make_userns", "writable_by_uid"]

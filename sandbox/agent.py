@@ -19,6 +19,12 @@ keyring of its own and a seccomp filter (``JobFilter``), enforce wall time and t
 then reset: SIGKILL every other process, reap them, empty every writable directory (without
 recursion: a tree of any depth) and remove System V IPC objects, so nothing passes to the next
 candidate. A reset that fails is reported, and the host discards the container.
+
+Descriptors come with a job (``SCM_RIGHTS``): an evaluator's job may bring the candidate
+channel (``channel``: it becomes ``$RECURSOR_CANDIDATES``); a candidate run's job (``stdio``)
+brings its stdin, stdout and stderr, which the command gets instead of captured pipes, and
+has no verdict channel. While a job runs, the host may send ``{"kill": nonce}``: the job's
+processes are killed at once (the reply then says ``killed``).
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ import ctypes
 import json
 import os
 import resource
+import select
 import shutil
 import signal
 import socket
@@ -55,6 +62,7 @@ KEYCTL_JOIN_SESSION_KEYRING = 1
 IPC_RMID = 0
 HEADER = struct.Struct(">I")
 MAX_MESSAGE = 64 << 20
+MAX_FDS = 4
 
 
 class OutputReader(threading.Thread):
@@ -86,16 +94,54 @@ class OutputReader(threading.Thread):
         return self.data().decode("utf-8", errors="replace")
 
 
-def send_message(conn: socket.socket, message: dict[str, Any]) -> None:
+def send_message(conn: socket.socket, message: dict[str, Any], fds: list[int] | None = None
+                 ) -> None:
+    """Send one message, with ``fds`` (still the caller's to close) attached to its start."""
     body = json.dumps(message).encode()
-    conn.sendall(HEADER.pack(len(body)) + body)
+    data = HEADER.pack(len(body)) + body
+    sent = socket.send_fds(conn, [data], fds) if fds else 0
+    conn.sendall(data[sent:])
 
 
 def receive_message(conn: socket.socket) -> dict[str, Any] | None:
-    """The next message, or None when the peer closed the connection."""
-    header = _receive_exactly(conn, HEADER.size)
-    if header is None:
+    """The next message, or None when the peer closed the connection (descriptors that
+    came with it are closed: use :func:`receive_with_fds` where some are expected)."""
+    received = receive_with_fds(conn)
+    if received is None:
         return None
+    message, fds = received
+    for fd in fds:
+        os.close(fd)
+    return message
+
+
+def receive_with_fds(conn: socket.socket) -> tuple[dict[str, Any], list[int]] | None:
+    """The next message and the descriptors that came with it, or None at the end."""
+    data, fds, flags, _ = socket.recv_fds(conn, HEADER.size, MAX_FDS)
+    if flags & socket.MSG_CTRUNC or not data:
+        for fd in fds:
+            os.close(fd)
+        if data:
+            raise ValueError("a message carried more descriptors than allowed")
+        return None
+    try:
+        message = _receive_body(conn, data)
+    except BaseException:
+        for fd in fds:
+            os.close(fd)
+        raise
+    if message is None:
+        for fd in fds:
+            os.close(fd)
+        return None
+    return message, list(fds)
+
+
+def _receive_body(conn: socket.socket, start: bytes) -> dict[str, Any] | None:
+    rest = _receive_exactly(conn, HEADER.size - len(start)) if len(start) < HEADER.size else b""
+    if rest is None:
+        return None
+    header = start + rest
     (size,) = HEADER.unpack(header)
     if size > MAX_MESSAGE:
         raise ValueError(f"message of {size} bytes exceeds {MAX_MESSAGE}")
@@ -110,6 +156,8 @@ def receive_message(conn: socket.socket) -> dict[str, Any] | None:
 
 def _receive_exactly(conn: socket.socket, size: int) -> bytes | None:
     chunks, left = [], size
+    if not left:
+        return b""
     while left:
         chunk = conn.recv(min(left, 1 << 20))
         if not chunk:
@@ -233,14 +281,18 @@ class JobFilter:
 JOB_FILTER = JobFilter(os.uname().machine)
 
 
-def run_job(job: dict[str, Any]) -> dict[str, Any]:
-    """Run one job and reset the container; the reply for the host."""
+def run_job(job: dict[str, Any], fds: list[int], conn: socket.socket | None = None
+            ) -> dict[str, Any]:
+    """Run one job (with the descriptors that came with it, which this closes) and reset the
+    container; the reply for the host. ``conn``: where a kill request may arrive meanwhile."""
     try:
         _copy_in()
     except OSError as exc:
+        for fd in fds:
+            os.close(fd)
         reply: dict[str, Any] = {"error": f"could not copy the workspace in: {exc}"}
     else:
-        reply = _execute(job)
+        reply = _execute(job, fds, conn)
     reply["reset_error"] = reset()
     return reply
 
@@ -255,51 +307,95 @@ def _copy_in() -> None:
             shutil.copy2(entry, target, follow_symlinks=False)
 
 
-def _execute(job: dict[str, Any]) -> dict[str, Any]:
+def _streams(job: dict[str, Any], fds: list[int], env: dict[str, str]
+             ) -> tuple[dict[str, Any], list[int], int | None]:
+    """The job's Popen stream arguments, the descriptors it inherits and the verdict pipe's
+    read end (None for a candidate run, which has no verdict channel)."""
+    if job.get("stdio"):
+        if len(fds) != 3:
+            raise OSError("a candidate run needs its three standard streams")
+        return {"stdin": fds[0], "stdout": fds[1], "stderr": fds[2]}, [], None
+    verdict_read, verdict_write = os.pipe()
+    env["RECURSOR_RESULT"] = f"/proc/self/fd/{verdict_write}"
+    passed = [verdict_write]
+    if job.get("channel") and fds:
+        env["RECURSOR_CANDIDATES"] = str(fds[0])
+        passed.append(fds[0])
+    streams = {"stdin": subprocess.DEVNULL, "stdout": subprocess.PIPE,
+               "stderr": subprocess.PIPE}
+    return streams, passed, verdict_read
+
+
+def _execute(job: dict[str, Any], fds: list[int], conn: socket.socket | None) -> dict[str, Any]:
+    env = dict(job["env"])
+    verdict_read: int | None = None
+    passed: list[int] = []
     try:
         JOB_FILTER.ready()
-    except OSError as exc:
-        return {"error": f"no job runs without its seccomp filter: {exc}"}
-    verdict_read, verdict_write = os.pipe()
-    env = dict(job["env"])
-    env["RECURSOR_RESULT"] = f"/proc/self/fd/{verdict_write}"
-    started = time.monotonic()
-    try:
+        streams, passed, verdict_read = _streams(job, fds, env)
+        started = time.monotonic()
         proc = subprocess.Popen(
-            job["command"], cwd=job["workdir"], env=env, stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
-            pass_fds=(verdict_write,), preexec_fn=_job_preexec(job["memory_bytes"]),
-        )
+            job["command"], cwd=job["workdir"], env=env, start_new_session=True,
+            pass_fds=tuple(passed), preexec_fn=_job_preexec(job["memory_bytes"]), **streams)
     except (OSError, subprocess.SubprocessError) as exc:
-        os.close(verdict_read)
+        if verdict_read is not None:
+            os.close(verdict_read)
         return {"error": f"could not start {job['command'][0]!r}: {exc}"}
-    finally:
-        os.close(verdict_write)
-    assert proc.stdout is not None and proc.stderr is not None
-    readers = [OutputReader(proc.stdout, job["output_bytes"]),
-               OutputReader(proc.stderr, job["output_bytes"]),
-               OutputReader(os.fdopen(verdict_read, "rb"), job["max_result_bytes"])]
+    finally:  # the job holds its own copies now
+        for fd in {*fds, *passed}:
+            os.close(fd)
+    readers = []
+    if not job.get("stdio"):
+        assert proc.stdout is not None and proc.stderr is not None
+        readers = [OutputReader(proc.stdout, job["output_bytes"]),
+                   OutputReader(proc.stderr, job["output_bytes"])]
+    if verdict_read is not None:
+        readers.append(OutputReader(os.fdopen(verdict_read, "rb"), job["max_result_bytes"]))
     for reader in readers:
         reader.start()
-    try:
-        proc.wait(timeout=job["wall_time_s"])
-        timed_out = False
-    except subprocess.TimeoutExpired:
-        timed_out = True
+    ended = _wait(proc, job["wall_time_s"], conn, job.get("nonce"))
+    if proc.poll() is None:  # timed out or killed: the job's own process first (its status)
+        proc.kill()
+    proc.wait()  # reaped here, before kill_all reaps every other process
     kill_all()
-    proc.wait()
     wall = time.monotonic() - started
     for reader in readers:
         reader.join(timeout=5)
-    out, err, verdict = readers
     code = proc.returncode if proc.returncode >= 0 else 128 - proc.returncode  # as a shell has it
-    return {
-        "exit_code": code, "timed_out": timed_out, "wall_time_s": wall,
-        "stdout": out.text(), "stderr": err.text(),
-        "output_truncated": out.truncated or err.truncated,
-        "verdict": verdict.text() if verdict.kept else None,
-        "verdict_truncated": verdict.truncated,
-    }
+    reply: dict[str, Any] = {
+        "exit_code": code, "timed_out": ended == "timeout", "killed": ended == "killed",
+        "wall_time_s": wall, "stdout": "", "stderr": "", "output_truncated": False,
+        "verdict": None, "verdict_truncated": False}
+    if readers and not job.get("stdio"):
+        out, err = readers[0], readers[1]
+        reply.update(stdout=out.text(), stderr=err.text(),
+                     output_truncated=out.truncated or err.truncated)
+    if verdict_read is not None:
+        verdict = readers[-1]
+        reply.update(verdict=verdict.text() if verdict.kept else None,
+                     verdict_truncated=verdict.truncated)
+    return reply
+
+
+def _wait(proc: subprocess.Popen[bytes], timeout_s: float, conn: socket.socket | None,
+          nonce: Any) -> str:
+    """``exited``, ``timeout``, or ``killed`` (the host asked, or hung up)."""
+    pidfd = os.pidfd_open(proc.pid)
+    try:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return "timeout"
+            ready, _, _ = select.select([pidfd] + ([conn] if conn else []), [], [], left)
+            if pidfd in ready:
+                return "exited"
+            if conn is not None and conn in ready:
+                message = receive_message(conn)
+                if message is None or message.get("kill") == nonce:
+                    return "killed"
+    finally:
+        os.close(pidfd)
 
 
 def kill_all() -> None:
@@ -421,8 +517,13 @@ def serve(socket_path: str) -> None:
     conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     conn.connect(socket_path)
     send_message(conn, {"hello": PROTOCOL, "pid": os.getpid(), "python": sys.version})
-    while (job := receive_message(conn)) is not None:
-        reply = run_job(job)
+    while (received := receive_with_fds(conn)) is not None:
+        job, fds = received
+        if "kill" in job:  # for a job that ended before the request came
+            for fd in fds:
+                os.close(fd)
+            continue
+        reply = run_job(job, fds, conn)
         reply["nonce"] = job.get("nonce")
         send_message(conn, reply)
 

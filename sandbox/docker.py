@@ -23,11 +23,19 @@ writable task mount is never reused (its mount is the caller's directory, which 
 not empty), nor is one whose reset fails, that saw an OOM kill, or that misbehaves in any way.
 Containers are created with auto-remove and their agent exits when the host hangs up, so a
 crashed controller leaves none.
+
+Candidate runs (``request.candidates``, the two-party contract): the evaluator's job is handed
+the candidate channel (``_broker``); each run it asks for is a job in a container of its own
+kind, never the evaluator's: user ``CANDIDATE_USER`` instead of ``USER``, none of the
+evaluation's mounts, the staged source without the modules the task hides, its standard
+streams the pipes the broker made. The agent kills every process of the job before it
+replies, and a kill request from the evaluator reaches it while the job runs.
 """
 
 from __future__ import annotations
 
 import contextlib
+import select
 import shutil
 import socket
 import stat
@@ -49,6 +57,7 @@ from recursor.errors import SandboxError
 from recursor.types import RunStatus
 
 from ._base import Mount, Sandbox, SandboxLimits, SandboxRequest, SandboxResult, check_request
+from ._broker import Cancel, CandidateBroker, Stdio
 from ._judge import MAX_RESULT_BYTES, judge
 from ._mounts import is_special, refuse_special, skip_special
 from .agent import INPUT_DIR, PROTOCOL, receive_message, send_message
@@ -58,6 +67,7 @@ SOURCE_TARGET = "/opt/recursor"
 CTL_TARGET = "/recursor-ctl"
 AGENT = f"{SOURCE_TARGET}/recursor/sandbox/agent.py"
 USER = "1000:1000"
+CANDIDATE_USER = "1001:1001"  # candidate runs never share a uid with an evaluator
 # Beyond the job's limits: the agent's own memory and tasks (it has a thread per pipe).
 AGENT_MEMORY_MB = 64
 AGENT_TASKS = 8
@@ -71,12 +81,22 @@ LABEL = "recursor.sandbox"
 
 @dataclass(frozen=True)
 class _PoolKey:
-    """Containers are interchangeable when their mounts and container-level limits agree."""
+    """Containers are interchangeable when their mounts, container-level limits, user and
+    staged source agree (an evaluator's container never serves a candidate run)."""
 
     mounts: tuple[tuple[str, str, bool], ...]
     memory_mb: int
     max_processes: int
     disk_mb: int
+    user: str = USER
+    source: str = ""
+
+    @classmethod
+    def of(cls, request: SandboxRequest, user: str, source: Path) -> _PoolKey:
+        return cls(tuple((str(m.source.resolve()), m.target, m.writable)
+                         for m in request.mounts),
+                   request.limits.memory_mb, request.limits.max_processes,
+                   request.limits.disk_mb, user, str(source))
 
 
 class _Slot:
@@ -86,6 +106,7 @@ class _Slot:
         self.container = container
         self.directory = directory
         self.conn = conn
+        self.send_lock = threading.Lock()  # a kill request may be sent while a job runs
         self.jobs = 0
         self.cgroup = MemoryCgroup.of(container)
 
@@ -121,6 +142,7 @@ class DockerSandbox(Sandbox):
         self._scratch = Path(tempfile.mkdtemp(prefix="recursor-docker-", dir=scratch_root))
         self._scratch.chmod(0o711)
         self._source = stage_source(self._scratch)
+        self._hidden_sources: dict[tuple[str, ...], Path] = {(): self._source}
         self._snapshots: dict[Path, Path] = {}
         self._idle: dict[_PoolKey, list[_Slot]] = {}
         self._lock = threading.Lock()
@@ -133,15 +155,39 @@ class DockerSandbox(Sandbox):
         for mount in request.mounts:
             if mount.writable:
                 refuse_special(mount.source)
-        key = _PoolKey(tuple((str(m.source.resolve()), m.target, m.writable)
-                             for m in request.mounts),
-                       request.limits.memory_mb, request.limits.max_processes,
-                       request.limits.disk_mb)
+        if request.candidates is None:
+            return self._in_container(request, USER, self._source)
+        hidden = self._candidate_source(tuple(request.candidates.hide_modules))
+        broker = CandidateBroker(request.candidates, request,
+                                 lambda req, stdio, cancel: self._in_container(
+                                     req, CANDIDATE_USER, hidden, stdio=stdio, cancel=cancel))
+        try:
+            broker.start()
+            return self._in_container(request, USER, self._source, channel=broker.guest_fd)
+        finally:
+            broker.release_guest_end()
+            broker.close()
+
+    def _candidate_source(self, hide: tuple[str, ...]) -> Path:
+        """The staged source candidate runs see: without the modules ``hide`` names."""
+        with self._lock:
+            source = self._hidden_sources.get(hide)
+        if source is None:
+            source = stage_source(self._scratch, hide)
+            with self._lock:
+                self._hidden_sources[hide] = source
+        return source
+
+    def _in_container(self, request: SandboxRequest, user: str, source: Path,
+                      channel: int | None = None, stdio: Stdio | None = None,
+                      cancel: Cancel | None = None) -> SandboxResult:
+        """One job in a container of the pool for ``user`` and ``source``."""
+        key = _PoolKey.of(request, user, source)
         slot = self._acquire(key, request)
         reusable = False
         try:
             _fill_input(slot.input_dir, request.workspace)
-            result, reusable = self._run_job(slot, request)
+            result, reusable = self._run_job(slot, request, channel, stdio, cancel)
             return result
         finally:
             if reusable and not any(mount.writable for mount in request.mounts):
@@ -166,7 +212,7 @@ class DockerSandbox(Sandbox):
             group = self._idle.get(key)
             if group:
                 return group.pop()
-        return self._start(request)
+        return self._start(request, key.user, Path(key.source))
 
     def _release(self, key: _PoolKey, slot: _Slot) -> None:
         with self._lock:
@@ -176,7 +222,7 @@ class DockerSandbox(Sandbox):
                 return
         slot.discard()
 
-    def _start(self, request: SandboxRequest) -> _Slot:
+    def _start(self, request: SandboxRequest, user: str, source: Path) -> _Slot:
         """Create a container for ``request``'s mounts and limits and wait for its agent."""
         directory = Path(tempfile.mkdtemp(prefix="slot-", dir=self._scratch))
         (directory / "ctl").mkdir()
@@ -190,7 +236,7 @@ class DockerSandbox(Sandbox):
             socket_path.chmod(0o777)
             listener.listen(1)
             listener.settimeout(START_TIMEOUT_S)
-            container = self._create(request.limits, request.mounts, directory)
+            container = self._create(request.limits, request.mounts, directory, user, source)
             conn = _accept_agent(listener, container)
         except BaseException:
             shutil.rmtree(directory, ignore_errors=True)
@@ -200,19 +246,20 @@ class DockerSandbox(Sandbox):
             socket_path.unlink(missing_ok=True)  # nobody else can connect from now on
         return _Slot(container, directory, conn)
 
-    def _create(self, limits: SandboxLimits, mounts: Sequence[Mount], directory: Path) -> Container:
+    def _create(self, limits: SandboxLimits, mounts: Sequence[Mount], directory: Path,
+                user: str, source: Path) -> Container:
         memory = limits.memory_mb + AGENT_MEMORY_MB
         volumes = {
             str(directory / "ctl"): {"bind": CTL_TARGET, "mode": "ro"},
             str(directory / "input"): {"bind": INPUT_DIR, "mode": "ro"},
-            str(self._source): {"bind": SOURCE_TARGET, "mode": "ro"},
+            str(source): {"bind": SOURCE_TARGET, "mode": "ro"},
         }
         for mount in mounts:
             volumes[str(self._visible_source(mount))] = {
                 "bind": mount.target, "mode": "rw" if mount.writable else "ro"}
         options: dict[str, Any] = {
             "detach": True, "auto_remove": True, "labels": {LABEL: "1"},
-            "network_mode": "none", "read_only": True, "user": USER, "cap_drop": ["ALL"],
+            "network_mode": "none", "read_only": True, "user": user, "cap_drop": ["ALL"],
             "security_opt": ["no-new-privileges"], "environment": {"PATH": _PATH},
             "mem_limit": f"{memory}m", "memswap_limit": f"{memory}m",
             "pids_limit": limits.max_processes + AGENT_TASKS, "working_dir": "/workspace",
@@ -257,8 +304,11 @@ class DockerSandbox(Sandbox):
 
     # -- one job ----------------------------------------------------------------------------
 
-    def _run_job(self, slot: _Slot, request: SandboxRequest) -> tuple[SandboxResult, bool]:
-        """Send the job, wait for the reply; the result and whether the slot may be reused."""
+    def _run_job(self, slot: _Slot, request: SandboxRequest, channel: int | None = None,
+                 stdio: Stdio | None = None, cancel: Cancel | None = None
+                 ) -> tuple[SandboxResult, bool]:
+        """Send the job (with the candidate channel, or a candidate run's streams), wait for
+        the reply; the result and whether the slot may be reused."""
         limits = request.limits
         nonce = uuid.uuid4().hex
         job = {
@@ -266,12 +316,19 @@ class DockerSandbox(Sandbox):
             "workdir": request.workdir, "env": {**_ENV, **request.env},
             "wall_time_s": limits.wall_time_s, "memory_bytes": limits.memory_mb << 20,
             "output_bytes": limits.output_bytes, "max_result_bytes": MAX_RESULT_BYTES,
+            "channel": channel is not None, "stdio": stdio is not None,
         }
+        fds = list(stdio) if stdio is not None else [channel] if channel is not None else []
         started = time.monotonic()
         kills_before = slot.cgroup.oom_kills() if slot.cgroup else None
         slot.conn.settimeout(limits.wall_time_s + BACKSTOP_GRACE_S)
+        done = threading.Event()
         try:
-            send_message(slot.conn, job)
+            with slot.send_lock:
+                send_message(slot.conn, job, fds)
+            if cancel is not None:
+                threading.Thread(target=_forward_kill, args=(slot, nonce, cancel, done),
+                                 daemon=True).start()
             reply = receive_message(slot.conn)
         except TimeoutError:
             error = f"wall time limit of {limits.wall_time_s:g} s exceeded (container removed)"
@@ -280,6 +337,8 @@ class DockerSandbox(Sandbox):
             reply, error = None, f"lost the sandbox agent: {exc}"
         else:
             error = "the sandbox container exited during the job"
+        finally:
+            done.set()
         if reply is None or reply.get("nonce") != nonce:
             return _failed(_death_status(slot, kills_before), error, started), False
         slot.jobs += 1
@@ -295,6 +354,16 @@ class DockerSandbox(Sandbox):
 _PATH = "/usr/local/bin:/usr/bin:/bin"
 _ENV = {"PATH": _PATH, "HOME": "/tmp", "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1",
         "PYTHONHASHSEED": "0", "PYTHONPATH": SOURCE_TARGET}
+
+
+def _forward_kill(slot: _Slot, nonce: str, cancel: Cancel, done: threading.Event) -> None:
+    """Send the agent a kill request for job ``nonce`` once ``cancel`` is set (until done)."""
+    while not done.is_set():
+        ready, _, _ = select.select([cancel], [], [], 0.1)
+        if ready:
+            with slot.send_lock, contextlib.suppress(OSError):
+                send_message(slot.conn, {"kill": nonce})
+            return
 
 
 def _fill_input(input_dir: Path, workspace: Path | None) -> None:

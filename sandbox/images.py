@@ -18,7 +18,7 @@ import os
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -145,8 +145,33 @@ def source_tree() -> dict[str, Path]:
     return tree
 
 
-def stage_source(cache_root: Path) -> Path:
-    """A directory holding an importable copy of ``recursor``, keyed by the source's hash."""
+def stage_source(cache_root: Path, hide: Sequence[str] = ()) -> Path:
+    """A directory holding an importable copy of ``recursor``, keyed by the source's hash;
+    without the modules or packages ``hide`` names (those inside ``recursor``; an image's
+    own packages are the image's), for candidate runs that must not import them."""
+    full = _stage_full(cache_root)
+    hidden = sorted({name for name in hide if name.startswith("recursor.")})
+    if not hidden:
+        return full
+    key = hashlib.sha256("\0".join(hidden).encode()).hexdigest()[:8]
+    target = full.with_name(f"{full.name}-without-{key}")
+    if target.is_dir():
+        return target
+    building = Path(tempfile.mkdtemp(prefix="staging-", dir=cache_root))
+    shutil.copytree(full, building, dirs_exist_ok=True)
+    for name in hidden:
+        base = building.joinpath(*name.split("."))
+        shutil.rmtree(base, ignore_errors=True)
+        base.with_suffix(".py").unlink(missing_ok=True)
+    make_readable(building)
+    try:
+        building.rename(target)
+    except OSError:
+        shutil.rmtree(building, ignore_errors=True)
+    return target
+
+
+def _stage_full(cache_root: Path) -> Path:
     tree = source_tree()
     files = sorted(
         (name, folder, path.relative_to(folder))

@@ -6,7 +6,8 @@ What it covers (each item has a test in ``tests/security`` or ``tests/unit``):
   host processes, no host unix-domain socket (nothing of ``/run``, ``/var`` or the project is
   bound). Every capability is dropped before the command starts (see ``_binds``).
 * **What is visible: an allow-list** (``_binds``): the system's program and library
-  directories, a few ``/etc`` entries with stand-in ``passwd``/``group``/``hosts``, the
+  directories, a few ``/etc`` entries with stand-in ``passwd``/``group``/``hosts`` (read from
+  pipes, never written to a host path), the
   interpreter, and the ``recursor`` package directories, all read-only. Not the project root
   (no ``.git``, no ``campaigns/``), not ``/root``, ``/home``, ``/var``, ``/run``, the rest of
   ``/etc`` (``shadow``, ``pip.conf``) or ``/sys``. ``hidden_paths`` that lie inside a bound
@@ -25,6 +26,13 @@ What it covers (each item has a test in ``tests/security`` or ``tests/unit``):
   only the command inherits (nothing in the file system): a child started with ``close_fds``
   (Python's default) cannot write it, and cannot reach it through ``/proc`` when the evaluator
   is non-dumpable (``recursor.sandbox.guest.protect_verdict``).
+* **Candidate runs** (``request.candidates``, the two-party contract). The evaluator gets a
+  channel (``$RECURSOR_CANDIDATES``, ``_broker``) through which ``recursor.guest.run_candidate``
+  starts the candidate in a run of its own: every protection above, a fresh copy of the
+  workspace, none of the evaluator's mounts, the modules the task hides covered, its standard
+  streams piped to the evaluator and, under a root controller, host uid ``CANDIDATE_UID``
+  instead of the evaluator's ``SANDBOX_UID``. Every process of such a run is dead before the
+  evaluator hears that it ended, and every run still going when the evaluation ends is killed.
 * **Environment.** Cleared; only ``PATH``, ``HOME=/tmp``, ``LANG``, ``PYTHONDONTWRITEBYTECODE``,
   ``PYTHONHASHSEED``, ``RECURSOR_RESULT`` and ``request.env`` are set. Host variables (API
   keys) never enter.
@@ -48,14 +56,16 @@ What it covers (each item has a test in ``tests/security`` or ``tests/unit``):
   stdout/stderr are truncated to ``output_bytes``.
 
 * **Identity.** Under a root controller the command runs as host uid ``SANDBOX_UID``
-  (``nobody``) in a user namespace made for the run (``_userns``; made while the previous
-  run goes on, never used twice): root-only files stay unreadable even where bound. A
-  writable mount must then be writable by that uid.
+  (``nobody``; a candidate run as ``CANDIDATE_UID``) in a user namespace made for the run
+  (``_userns``; made while the previous run goes on, never used twice, its descriptor closed
+  before the command starts): root-only files stay unreadable even where bound. A writable
+  mount must then be writable by that uid.
 
 What it does not cover: CPU share between parallel runs, kernel exploits. Under a non-root
 controller the command runs as the controller's own uid (bubblewrap maps only that one), so
-its private files are protected by the allow-list alone. SysV shared memory is bounded only by
-the memory cgroup.
+its private files are protected by the allow-list alone, and an evaluator and its candidate
+runs share that uid (never a namespace, a file or a process view). SysV shared memory is
+bounded only by the memory cgroup.
 
 Statuses are judged as for every backend (``_judge``); ``oom`` only from the memory cgroup's
 own OOM-kill counter, never from what the candidate prints.
@@ -63,104 +73,105 @@ own OOM-kill counter, never from what the candidate prints.
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
+import functools
 import os
-import resource
 import shutil
-import signal
 import stat
-import subprocess
 import sys
 import tempfile
-import threading
 import time
-import weakref
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO
 
 from recursor.errors import SandboxError
+from recursor.plan import CandidateRuns
 from recursor.types import RunStatus
 
-from ._base import Sandbox, SandboxLimits, SandboxRequest, SandboxResult, check_request
+from ._base import Sandbox, SandboxRequest, SandboxResult, check_request
 from ._binds import (
     INPUT_TARGET,
     SETPRIV,
-    STANDINS,
-    etc_binds,
+    SHELL,
+    etc_args,
     hide_args,
     interpreter_binds,
     kept_args,
+    module_paths,
     scratch_mb,
+    standin_fds,
     system_binds,
     visible_sources,
     walkable_parents,
     writable_args,
 )
+from ._broker import CANDIDATES_ENV, Cancel, CandidateBroker, Stdio
 from ._cgroups import RunCgroups, can_limit_memory, can_limit_processes
 from ._judge import MAX_RESULT_BYTES, judge
 from ._mounts import SpecialFreeSnapshots, refuse_special
-from ._seccomp import filter_program, syscall_number
+from ._seccomp import filter_program
+from ._spawn import (
+    Ended,
+    kill_group,
+    pipes,
+    program_fd,
+    spawn,
+    user_process_count,
+    wait_for,
+)
 from ._userns import (
+    CANDIDATE_UID,
     SANDBOX_UID,
     UsernsSupply,
     drops_to_sandbox_uid,
-    give_to_sandbox_uid,
-    writable_by_sandbox_uid,
+    give_to_uid,
+    writable_by_uid,
 )
 from .agent import OutputReader
 
 BWRAP = "/usr/bin/bwrap"
-FILE_SIZE_LIMIT = 1 << 30
 # bwrap runs as two processes of its own (outer monitor and pid-1 init) in the cgroup.
 BWRAP_OWN_PROCESSES = 2
 # What the run's memory cgroup allows beyond ``memory_mb``: bubblewrap's own processes and the
 # setup shell (trusted), the same allowance as the docker agent's.
 HELPER_MEMORY_MB = 64
-KEYCTL_JOIN_SESSION_KEYRING = 1
 PROC_MASKED = ("keys", "key-users")
-_KEYCTL = syscall_number("keyctl")
-_LIBC = ctypes.CDLL(None, use_errno=True)
 
 
-def _user_process_count(uid: int) -> int:
-    """How many processes (threads count too, as for RLIMIT_NPROC) ``uid`` runs now."""
-    count = 0
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        with contextlib.suppress(OSError):
-            if entry.stat().st_uid == uid:
-                count += len(os.listdir(f"/proc/{entry.name}/task"))
-    return count
+@dataclass(frozen=True)
+class _Role:
+    """Whose run it is: an evaluator's (a verdict channel; a candidate channel when
+    ``channel`` is set) or a candidate run's (the given ``stdio``, killed on ``cancel``)."""
+
+    uid: int
+    verdict: bool = True
+    channel: int | None = None
+    stdio: Stdio | None = None
+    cancel: Cancel | None = None
+    hidden: tuple[Path, ...] = ()
 
 
-def _limits_preexec(memory_bytes: int | None, nproc: int, cgroup_fds: Sequence[int]
-                    ) -> Callable[[], None]:
-    """A ``preexec_fn`` that only makes syscalls (no imports, no locks) between fork and exec.
+@dataclass
+class _Fds:
+    """The descriptors one bwrap start is handed (only the sandbox holds them afterwards)."""
 
-    It moves the process into the run's cgroups, sets the rlimits (``RLIMIT_AS`` only where
-    no memory cgroup caps the run) and joins a fresh anonymous session keyring, so that the
-    host's session keyring is neither inherited nor possessed by the sandbox.
-    """
-    keyctl_args = None
-    if _KEYCTL is not None:
-        keyctl_args = (ctypes.c_long(_KEYCTL), ctypes.c_long(KEYCTL_JOIN_SESSION_KEYRING),
-                       ctypes.c_void_p(None))
+    verdict: int | None
+    seccomp: int | None
+    userns: int | None
+    standins: dict[str, int] = field(default_factory=dict)
+    channel: int | None = None
 
-    def apply() -> None:
-        for fd in cgroup_fds:
-            os.write(fd, str(os.getpid()).encode())
-        if memory_bytes is not None:
-            resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
-        resource.setrlimit(resource.RLIMIT_NPROC, (nproc, nproc))
-        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-        resource.setrlimit(resource.RLIMIT_FSIZE, (FILE_SIZE_LIMIT, FILE_SIZE_LIMIT))
-        if keyctl_args is not None:
-            _LIBC.syscall(*keyctl_args)
+    def passed(self) -> tuple[int, ...]:
+        fds = (self.verdict, self.seccomp, self.userns, *self.standins.values(), self.channel)
+        return tuple(fd for fd in fds if fd is not None)
 
-    return apply
+    def close(self) -> None:
+        """Close ours (not the channel's: its broker owns it)."""
+        for fd in (self.verdict, self.seccomp, self.userns, *self.standins.values()):
+            if fd is not None:
+                os.close(fd)
+        self.verdict = self.seccomp = self.userns = None
+        self.standins = {}
 
 
 class ProcessSandbox(Sandbox):
@@ -179,23 +190,18 @@ class ProcessSandbox(Sandbox):
                 f"bubblewrap not found at {bwrap}; install it (`apt-get install bubblewrap`) "
                 "or use another sandbox kind"
             )
-        for tool in (SETPRIV, "/bin/sh", "/usr/bin/mount"):
+        for tool in (SETPRIV, SHELL, "/usr/bin/mount"):
             if not os.access(tool, os.X_OK):
                 raise SandboxError(f"{tool} is missing; the process sandbox needs util-linux "
-                                   "(`apt-get install util-linux`) and a POSIX shell")
+                                   "(`apt-get install util-linux`) and bash")
         self._bwrap = bwrap
         self._hidden = tuple(Path(p).resolve() for p in hidden_paths)
         self._sources = visible_sources()
         self._seccomp = filter_program()
         self._drops_uid = drops_to_sandbox_uid()
-        self._namespaces = UsernsSupply()  # one made ahead of each run
+        # one user namespace made ahead of each run, per identity
+        self._namespaces = {uid: UsernsSupply(uid) for uid in (SANDBOX_UID, CANDIDATE_UID)}
         self._snapshots = SpecialFreeSnapshots()
-        # the /etc stand-ins, written once and bound read-only into every run
-        standins = Path(tempfile.mkdtemp(prefix="recursor-etc-"))
-        self._remove_standins = weakref.finalize(self, shutil.rmtree, standins, True)
-        self._standins = standins / "etc"
-        self._etc_lock = threading.Lock()
-        self._etc = etc_binds(self._standins)
         self._check_works()
 
     def _check_works(self) -> None:
@@ -205,11 +211,11 @@ class ProcessSandbox(Sandbox):
             raise SandboxError(f"bubblewrap cannot create a sandbox here: {probe.stderr.strip()}")
 
     def close(self) -> None:
-        """Remove the snapshots of read-only mounts that held special files, and the
-        ``/etc`` stand-ins (also removed when the sandbox is collected or at exit)."""
+        """Remove the snapshots of read-only mounts that held special files, and close the
+        user namespaces made ahead."""
         self._snapshots.close()
-        self._remove_standins()
-        self._namespaces.close()
+        for supply in self._namespaces.values():
+            supply.close()
 
     @property
     def enforces_process_limit(self) -> bool:
@@ -223,27 +229,38 @@ class ProcessSandbox(Sandbox):
 
     def run(self, request: SandboxRequest) -> SandboxResult:
         """Run ``request`` to completion (see the module and ``Sandbox`` contracts)."""
+        if request.candidates is None:
+            return self._run(request, _Role(SANDBOX_UID))
+        broker = CandidateBroker(request.candidates, request, functools.partial(
+            self._candidate_run, self._hidden_modules(request.candidates)))
+        try:
+            broker.start()
+            return self._run(request, _Role(SANDBOX_UID, channel=broker.guest_fd),
+                             started=broker.release_guest_end)
+        finally:
+            broker.release_guest_end()
+            broker.close()
+
+    def _hidden_modules(self, spec: CandidateRuns) -> tuple[Path, ...]:
+        return tuple(module_paths(spec.hide_modules))
+
+    def _candidate_run(self, hidden: tuple[Path, ...], request: SandboxRequest, stdio: Stdio,
+                       cancel: Cancel) -> SandboxResult:
+        """One candidate run (the broker's ``launch``): see the module docstring."""
+        return self._run(request, _Role(CANDIDATE_UID, verdict=False, stdio=stdio,
+                                        cancel=cancel, hidden=hidden))
+
+    def _run(self, request: SandboxRequest, role: _Role,
+             started: Callable[[], None] | None = None) -> SandboxResult:
         scratch = Path(tempfile.mkdtemp(prefix="recursor-sandbox-"))
         try:
             workspace = scratch / "workspace"
-            self._prepare(request, workspace)
-            etc = self._etc_binds()
-            return self._execute(
-                lambda fds: [self._bwrap, *self._bwrap_args(request, workspace, etc, fds)],
-                request,
-            )
+            self._prepare(request, workspace, role.uid)
+            return self._execute(request, workspace, role, started)
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
 
-    def _etc_binds(self) -> list[str]:
-        """The ``/etc`` binds; the stand-ins are written again when something removed them
-        (a ``/tmp`` cleaner, in a campaign that ran for days)."""
-        with self._etc_lock:
-            if not all((self._standins / name).is_file() for name in STANDINS):
-                self._etc = etc_binds(self._standins)
-            return self._etc
-
-    def _prepare(self, request: SandboxRequest, workspace: Path) -> None:
+    def _prepare(self, request: SandboxRequest, workspace: Path, uid: int) -> None:
         """Check the request and copy the workspace; a bad request is a SandboxError."""
         check_request(request)
         for mount in request.mounts:
@@ -255,27 +272,26 @@ class ProcessSandbox(Sandbox):
             shutil.copytree(request.workspace, workspace, symlinks=True)
         if not self._drops_uid:
             return
-        give_to_sandbox_uid(workspace)
+        give_to_uid(workspace, uid)
         for mount in request.mounts:
-            if mount.writable and not writable_by_sandbox_uid(mount.source):
+            if mount.writable and not writable_by_uid(mount.source, uid):
                 raise SandboxError(
-                    f"writable mount {mount.source} is not writable by uid {SANDBOX_UID}, the "
+                    f"writable mount {mount.source} is not writable by uid {uid}, the "
                     f"uid sandboxed commands run as under a root controller; `chown "
-                    f"{SANDBOX_UID} {mount.source}` (or make it world-writable)")
+                    f"{uid} {mount.source}` (or make it world-writable)")
 
-    def _bwrap_args(self, request: SandboxRequest, workspace: Path, etc: list[str],
+    def _bwrap_args(self, request: SandboxRequest, workspace: Path, role: _Role,
                     fds: _Fds) -> list[str]:
-        verdict_fd, seccomp_fd, userns_fd = fds
-        if userns_fd is None:
+        if fds.userns is None:
             args = ["--unshare-all", "--unshare-user", "--uid", "0", "--gid", "0"]
         else:
-            args = ["--userns", str(userns_fd), "--unshare-pid", "--unshare-net",
+            args = ["--userns", str(fds.userns), "--unshare-pid", "--unshare-net",
                     "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
         args += ["--die-with-parent", "--new-session", "--clearenv"]
-        if seccomp_fd is not None:
-            args += ["--seccomp", str(seccomp_fd)]
-        args += system_binds() + etc + interpreter_binds(self._sources)
-        args += hide_args(self._hidden, self._sources)
+        if fds.seccomp is not None:
+            args += ["--seccomp", str(fds.seccomp)]
+        args += system_binds() + etc_args(fds.standins) + interpreter_binds(self._sources)
+        args += hide_args((*self._hidden, *role.hidden), self._sources)
         args += ["--proc", "/proc", "--dev", "/dev", "--remount-ro", "/dev"]
         for name in PROC_MASKED:  # key names of the controller's uid are listed there
             args += ["--ro-bind", "/dev/null", f"/proc/{name}"]
@@ -289,140 +305,107 @@ class ProcessSandbox(Sandbox):
             else:
                 args += ["--ro-bind", str(self._snapshots.source_for(mount.source)),
                          mount.target]
-        uid = SANDBOX_UID if userns_fd is not None else None
+        uid = role.uid if fds.userns is not None else None
+        close = [fd for fd in (fds.userns, *fds.standins.values()) if fd is not None]
         writable, setup = writable_args(scratch_mb(request.limits), request.workdir, uid,
-                                        kept_args(self._sources))
+                                        kept_args(self._sources), close)
         args += writable + ["--remount-ro", "/"]
-        for name, value in _environment(request, verdict_fd).items():
+        for name, value in _environment(request, fds).items():
             args += ["--setenv", name, value]
         return [*args, "--chdir", "/", "--", *setup, *request.command]
 
-    def _execute(self, build_argv: Callable[[_Fds], list[str]],
-                 request: SandboxRequest) -> SandboxResult:
-        """Run the bwrap command line ``build_argv((verdict, seccomp, userns fds))`` under the
-        request's limits, in the run's own cgroups."""
+    def _execute(self, request: SandboxRequest, workspace: Path, role: _Role,
+                 started: Callable[[], None] | None) -> SandboxResult:
+        """Run bwrap for ``request`` under its limits, in the run's own cgroups."""
         limits = request.limits
         cgroups = RunCgroups.create(
             limits.max_processes + BWRAP_OWN_PROCESSES,
             (limits.memory_mb + HELPER_MEMORY_MB) << 20)
         try:
-            result, timed_out, verdict = self._supervise(build_argv, limits, cgroups)
+            result, ended, verdict = self._supervise(request, workspace, role, cgroups,
+                                                     started)
             oom_killed = cgroups.oom_kills() > 0
         finally:
-            cgroups.remove()
-        text = verdict.text() if verdict.kept else None
-        return judge(result, timed_out, limits.wall_time_s, text, verdict.truncated,
+            cgroups.remove()  # kills whatever is left: every process of the run is dead now
+        text = verdict.text() if verdict is not None and verdict.kept else None
+        truncated = verdict.truncated if verdict is not None else False
+        return judge(result, ended is Ended.TIMED_OUT, limits.wall_time_s, text, truncated,
                      oom_killed=oom_killed)
 
-    def _userns(self) -> int | None:
-        """A fresh user namespace for the run where the command drops to ``SANDBOX_UID``
+    def _open_fds(self, role: _Role) -> tuple[_Fds, int | None]:
+        """The descriptors for one start, and the verdict pipe's read end (if any)."""
+        verdict_read = verdict_write = None
+        if role.verdict:
+            verdict_read, verdict_write = os.pipe()
+            if self._drops_uid:  # the command reopens it through /proc/self/fd: its own
+                os.fchown(verdict_write, role.uid, role.uid)
+        fds = _Fds(verdict_write, program_fd(self._seccomp), None, standin_fds(), role.channel)
+        try:
+            fds.userns = self._userns(role.uid)
+        except BaseException:
+            fds.close()
+            if verdict_read is not None:
+                os.close(verdict_read)
+            raise
+        return fds, verdict_read
+
+    def _userns(self, uid: int) -> int | None:
+        """A fresh user namespace for the run where the command drops to ``uid``
         (made while the previous run went on)."""
         if not self._drops_uid:
             return None
         try:
-            return self._namespaces.take()
+            return self._namespaces[uid].take()
         except OSError as exc:
             raise SandboxError(f"could not make the run's user namespace: {exc}") from exc
 
-    def _supervise(self, build_argv: Callable[[_Fds], list[str]],
-                   limits: SandboxLimits, cgroups: RunCgroups
-                   ) -> tuple[SandboxResult, bool, OutputReader]:
-        """Start bwrap, collect its output and verdict, and kill it at the wall-time limit."""
-        verdict_read, verdict_write = os.pipe()
-        if self._drops_uid:  # the command reopens it through /proc/self/fd: make it its own
-            os.fchown(verdict_write, SANDBOX_UID, SANDBOX_UID)
-        passed: _Fds = (verdict_write, _program_fd(self._seccomp), self._userns())
+    def _supervise(self, request: SandboxRequest, workspace: Path, role: _Role,
+                   cgroups: RunCgroups, started: Callable[[], None] | None
+                   ) -> tuple[SandboxResult, Ended, OutputReader | None]:
+        """Start bwrap, collect its output and verdict, and kill it at the wall-time limit
+        (or when the role's cancel is set)."""
+        limits = request.limits
+        fds, verdict_read = self._open_fds(role)
         try:
-            started = time.monotonic()
+            begun = time.monotonic()
             try:
+                argv = [self._bwrap, *self._bwrap_args(request, workspace, role, fds)]
                 memory = None if cgroups.limits_memory else limits.memory_mb << 20
-                proc = _spawn(build_argv(passed), memory, limits.max_processes, cgroups,
-                              tuple(fd for fd in passed if fd is not None))
+                nproc = (user_process_count(role.uid if self._drops_uid else os.getuid())
+                         + limits.max_processes + BWRAP_OWN_PROCESSES)
+                proc = spawn(argv, memory, nproc, cgroups, fds.passed(), role.stdio)
             finally:
-                for fd in passed:  # only the sandbox holds these now
-                    if fd is not None:
-                        os.close(fd)
+                fds.close()  # only the sandbox holds these now
+            if started is not None:
+                started()
             try:
-                readers = [OutputReader(p, limits.output_bytes) for p in _pipes(proc)]
-                verdict = OutputReader(os.fdopen(verdict_read, "rb", closefd=False),
-                                       MAX_RESULT_BYTES)
-                readers.append(verdict)
+                readers = ([] if role.stdio is not None
+                           else [OutputReader(p, limits.output_bytes) for p in pipes(proc)])
+                verdict = None
+                if verdict_read is not None:
+                    verdict = OutputReader(os.fdopen(verdict_read, "rb", closefd=False),
+                                           MAX_RESULT_BYTES)
+                    readers.append(verdict)
                 for reader in readers:
                     reader.start()
-                try:
-                    proc.wait(timeout=limits.wall_time_s)
-                    timed_out = False
-                except subprocess.TimeoutExpired:
-                    timed_out = True
+                ended = wait_for(proc, limits.wall_time_s, role.cancel)
             finally:
-                _kill_group(proc)
-            wall = time.monotonic() - started
+                kill_group(proc)
+            wall = time.monotonic() - begun
             for reader in readers:
                 reader.join(timeout=5)
         finally:
-            os.close(verdict_read)
-        out, err = readers[0].text(), readers[1].text()
-        truncated = readers[0].truncated or readers[1].truncated
-        result = SandboxResult(RunStatus.OK, proc.returncode, out, err, wall, None, None, truncated)
-        return result, timed_out, verdict
+            if verdict_read is not None:
+                os.close(verdict_read)
+        out = readers[0].text() if role.stdio is None else ""
+        err = readers[1].text() if role.stdio is None else ""
+        truncated = role.stdio is None and (readers[0].truncated or readers[1].truncated)
+        result = SandboxResult(RunStatus.OK, proc.returncode, out, err, wall, None, None,
+                               truncated)
+        return result, ended, verdict
 
 
-_Fds = tuple[int, int | None, int | None]
-
-
-def _program_fd(program: bytes | None) -> int | None:
-    """A pipe's read end holding the seccomp program (None without a program)."""
-    if program is None:
-        return None
-    read, write = os.pipe()
-    try:
-        os.write(write, program)  # a few hundred bytes: far below the pipe's buffer
-    finally:
-        os.close(write)
-    return read
-
-
-def _spawn(argv: list[str], memory_bytes: int | None, max_processes: int, cgroups: RunCgroups,
-           pass_fds: tuple[int, ...]) -> subprocess.Popen[bytes]:
-    """Start bwrap in its own process group, inside ``cgroups`` and under the rlimits."""
-    uid = SANDBOX_UID if drops_to_sandbox_uid() else os.getuid()
-    nproc = _user_process_count(uid) + max_processes + BWRAP_OWN_PROCESSES
-    cgroup_fds = cgroups.open_procs()
-    try:
-        return subprocess.Popen(
-            argv,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            start_new_session=True,
-            pass_fds=pass_fds,
-            env={},  # bwrap's own environ is readable inside (its pid 1): keep host secrets out
-            preexec_fn=_limits_preexec(memory_bytes, nproc, cgroup_fds),
-        )
-    except OSError as exc:
-        raise SandboxError(f"could not start bubblewrap: {exc}") from exc
-    finally:
-        for fd in cgroup_fds:
-            os.close(fd)
-
-
-def _pipes(proc: subprocess.Popen[bytes]) -> tuple[IO[bytes], IO[bytes]]:
-    assert proc.stdout is not None and proc.stderr is not None
-    return proc.stdout, proc.stderr
-
-
-def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    """SIGKILL the sandbox's process group (bwrap's pid namespace takes everything inside).
-
-    Only while bwrap is unreaped, so that its pid (the group id) cannot have been reused.
-    """
-    if proc.poll() is None:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait()
-
-
-def _environment(request: SandboxRequest, verdict_fd: int) -> dict[str, str]:
+def _environment(request: SandboxRequest, fds: _Fds) -> dict[str, str]:
     bin_dirs = dict.fromkeys([str(Path(sys.prefix) / "bin"), str(Path(sys.executable).parent)])
     path = ":".join([*bin_dirs, "/usr/local/bin", "/usr/bin", "/bin"])
     env = {
@@ -431,7 +414,10 @@ def _environment(request: SandboxRequest, verdict_fd: int) -> dict[str, str]:
         "LANG": "C.UTF-8",
         "PYTHONDONTWRITEBYTECODE": "1",
         "PYTHONHASHSEED": "0",
-        "RECURSOR_RESULT": f"/proc/self/fd/{verdict_fd}",
     }
     env.update(request.env)
+    if fds.verdict is not None:
+        env["RECURSOR_RESULT"] = f"/proc/self/fd/{fds.verdict}"
+    if fds.channel is not None:
+        env[CANDIDATES_ENV] = str(fds.channel)
     return env

@@ -28,6 +28,16 @@ def cfr_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture
+def host_evaluator(monkeypatch: pytest.MonkeyPatch) -> None:
+    """For evaluators called directly in the test process (not in a sandbox): their candidate
+    runs become local processes (``RECURSOR_HOST_EVALUATOR=1``, no isolation, as when a user
+    tries an evaluator by hand). The security suites run evaluators in real sandboxes."""
+    from recursor.guest import HOST_RUN_ENV
+
+    monkeypatch.setenv(HOST_RUN_ENV, "1")
+
+
+@pytest.fixture
 def subprocess_env() -> dict[str, str]:
     """The environment for running ``recursor`` in a child, with test plug-ins importable."""
     env = dict(os.environ)

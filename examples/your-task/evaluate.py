@@ -1,19 +1,19 @@
 """Score a circle packing: the sum of the radii of n valid circles in the unit square.
 
-``evaluate(path, split)`` runs the candidate program in a *subprocess* (never imports it), under
-a time limit, once per n of the split; it reads only the last line of the program's output,
-checks the packing itself (every circle inside the square, no two overlapping) and computes
-the score from the geometry. Whatever else the candidate prints or claims is ignored.
+``evaluate(path, split)`` never runs the candidate itself: ``recursor.guest.run_candidate``
+runs it in a sandbox of its own, which holds nothing of this evaluator (not this file, not
+the split, not the verdict) and whose every process is dead when the call returns. The
+candidate is asked for every n of the split in one run; this evaluator reads one line of
+output per n, checks each packing itself (every circle inside the square, no two
+overlapping) and computes the score from the geometry. Whatever else the candidate prints or
+claims is ignored.
 """
 
-import contextlib
 import json
 import math
-import os
-import signal
-import subprocess
 import sys
-import tempfile
+
+from recursor.guest import CandidateUnavailable, run_candidate
 
 SPLITS = {"dev": (8, 12, 16), "heldout": (10, 14)}
 TIMEOUT_S = 10.0
@@ -21,30 +21,19 @@ MAX_OUTPUT_BYTES = 1 << 20
 TOLERANCE = 1e-9
 
 
-def run_candidate(path, n):
-    """The candidate's last output line for ``n`` circles, or raise RuntimeError."""
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryDirectory() as cwd:
-        # -I: the candidate's own folder, the environment and user site are ignored
-        command = [sys.executable, "-I", os.path.abspath(path), str(n)]
-        proc = subprocess.Popen(command, stdout=out, stderr=subprocess.DEVNULL,
-                                stdin=subprocess.DEVNULL, cwd=cwd, start_new_session=True)
-        try:
-            code = proc.wait(timeout=TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            code = None
-        finally:  # also kills whatever the candidate left running in its session
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-        if code is None:
-            raise RuntimeError(f"n={n}: timed out after {TIMEOUT_S} s")
-        if code != 0:
-            raise RuntimeError(f"n={n}: exited with status {code}")
-        out.seek(0)
-        lines = out.read(MAX_OUTPUT_BYTES).decode("utf-8", "replace").strip().splitlines()
-    if not lines:
-        raise RuntimeError(f"n={n}: printed nothing")
-    return lines[-1]
+def packings(path, sizes):
+    """The candidate's output line for each n in ``sizes``, or raise RuntimeError."""
+    # -I: the candidate's own folder, the environment and user site are ignored
+    run = run_candidate([sys.executable, "-I", path, *map(str, sizes)], timeout_s=TIMEOUT_S,
+                        output_bytes=MAX_OUTPUT_BYTES)
+    if run.status == "timeout":
+        raise RuntimeError(f"timed out after {TIMEOUT_S} s")
+    if not run.ok:
+        raise RuntimeError(f"the program failed ({run.status}, exit status {run.exit_code})")
+    lines = run.text.strip().splitlines()
+    if len(lines) < len(sizes):
+        raise RuntimeError(f"printed {len(lines)} lines for {len(sizes)} sizes")
+    return lines[-len(sizes):]
 
 
 def sum_of_radii(line, n):
@@ -56,30 +45,33 @@ def sum_of_radii(line, n):
     circles = [(float(x), float(y), float(r)) for (x, y), r in zip(centers, radii, strict=True)]
     for x, y, r in circles:
         if not all(math.isfinite(v) for v in (x, y, r)) or r < 0:
-            raise ValueError(f"circle ({x}, {y}, r={r}) is not a finite circle")
+            raise ValueError(f"n={n}: a circle is not a finite circle")
         if x - r < -TOLERANCE or y - r < -TOLERANCE or x + r > 1 + TOLERANCE \
                 or y + r > 1 + TOLERANCE:
-            raise ValueError(f"circle ({x:.4f}, {y:.4f}, r={r:.4f}) leaves the square")
+            raise ValueError(f"n={n}: a circle leaves the square")
     for i, (xi, yi, ri) in enumerate(circles):
         for xj, yj, rj in circles[i + 1:]:
             if math.dist((xi, yi), (xj, yj)) < ri + rj - TOLERANCE:
-                raise ValueError(f"circles at ({xi:.4f}, {yi:.4f}) and ({xj:.4f}, {yj:.4f}) "
-                                 "overlap")
+                raise ValueError(f"n={n}: two circles overlap")
     return sum(r for _, _, r in circles)
 
 
 def evaluate(path, split="dev"):
     """{"metrics": {"score": total sum of radii, ...}, "instances": {"n8": ..., ...}}"""
-    instances = {}
-    for n in SPLITS[split]:
-        try:
-            instances[f"n{n}"] = sum_of_radii(run_candidate(path, n), n)
-        except (RuntimeError, ValueError, KeyError, TypeError) as exc:
-            return {"error": f"{type(exc).__name__}: {exc}"}
+    sizes = SPLITS[split]
+    try:
+        lines = packings(path, sizes)
+        instances = {f"n{n}": sum_of_radii(line, n) for n, line in zip(sizes, lines, strict=True)}
+    except (RuntimeError, ValueError, KeyError, TypeError) as exc:
+        # a rejection is shown to proposers (shortened): it names the problem, never data
+        return {"error": f"{type(exc).__name__}: {exc}"}
     metrics = {"score": sum(instances.values())}
     metrics.update(instances)
     return {"metrics": metrics, "instances": instances}
 
 
-if __name__ == "__main__":  # try it by hand: python evaluate.py initial.py
-    print(json.dumps(evaluate(sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else "dev")))
+if __name__ == "__main__":  # by hand, outside a sandbox there is no candidate channel
+    try:
+        print(json.dumps(evaluate(sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else "dev")))
+    except CandidateUnavailable as exc:
+        sys.exit(f"{exc}; try it with `recursor run --program ... --evaluator ...`")

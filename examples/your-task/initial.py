@@ -1,7 +1,8 @@
 """Pack n circles into the unit square, maximizing the sum of their radii.
 
-Run as ``python initial.py N``: prints one JSON line ``{"centers": [[x, y], ...], "radii": [...]}``.
-Only the code between the EVOLVE-BLOCK markers may change; ``radii_for`` and ``main`` stay fixed.
+Run as ``python initial.py N [N ...]``: prints one JSON line ``{"centers": [[x, y], ...],
+"radii": [...]}`` per N, in order. Only the code between the EVOLVE-BLOCK markers may change;
+``radii_for`` and ``main`` stay fixed.
 """
 
 import json
@@ -42,9 +43,9 @@ def radii_for(centers):
 
 
 def main():
-    n = int(sys.argv[1])
-    centers = [(float(x), float(y)) for x, y in place_centers(n)][:n]
-    print(json.dumps({"centers": centers, "radii": radii_for(centers)}))
+    for n in map(int, sys.argv[1:]):
+        centers = [(float(x), float(y)) for x, y in place_centers(n)][:n]
+        print(json.dumps({"centers": centers, "radii": radii_for(centers)}), flush=True)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,6 @@
 """File names shared by the task (host side) and its evaluator (sandbox side)."""
 
 HOOK_FILE = "cfr_hooks.py"  # the candidate's hook module, at the workspace root
-ERROR_FILE = "error.txt"  # where the solver child explains why it failed
 
 # A game solved to within 0.002 chips (the ante of these games is 1) counts as solved: its
 # log10 stops there. Without a floor one game converging toward 0 decides the mean of log10s

@@ -9,12 +9,13 @@ from pathlib import Path
 
 from recursor.config import ProgramTaskConfig
 from recursor.errors import ConfigError
-from recursor.plan import Mount, SandboxLimits, trusted_module_command
+from recursor.plan import CandidateRuns, Mount, SandboxLimits, trusted_module_command
 from recursor.tasks._base import Component, EvaluationPlan, Objective, Task
 from recursor.tasks.program.source import SourceError, check_evaluator, check_program, frame
 from recursor.types import ChangeKind, Split
 
-EVALUATOR_TARGET = "/recursor-evaluator"  # read-only inside the sandbox; never in /workspace
+# read-only inside the evaluator's sandbox, never in /workspace; candidate runs never see it
+EVALUATOR_TARGET = "/recursor-evaluator"
 CACHE_FOLDER = "program-evaluator"
 RUNNER = "recursor.tasks.program.runner"
 # the runner's own start-up and the verdict, on top of the evaluator's time
@@ -139,8 +140,11 @@ class ProgramTask(Task):
         if not self.passes_split:
             command.append("--no-split")
         mount = Mount(Path(cache_dir) / CACHE_FOLDER, EVALUATOR_TARGET)
-        return EvaluationPlan(command=command, mounts=[mount], limits=SandboxLimits(
-            wall_time_s=self.timeout_s + RUNNER_MARGIN_S, memory_mb=self.memory_mb))
+        limits = SandboxLimits(wall_time_s=self.timeout_s + RUNNER_MARGIN_S,
+                               memory_mb=self.memory_mb)
+        # the candidate runs (recursor.guest.run_candidate) see none of the evaluator's files
+        return EvaluationPlan(command=command, mounts=[mount], limits=limits,
+                              candidates=CandidateRuns(limits=limits))
 
     def proposer_hints(self) -> str:
         return self.description

@@ -1,13 +1,15 @@
-"""The evaluator's side of the solver child (trusted): start it on a copy of the workspace,
-send payoff tensors, read back mixtures as data and check them.
+"""The evaluator's side of the solver child (trusted): start it, send payoff tensors, read
+back mixtures as data and check them.
 
-Isolation. The child runs in a fresh temporary directory holding a *copy* of the workspace (its
-working directory; directories and regular files only, see :func:`copy_regular`), with
-``$RECURSOR_RESULT`` gone from its environment (the evaluator removed it with
-``protect_verdict``), in its own session so that it and anything it spawns can be killed.
-Every call has a deadline (``call_timeout_s``, cut to what is left of the evaluation's
-``budget``); a child that is late, dies, floods or answers nonsense raises :class:`SolverFailed`
-with the reason, and the evaluator records the candidate as invalid.
+Isolation. The child is a candidate run (``recursor.guest.start_candidate``): a sandbox of its
+own, with its own uid and namespaces and a fresh copy of the candidate's workspace, and none
+of the evaluator's: no game trees, no split, no iteration count, no arguments (the task hides
+the PSRO engine, the game builders and OpenSpiel from it, so it cannot rebuild the games and
+replay PSRO to learn its own score). All it ever receives is one payoff tensor and the current
+iteration per call. Every call has a deadline (``call_timeout_s``, cut to what is left of the
+evaluation's ``budget``); a child that is late, dies, floods or answers nonsense raises
+:class:`SolverFailed` with the reason, and the evaluator records the candidate as invalid.
+Leaving the ``with`` block kills the run, every process of it.
 
 Mixture check (:func:`check_mixtures`). An answer must hold one mixture per player, each a flat
 list of ``n_p`` finite numbers, none below ``-MIXTURE_TOLERANCE``, summing to 1 within
@@ -17,21 +19,17 @@ solver's rounding); anything else is rejected, never repaired.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import select
-import shutil
-import signal
-import subprocess
-import tempfile
+import sys
 import time
-from pathlib import Path
 from types import TracebackType
 from typing import Any
 
 import numpy as np
 
+from recursor.guest import CandidateError, start_candidate
 from recursor.plan import trusted_module_command
 from recursor.tasks.psro._protocol import SOLVER_FILE
 
@@ -82,36 +80,15 @@ def check_mixtures(reply: Any, shape: tuple[int, int]) -> list[np.ndarray]:
     return out
 
 
-def copy_regular(source: Path, target: Path) -> None:
-    """Copy the directories and regular files under ``source`` to ``target``; skip anything
-    else (a symlink, or a FIFO a candidate left behind, which would block a plain copy)."""
-    target.mkdir(parents=True, exist_ok=True)
-    for entry in os.scandir(source):
-        if entry.is_dir(follow_symlinks=False):
-            copy_regular(Path(entry.path), target / entry.name)
-        elif entry.is_file(follow_symlinks=False):
-            shutil.copyfile(entry.path, target / entry.name)
-
-
 class SolverProcess:
     """One solver child for one game (a context manager; :meth:`solve` is the meta-solver)."""
 
-    def __init__(self, workspace: Path, budget: Budget, call_timeout_s: float) -> None:
+    def __init__(self, solver: bytes, budget: Budget, call_timeout_s: float) -> None:
         self._budget, self._call_timeout = budget, call_timeout_s
-        self._tmp = tempfile.TemporaryDirectory(prefix="psro-solver-")
-        root = Path(self._tmp.name)
-        copy = root / "workspace"
-        copy_regular(workspace, copy)
-        self._stderr_path = root / "stderr.txt"
-        with open(self._stderr_path, "wb") as stderr:
-            self._proc = subprocess.Popen(
-                trusted_module_command("recursor.tasks.psro.child", "--solver",
-                                       str(copy / SOLVER_FILE)),
-                cwd=copy, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr,
-                env={k: v for k, v in os.environ.items() if k != "RECURSOR_RESULT"},
-                start_new_session=True)
-        assert self._proc.stdin is not None and self._proc.stdout is not None
-        os.set_blocking(self._proc.stdin.fileno(), False)
+        self._run = start_candidate(trusted_module_command("recursor.tasks.psro.child"),
+                                    files={SOLVER_FILE: solver},
+                                    timeout_s=max(budget.left(), 0.01))
+        os.set_blocking(self._run.stdin.fileno(), False)
         self._buffer = b""
 
     def __enter__(self) -> SolverProcess:
@@ -122,14 +99,14 @@ class SolverProcess:
         self.close()
 
     def close(self) -> None:
-        """Kill the child and everything in its session; remove the copy."""
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self._proc.pid, signal.SIGKILL)
-        self._proc.wait()
-        for stream in (self._proc.stdin, self._proc.stdout):
-            if stream is not None:
-                stream.close()
-        self._tmp.cleanup()
+        """Kill the run and everything in it, wait until the sandbox says it is over, and copy
+        what the candidate printed into this evaluation's stdout (the user's logs)."""
+        try:
+            self._run.__exit__(None, None, None)
+        finally:
+            if self._run.stderr:
+                sys.stdout.write(self._run.stderr.decode("utf-8", "replace"))
+                sys.stdout.flush()
 
     def solve(self, payoffs: np.ndarray, iteration: int) -> list[np.ndarray]:
         """The candidate's checked mixtures for ``payoffs``; raises SolverFailed."""
@@ -153,8 +130,7 @@ class SolverProcess:
         return SolverFailed(f"meta_solver took over {limit:.1f} s (the limit per call)")
 
     def _send(self, data: bytes, deadline: float, limit: float) -> None:
-        assert self._proc.stdin is not None
-        fd = self._proc.stdin.fileno()
+        fd = self._run.stdin.fileno()
         while data:
             left = deadline - time.monotonic()
             if left <= 0:
@@ -167,8 +143,7 @@ class SolverProcess:
                     return  # it exited: its last words (if any) are read by _receive
 
     def _receive(self, deadline: float, limit: float) -> str:
-        assert self._proc.stdout is not None
-        fd = self._proc.stdout.fileno()
+        fd = self._run.stdout.fileno()
         while b"\n" not in self._buffer:
             left = deadline - time.monotonic()
             if left <= 0:
@@ -187,14 +162,12 @@ class SolverProcess:
 
     def _exited(self) -> SolverFailed:
         try:
-            status = self._proc.wait(timeout=2.0)
-        except subprocess.TimeoutExpired:
-            status = None
-        try:
-            tail = self._stderr_path.read_text(errors="replace")[-1500:].strip()
-        except OSError:
-            tail = ""
-        return SolverFailed(f"the solver process exited (status {status})"
+            ended = self._run.wait(timeout=5.0)
+            status = f"{ended.status}, exit status {ended.exit_code}"
+        except (TimeoutError, CandidateError):
+            status = "unknown"
+        tail = self._run.stderr.decode(errors="replace")[-1500:].strip()
+        return SolverFailed(f"the solver process exited ({status})"
                             + (f": {tail}" if tail else ""))
 
 

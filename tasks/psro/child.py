@@ -5,9 +5,10 @@ Protocol, one JSON object per line. The evaluator writes ``{"payoffs": [[[...]]]
 "iteration": k}``; the child answers ``{"mixtures": [[...], [...]]}`` or ``{"error": "..."}``.
 Before the candidate is imported, file descriptor 1 is pointed at stderr and the answers go to
 a private duplicate of the original stdout, so a ``print`` in the candidate cannot break the
-framing.
+framing. It runs as a candidate run, in the candidate's workspace (its working directory),
+and takes no argument: nothing on its command line names the split or the iteration count.
 
-    python -P -s -m recursor.tasks.psro.child --solver /tmp/.../meta_solver.py
+    python -P -s -m recursor.tasks.psro.child
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from recursor.tasks.psro._protocol import SOLVER_FUNCTION
+from recursor.tasks.psro._protocol import SOLVER_FILE, SOLVER_FUNCTION
 
 
 def load_solver(path: Path) -> Callable[..., Any]:
@@ -64,7 +65,7 @@ def serve(solver: Callable[..., Any], requests: TextIO, replies: TextIO) -> None
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Serve a PSRO meta-solver (candidate code).")
-    parser.add_argument("--solver", type=Path, required=True)
+    parser.add_argument("--solver", type=Path, default=Path(SOLVER_FILE))
     args = parser.parse_args(argv)
     replies = os.fdopen(os.dup(1), "w")
     os.dup2(2, 1)

@@ -17,11 +17,12 @@ is the mean ``log10`` exploitability over the whole curve (how fast it fell). A 
 solver fails (an exception, a time-out, a malformed or non-distribution mixture) gets ``error``
 set with the game, the iteration and the reason, empty metrics, and exit status 1.
 
-Trust split. This process computes the payoff tensors, the best responses and exploitability
-itself (``engine.py``); the candidate's ``meta_solver`` runs only in a child process per game
-(``channel.py``) that receives payoff tensors and returns mixtures, which are checked here. The
-process is non-dumpable and takes the verdict path out of the environment before any child
-starts (``protect_verdict``); the verdict is written last.
+The two parties. This process (trusted) holds the game trees (this split's only), the split,
+the iteration count and the verdict, and computes the payoff tensors, the best responses and
+exploitability itself (``engine.py``). The candidate's ``meta_solver`` runs only in a
+candidate run per game (``channel.py``): a sandbox of its own that receives payoff tensors and
+returns mixtures, which are checked here, and that can import neither the engine nor the game
+builders. The verdict is written last.
 """
 
 from __future__ import annotations
@@ -29,7 +30,6 @@ from __future__ import annotations
 import argparse
 import math
 import sys
-import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -37,24 +37,27 @@ from typing import Any
 
 import numpy as np
 
-from recursor.guest import finish, protect_verdict
-from recursor.tasks.psro.channel import Budget, SolverFailed, SolverProcess, copy_regular
+from recursor.guest import deny_exec, finish, protect_verdict, read_candidate_file
+from recursor.tasks.psro._protocol import SOLVER_FILE
+from recursor.tasks.psro.channel import Budget, SolverFailed, SolverProcess
 from recursor.tasks.psro.engine import TreeGame, run_psro
 from recursor.tasks.psro.games import SPLITS, load_tree
 
 EXPLOITABILITY_FLOOR = 1e-6  # below this, differences are the LP solvers' tolerance: solved
 CALL_TIMEOUT_S = 10.0
+MAX_SOLVER_BYTES = 1 << 20
 
 
 def _log(value: float) -> float:
     return math.log10(max(value, EXPLOITABILITY_FLOOR))
 
 
-def run_game(workspace: Path, game: str, cache: Path | None, iterations: int,
+def run_game(solver_source: bytes, game: str, cache: Path | None, iterations: int,
              budget: Budget) -> list[float]:
-    """The exploitability curve of PSRO on ``game`` with the workspace's meta-solver."""
+    """The exploitability curve of PSRO on ``game`` with the meta-solver ``solver_source``
+    (run in a candidate run of its own, on a fresh copy of the candidate's workspace)."""
     tree_game = TreeGame(load_tree(game, cache))
-    with SolverProcess(workspace, budget, CALL_TIMEOUT_S) as solver:
+    with SolverProcess(solver_source, budget, CALL_TIMEOUT_S) as solver:
 
         def solve(payoffs: np.ndarray, iteration: int) -> list[np.ndarray]:
             try:
@@ -75,14 +78,15 @@ def evaluate(workspace: Path, split: str, cache: Path | None, iterations: int,
     started = time.perf_counter()
     budget = Budget(timeout_s)
     curves: dict[str, list[float]] = {}
-    # every game's child starts from the workspace as it was before any candidate code ran
-    with tempfile.TemporaryDirectory(prefix="psro-snapshot-") as snapshot:
-        copy_regular(workspace, Path(snapshot))
-        try:
-            for game in games if games is not None else SPLITS[split]:
-                curves[game] = run_game(Path(snapshot), game, cache, iterations, budget)
-        except SolverFailed as exc:
-            return {"metrics": {}, "instances": {}, "error": str(exc)}
+    try:  # every game's child starts from a fresh copy of the candidate's workspace
+        source = read_candidate_file(workspace / SOLVER_FILE, MAX_SOLVER_BYTES)
+    except OSError as exc:
+        return {"metrics": {}, "instances": {}, "error": f"cannot read {SOLVER_FILE}: {exc}"}
+    try:
+        for game in games if games is not None else SPLITS[split]:
+            curves[game] = run_game(source, game, cache, iterations, budget)
+    except SolverFailed as exc:
+        return {"metrics": {}, "instances": {}, "error": str(exc)}
     final = {game: curve[-1] for game, curve in curves.items()}
     metrics: dict[str, float] = {"score": sum(map(_log, final.values())) / len(final)}
     metrics.update({f"expl_{g}": v for g, v in final.items()})
@@ -107,6 +111,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; exit status 0 when the candidate was scored, 1 when it is invalid."""
     result_path = protect_verdict()
     args = _parser().parse_args(argv)
+    deny_exec()  # the candidate runs only where start_candidate puts it
     verdict = evaluate(args.workspace, args.split, args.cache, args.iterations, args.timeout)
     return finish(result_path, verdict)
 

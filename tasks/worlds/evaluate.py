@@ -1,22 +1,20 @@
 """The ``worlds`` evaluator (trusted), run inside the sandbox on a candidate workspace.
 
 Who holds what. This process holds the world (facts, articles, questions, answers), the tools,
-the solver and the policy; the candidate's code never runs in it. The candidate's harness runs
-in one child process and its recipe and curriculum in another
-(:mod:`recursor.tasks.worlds.child`), each in its own private copy of the workspace, with a
-fixed environment and no inherited descriptors. The harness child only ever receives episode
-states (the question text and the history of actions and observations) and returns prompts,
-actions and completions over a pipe (:mod:`recursor.tasks.worlds.protocol`); the data child
-only receives trajectory metadata and returns task ids and indices. Every value is validated.
+the solver and the policy; the candidate's code never runs in its sandbox. The candidate's
+harness runs in one child and its recipe and curriculum in another
+(:mod:`recursor.tasks.worlds.child`), each a candidate run (``recursor.guest.start_candidate``):
+a sandbox of its own, with its own uid, namespaces and copy of the candidate's files, sharing
+no file, process or signal with this one. The harness child only ever receives episode states
+(the question text and the history of actions and observations) and returns prompts, actions
+and completions over its pipes (:mod:`recursor.tasks.worlds.protocol`); the data child only
+receives trajectory metadata and returns task ids and indices. Every value is validated.
 
-Why the children cannot reach the answers. They run as the same user in the same sandbox, so
-any file this process can read, they could read too; the answer key therefore never exists as
-a file in the sandbox. The split's universes arrive through ``--worlds``, a named pipe that
-the host feeds once (:mod:`recursor.tasks.worlds.stage`): this process reads it to the end
-before any candidate code starts, after which the pipe holds nothing. This process is made
-non-dumpable first (``recursor.guest.protect_verdict``), so a child without
-capabilities cannot read its memory, descriptors or environment through ``/proc``; a child
-is started with ``exec``, so it inherits none of this process's memory either.
+Why the children cannot reach the answers: nothing of this sandbox exists in theirs. The
+answer key does not even exist as a file here: the split's universes arrive through
+``--worlds``, a named pipe that the host feeds once (:mod:`recursor.tasks.worlds.stage`),
+read to the end before any candidate run starts. This process is made non-dumpable first
+(``recursor.guest.protect_verdict``) and can start no program itself (``deny_exec``).
 
 Provenance. The component hashes are taken from the workspace files this process reads before
 any candidate code starts, and the controller checks them against its own
@@ -32,9 +30,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import sys
-import tempfile
 from collections import Counter
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -42,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from recursor import content
-from recursor.guest import protect_verdict, write_verdict
+from recursor.guest import deny_exec, protect_verdict, write_verdict
 from recursor.tasks.worlds import world
 from recursor.tasks.worlds.data import choose_tasks, selected, use_policy_rollouts
 from recursor.tasks.worlds.episodes import Complete, Harness, rendered_demonstrations, run_episodes
@@ -107,18 +103,12 @@ def load_policy(files: Mapping[str, str], policies: Path) -> Complete | None:
 @contextmanager
 def child(role: str, files: Mapping[str, str],
           deadline_s: float = REPLY_DEADLINE_S) -> Iterator[Child]:
-    """A candidate child in a fresh private copy of the workspace, removed afterwards."""
-    folder = Path(tempfile.mkdtemp(prefix=f"worlds-{role}-"))
-    for name, text in files.items():
-        (folder / name).write_text(text)
-    process = None
+    """A candidate child (a candidate run of its own holding ``files``), killed afterwards."""
+    process = Child(role, files, deadline_s)
     try:
-        process = Child(role, folder, deadline_s)
         yield process
     finally:
-        if process is not None:
-            process.close()
-        shutil.rmtree(folder, ignore_errors=True)
+        process.close()
 
 
 def evaluate(files: Mapping[str, str], universes: list[world.Universe],
@@ -235,6 +225,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rl", action="store_true", help="corpus: RL prompts with targets")
     args = parser.parse_args(argv)
     target = protect_verdict()  # first: nothing of this process is readable from a child
+    deny_exec()  # the candidate runs only where start_candidate puts it
     universes = parse_universes(read_once(args.worlds))
     files = read_workspace(args.workspace)
     try:

@@ -1,8 +1,10 @@
 """The evaluator's side of the pipe to a candidate child (:mod:`recursor.tasks.worlds.child`).
 
-A :class:`Child` runs ``python -P -s -m recursor.tasks.worlds.child ROLE`` in a private copy of
-the workspace, with a minimal environment and no inherited descriptors, and exchanges one
-JSON line per request and per reply. Everything the child sends is hostile input:
+A :class:`Child` runs ``python -P -s -m recursor.tasks.worlds.child ROLE`` as a candidate run
+(``recursor.guest.start_candidate``): a sandbox of its own, with its own uid and namespaces and
+a fresh copy of the candidate's files, which shares nothing with the evaluator (no world data,
+no policy, no signal). It exchanges one JSON line per request and per reply over the run's
+pipes. Everything the child sends is hostile input:
 
 - a reply longer than :data:`MAX_REPLY_BYTES`, one that is not a JSON object with exactly one
   of ``ok``/``error``/``crash``, or none within :data:`REPLY_DEADLINE_S` raises
@@ -12,8 +14,8 @@ JSON line per request and per reply. Everything the child sends is hostile input
   (the evaluation is ``crashed``, with the traceback or the exit status).
 
 Requests are written without blocking against the deadline too, so a child that stops
-reading cannot hang the evaluator. The child's stderr goes to an anonymous temporary file,
-and its last :data:`STDERR_TAIL` characters are copied to the evaluator's stderr on close.
+reading cannot hang the evaluator. The last :data:`STDERR_TAIL` bytes of the child's stderr
+are copied to the evaluator's stderr on close, after every process of the run is dead.
 """
 
 from __future__ import annotations
@@ -22,18 +24,17 @@ import contextlib
 import json
 import os
 import select
-import signal
-import subprocess
 import sys
-import tempfile
 import time
-from pathlib import Path
-from typing import IO, Any
+from collections.abc import Mapping
+from typing import Any
 
+from recursor.guest import CandidateError, start_candidate
 from recursor.plan import trusted_module_command
 
 MAX_REPLY_BYTES = 8 << 20
 REPLY_DEADLINE_S = 120.0
+RUN_TIMEOUT_S = 3600.0  # the sandbox cuts it to what is left of the evaluation
 STDERR_TAIL = 20_000
 CHUNK = 1 << 16
 
@@ -50,25 +51,16 @@ class ChildCrashed(Exception):
     """The candidate's code raised, or its process died (crashed)."""
 
 
-def child_env(home: Path) -> dict[str, str]:
-    """A fixed environment: nothing of the evaluator's (its own is clean, but say so here)."""
-    return {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(home), "LANG": "C.UTF-8",
-            "PYTHONDONTWRITEBYTECODE": "1", "PYTHONHASHSEED": "0"}
-
-
 class Child:
     """One candidate child; ``call`` sends a request and returns the validated ``ok`` value."""
 
-    def __init__(self, role: str, folder: Path, deadline_s: float = REPLY_DEADLINE_S) -> None:
+    def __init__(self, role: str, files: Mapping[str, str],
+                 deadline_s: float = REPLY_DEADLINE_S) -> None:
         self.role, self.deadline_s = role, deadline_s
-        # closed in close(); it outlives this call by design
-        self._stderr: IO[bytes] = tempfile.TemporaryFile()  # noqa: SIM115
-        self.proc = subprocess.Popen(
-            trusted_module_command("recursor.tasks.worlds.child", role), cwd=folder,
-            env=child_env(folder), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=self._stderr, close_fds=True, start_new_session=True)
-        assert self.proc.stdin is not None and self.proc.stdout is not None
-        self._in, self._out = self.proc.stdin.fileno(), self.proc.stdout.fileno()
+        self._run = start_candidate(trusted_module_command("recursor.tasks.worlds.child", role),
+                                    files=dict(files), timeout_s=RUN_TIMEOUT_S,
+                                    stderr_bytes=STDERR_TAIL)
+        self._in, self._out = self._run.stdin.fileno(), self._run.stdout.fileno()
         os.set_blocking(self._in, False)
         os.set_blocking(self._out, False)
         self._buffer = b""
@@ -142,27 +134,19 @@ class Child:
 
     def _death(self) -> str:
         try:
-            code = self.proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
+            ended = self._run.wait(timeout=5)
+        except (TimeoutError, CandidateError):
             return f"the {self.role} process closed its pipe"
-        return f"the {self.role} process exited with status {code}"
+        return f"the {self.role} process exited with status {ended.exit_code} ({ended.status})"
 
     def close(self) -> None:
-        """Kill the child's process group, reap it, and copy its stderr's tail to ours."""
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        self.proc.wait()
-        for pipe in (self.proc.stdin, self.proc.stdout):
-            if pipe is not None:
-                with contextlib.suppress(OSError):
-                    pipe.close()
-        self._stderr.seek(0, os.SEEK_END)
-        self._stderr.seek(max(0, self._stderr.tell() - STDERR_TAIL))
-        tail = self._stderr.read().decode("utf-8", errors="replace")
-        self._stderr.close()
+        """Kill the child's run (every process of it), and copy its stderr's tail to ours."""
+        with contextlib.suppress(CandidateError, TimeoutError):
+            self._run.__exit__(None, None, None)
+        tail = self._run.stderr.decode("utf-8", errors="replace")
         if tail.strip():
             sys.stderr.write(f"--- {self.role} process stderr (tail) ---\n{tail}\n")
 
 
 __all__ = ["Child", "ChildCrashed", "HarnessError", "MAX_REPLY_BYTES", "ProtocolError",
-           "REPLY_DEADLINE_S", "child_env"]
+           "REPLY_DEADLINE_S"]

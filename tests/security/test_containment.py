@@ -175,13 +175,26 @@ for path in glob.glob("/proc/*/environ"):
     assert "OPENAI_API_KEY" not in outcome.stdout
 
 
-def test_a_dev_evaluation_cannot_see_heldout_data(evaluate_candidate) -> None:  # type: ignore[no-untyped-def]
-    prelude = "import os\nprint('CACHE', sorted(os.listdir('/cache')))\n"
+def test_the_candidate_sees_no_game_cache_at_all(evaluate_candidate) -> None:  # type: ignore[no-untyped-def]
+    """The evaluator's game cache (this split's trees) is mounted in the evaluator's sandbox
+    only: the candidate's run gets the trees it plays as data on its stdin, and finds no
+    cache, no tree file and no game name anywhere it can look."""
+    prelude = """
+import glob, os
+trees = [p for depth in range(1, 4) for p in glob.glob("/*" * depth + ".npz")]
+print("CACHE", os.path.exists("/cache"), trees[:5])
+names = []
+for pid in filter(str.isdigit, os.listdir("/proc")):
+    try:
+        names.append(open(f"/proc/{pid}/cmdline", "rb").read().decode(errors="replace"))
+    except OSError:
+        pass
+print("ARGS", "kuhn" in str(names), "leduc" in str(names), "dev" in str(names).split("\\x00"))
+"""
     outcome = evaluate_candidate(prelude)
     assert outcome.ok, outcome.error
-    listing = next(line for line in outcome.stdout.splitlines() if line.startswith("CACHE"))
-    assert "kuhn_poker" in listing and "leduc_poker" in listing
-    assert "liars_dice" not in listing and "goofspiel" not in listing
+    assert "CACHE False []" in outcome.stdout, outcome.stdout[-2000:]
+    assert "ARGS False False False" in outcome.stdout
 
 
 def test_stdout_flood_is_truncated(evaluate_candidate) -> None:  # type: ignore[no-untyped-def]

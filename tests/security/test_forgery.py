@@ -50,14 +50,13 @@ for _path in (_os.environ.get("RECURSOR_RESULT"), "/proc/1/fd/3"):
 '''
 
 # Where a shadow could be picked up: the workspace, the child's working directory (its own
-# copy), the user site directory under $HOME=/tmp, /tmp itself, and the evaluator's temp dir.
+# copy), the user site directory under $HOME=/tmp and /tmp itself. (The evaluator runs in
+# another sandbox, so none of these is even its; the shadows must change nothing anyway.)
 DIRECTORIES = f'''
 import os, sys
 _home = os.environ.get("HOME", "/tmp")
 _dirs = ["/workspace", os.getcwd(), "/tmp", "/var/tmp",
          os.path.join(_home, ".local/lib/{PYTHON}/site-packages")]
-if "--policies-out" in sys.argv:
-    _dirs.append(os.path.dirname(sys.argv[sys.argv.index("--policies-out") + 1]))
 '''
 
 SHADOWS = {
@@ -139,37 +138,52 @@ def test_an_evaluator_started_the_old_way_refuses_to_run(sandbox: Sandbox,  # ty
     assert "UntrustedPathError" in outcome.stderr and "/workspace" in outcome.stderr
 
 
-# After the solver has written its honest output, the child (at exit) swaps it for something a
-# careless reader would block on, follow, or unpickle.
-SWAP_OUTPUT = '''
-import atexit, os, sys
+# The hook module (candidate code, in the solver's own candidate run) finds the descriptor the
+# solver answers on and writes its own answer there first, then exits before the honest one:
+# a careless reader would unpickle it, trust a wrong shape or an extra entry, or block.
+FORGE_ANSWER = '''
+import io, json, os
 import numpy as _np
-def _swap():
-    if "--policies-out" not in sys.argv:
-        return
-    out = sys.argv[sys.argv.index("--policies-out") + 1]
-    os.remove(out)
-    {action}
-atexit.register(_swap)
+def _answer_descriptors():
+    for name in os.listdir("/proc/self/fd"):
+        try:
+            target = os.readlink(f"/proc/self/fd/{name}")
+        except OSError:
+            continue
+        if int(name) > 2 and target.startswith("pipe:"):
+            yield int(name)
+_buffer = io.BytesIO()
+{action}
+_blob = _buffer.getvalue()
+for _fd in _answer_descriptors():
+    try:
+        os.write(_fd, {header} + _blob)
+    except OSError:
+        pass
+os._exit(0)
 '''
+_SIZED = "json.dumps({'policies': len(_blob)}).encode() + b'\\n'"
 SWAPS = {
-    "fifo": "os.mkfifo(out)",
-    "symlink-to-dev-zero": "os.symlink('/dev/zero', out)",
     "pickle": ("class _Run:\n"
-               "        def __reduce__(self):\n"
-               "            return (print, ('PICKLE RAN IN THE EVALUATOR',))\n"
-               "    _np.savez(out, kuhn_poker=_np.array([_Run()], dtype=object),\n"
-               "              leduc_poker=_np.array([_Run()], dtype=object))"),
-    "wrong-shape": "_np.savez(out, kuhn_poker=_np.ones((1, 1)), leduc_poker=_np.ones((1, 1)))",
-    "extra-entry": ("_np.savez(out, kuhn_poker=_np.ones((1, 1)), leduc_poker=_np.ones((1, 1)),\n"
-                    "              score=_np.array([-15.0]))"),
+               "    def __reduce__(self):\n"
+               "        return (print, ('PICKLE RAN IN THE EVALUATOR',))\n"
+               "_np.savez(_buffer, g0=_np.array([_Run()], dtype=object),\n"
+               "          g1=_np.array([_Run()], dtype=object))", _SIZED),
+    "wrong-shape": ("_np.savez(_buffer, g0=_np.ones((1, 1)), g1=_np.ones((1, 1)))", _SIZED),
+    "extra-entry": ("_np.savez(_buffer, g0=_np.ones((1, 1)), g1=_np.ones((1, 1)),\n"
+                    "          score=_np.array([-15.0]))", _SIZED),
+    "size-lie": ("_np.savez(_buffer, g0=_np.ones((1, 1)))",
+                 "json.dumps({'policies': 1 << 40}).encode() + b'\\n'"),
+    "header-flood": ("pass", "b'{' * (1 << 20)"),
 }
 
 
 @pytest.mark.parametrize("swap", sorted(SWAPS))
-def test_a_swapped_output_file_is_rejected_not_trusted(evaluate_candidate,  # type: ignore[no-untyped-def]
-                                                        swap: str) -> None:
-    outcome = evaluate_candidate(SWAP_OUTPUT.replace("{action}", SWAPS[swap]), timeout_s=60)
+def test_a_forged_solver_answer_is_rejected_not_trusted(evaluate_candidate,  # type: ignore[no-untyped-def]
+                                                         swap: str) -> None:
+    action, header = SWAPS[swap]
+    prelude = FORGE_ANSWER.replace("{action}", action).replace("{header}", header)
+    outcome = evaluate_candidate(prelude, timeout_s=60)
     assert outcome.run_status is RunStatus.INVALID, (outcome.run_status, outcome.error)
     assert outcome.metrics == {}
     assert "solver" in (outcome.error or "")

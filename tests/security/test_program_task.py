@@ -1,11 +1,12 @@
 """Hostile candidates against the ``program`` task (a user's own evaluator), per sandbox backend.
 
-The evaluator here is a user's ordinary one: it runs the candidate with ``subprocess`` and once
-more with ``os.system`` (which hands inheritable descriptors on), and imports its helper module
-``scorer`` and the standard library's ``colorsys`` only afterwards, so a module planted anywhere
-the candidate can write would be found first if the runner's ``sys.path`` reached it. Its
-honest score is always 1.0; every attack aims at 1e9. Each test asserts the attack ran (its
-own output says what it managed) and that the verdict is the honest one.
+The evaluator here is a user's ordinary one, written to the two-party contract: it runs the
+candidate with ``recursor.guest.run_candidate``, prints what the candidate printed (so the
+tests can see what each attack managed), and imports its helper module ``scorer`` and the
+standard library's ``colorsys`` only afterwards, so a module planted anywhere the candidate
+can write would be found first if the runner's ``sys.path`` reached it. Its honest score is
+always 1.0; every attack aims at 1e9. A second evaluator is written to the old contract
+(``subprocess`` beside its own files): it must fail with an error naming the new helper.
 """
 
 from __future__ import annotations
@@ -16,42 +17,28 @@ from pathlib import Path
 
 import pytest
 
-from recursor.config import DockerSandboxConfig, ProcessSandboxConfig, ProgramTaskConfig
-from recursor.orchestrator.evaluation import EvaluationOutcome, run_evaluation
+from recursor.orchestrator.evaluation import EvaluationOutcome
 from recursor.sandbox import Sandbox
 from recursor.tasks.program import CACHE_FOLDER, ProgramTask
-from recursor.types import Split
+from tests.helpers.program_task import evaluate, make_task, with_attack
 
 EVALUATOR = '''
-import os
-import subprocess
 import sys
+
+from recursor.guest import run_candidate
 
 
 def evaluate(path, split="dev"):
-    proc = subprocess.run([sys.executable, path], capture_output=True, text=True, timeout=20,
-                          cwd=os.path.dirname(path))
-    status = os.system(f"{sys.executable} {path}")  # its output goes to the sandbox's stdout
-    import colorsys  # only now, after the candidate ran twice: a helper and a stdlib module
+    run = run_candidate([sys.executable, path], timeout_s=20)
+    print(run.text)
+    import colorsys  # only now, after the candidate ran: a helper and a stdlib module
 
     import scorer
     score = scorer.score() + colorsys.rgb_to_hsv(0.0, 0.0, 0.0)[0]
-    return {"score": score, "ran": float(proc.stdout.count("candidate ran")),
-            "status": float(status)}
+    return {"score": score, "ran": float(run.text.count("candidate ran")),
+            "status": float(run.exit_code)}
 '''
 SCORER = "def score():\n    return 1.0\n"
-PROGRAM = '''import sys
-
-# EVOLVE-BLOCK-START
-def attack():
-    pass
-# EVOLVE-BLOCK-END
-
-
-if __name__ == "__main__":
-    attack()
-    print("candidate ran")
-'''
 SHADOW = "def score():\\n    return 1e9\\n\\n\\ndef rgb_to_hsv(*args):\\n    return (1e9, 0, 0)\\n"
 
 PLANT_MODULES = f'''
@@ -72,6 +59,7 @@ OVERWRITE_EVALUATOR = f'''
 def attack():
     import os, sys
     root = "/recursor-evaluator"
+    print("evaluator folder visible:", os.path.exists(root))
     names = ["evaluate.py", "scorer.py",
              "__pycache__/scorer." + sys.implementation.cache_tag + ".pyc"]
     for name in names:
@@ -84,14 +72,6 @@ def attack():
             print("overwrote", name)
         except OSError as exc:
             print("refused", name, exc.errno)
-    for action in (lambda: os.chmod(root + "/scorer.py", 0o777),
-                   lambda: os.unlink(root + "/scorer.py"),
-                   lambda: os.rename(root + "/scorer.py", root + "/old.py")):
-        try:
-            action()
-            print("changed the evaluator folder")
-        except OSError:
-            pass
 '''
 FAKE_VERDICT = '''
 def attack():
@@ -119,6 +99,40 @@ def attack():
             pass
 '''
 
+# The old contract: the candidate runs in the evaluator's own sandbox, beside its files.
+OLD_SUBPROCESS = '''
+import subprocess, sys
+
+
+def evaluate(path, split="dev"):
+    proc = subprocess.run([sys.executable, path], capture_output=True, text=True, timeout=20)
+    return {"score": float(proc.stdout.count("candidate ran"))}
+'''
+OLD_OS_SYSTEM = '''
+import os, sys
+
+
+def evaluate(path, split="dev"):
+    status = os.system(f"{sys.executable} {path}")
+    return {"score": 1.0 if status == 0 else 0.0}
+'''
+OLD_IMPORT = '''
+import importlib.util
+
+
+def evaluate(path, split="dev"):
+    spec = importlib.util.spec_from_file_location("candidate", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return {"score": 1.0}
+'''
+OLD_EXEC = '''
+def evaluate(path, split="dev"):
+    namespace = {"__name__": "candidate"}
+    exec(open(path).read(), namespace)
+    return {"score": 1.0}
+'''
+
 
 @pytest.fixture(scope="module")
 def program_task(tmp_path_factory: pytest.TempPathFactory,
@@ -126,12 +140,7 @@ def program_task(tmp_path_factory: pytest.TempPathFactory,
     """The task on the user's files, its evaluator copied into a cache inside the (hidden)
     campaign directory, as a campaign does."""
     user = tmp_path_factory.mktemp("user-project")
-    (user / "evaluate.py").write_text(EVALUATOR)
-    (user / "scorer.py").write_text(SCORER)
-    (user / "initial.py").write_text(PROGRAM)
-    task = ProgramTask(ProgramTaskConfig(
-        kind="program", program=str(user / "initial.py"), evaluator=str(user / "evaluate.py"),
-        evaluator_files=[str(user / "scorer.py")], timeout_s=40))
+    task = make_task(user, {"evaluate.py": EVALUATOR, "scorer.py": SCORER}, ["scorer.py"])
     cache = campaign_dir / f"cache-{user.name}"
     task.prepare(cache)
     return task, cache
@@ -141,16 +150,7 @@ def program_task(tmp_path_factory: pytest.TempPathFactory,
 def evaluate_program(sandbox: Sandbox, program_task: tuple[ProgramTask, Path]
                      ) -> Callable[[str], EvaluationOutcome]:
     task, cache = program_task
-
-    def run(attack: str) -> EvaluationOutcome:
-        source = PROGRAM.replace("def attack():\n    pass\n", attack.lstrip("\n"))
-        files = {"initial.py": source}
-        assert task.static_check(files) is None
-        kind = DockerSandboxConfig if sandbox.kind == "docker" else ProcessSandboxConfig
-        config = kind(timeout_s=60, memory_mb=1024, max_processes=32)
-        return run_evaluation(task, sandbox, config, files, Split.DEV, cache)
-
-    return run
+    return lambda attack: evaluate(task, sandbox, cache, with_attack(attack))
 
 
 def _honest(outcome: EvaluationOutcome) -> None:
@@ -170,15 +170,16 @@ def test_modules_planted_where_the_candidate_writes_are_never_imported(
     _honest(outcome)
 
 
-def test_the_evaluator_copy_cannot_be_overwritten(
+def test_the_evaluator_copy_is_out_of_the_candidates_sight(
         evaluate_program: Callable[[str], EvaluationOutcome],
         program_task: tuple[ProgramTask, Path]) -> None:
     task, cache = program_task
     copy = cache / CACHE_FOLDER
     before = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in copy.iterdir()}
     outcome = evaluate_program(OVERWRITE_EVALUATOR)
+    assert "evaluator folder visible: False" in outcome.stdout
     assert "refused evaluate.py" in outcome.stdout
-    assert "overwrote" not in outcome.stdout and "changed the evaluator" not in outcome.stdout
+    assert "overwrote" not in outcome.stdout
     _honest(outcome)
     after = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in copy.iterdir()}
     assert after == before
@@ -191,3 +192,25 @@ def test_a_printed_or_smuggled_fake_verdict_is_not_believed(
     assert '"score": 1000000000.0' in outcome.stdout  # the fake was printed
     assert "wrote verdict to" not in outcome.stdout, outcome.stdout[-2000:]
     _honest(outcome)
+
+
+@pytest.mark.parametrize(("evaluator", "hint"), [
+    (OLD_SUBPROCESS, "may not start programs"), (OLD_OS_SYSTEM, "may not start programs"),
+    (OLD_IMPORT, "executed the candidate's code in its own process"),
+    (OLD_EXEC, "executed the candidate's code in its own process"),
+], ids=["subprocess", "os-system", "import", "exec"])
+def test_an_evaluator_written_to_the_old_contract_gets_an_error_naming_the_helper(
+        sandbox: Sandbox, tmp_path: Path, campaign_dir: Path, evaluator: str,
+        hint: str) -> None:
+    """Running the candidate beside the evaluator's own files would void the isolation: the
+    runner refuses it, and the error (what a proposer and the user read) names
+    ``run_candidate``. The candidate's code never ran (it would have said so on import)."""
+    task = make_task(tmp_path / "user", {"evaluate.py": evaluator}, [])
+    cache = campaign_dir / f"cache-old-{tmp_path.name}"
+    task.prepare(cache)
+    attack = "def attack():\n    pass\n\n\nprint('CANDIDATE CODE RAN')\n"
+    outcome = evaluate(task, sandbox, cache, with_attack(attack))
+    assert not outcome.ok and outcome.metrics == {}
+    assert hint in (outcome.error or ""), outcome.error
+    assert "run_candidate" in (outcome.error or "")
+    assert "CANDIDATE CODE RAN" not in outcome.stdout + outcome.stderr

@@ -71,7 +71,10 @@ def test_exiting_early_with_success_is_invalid(evaluate_candidate) -> None:  # t
     assert outcome.metrics == {}
 
 
-def test_killing_the_parent_is_not_a_success(evaluate_candidate) -> None:  # type: ignore[no-untyped-def]
+def test_killing_the_parent_reaches_only_the_candidates_own_run(evaluate_candidate) -> None:  # type: ignore[no-untyped-def]
+    """The candidate's parent is its own run's init (the evaluator is in another sandbox):
+    the signal is refused or ignored there, and the score is the honest one, or none."""
+    honest = evaluate_candidate("")
     outcome = evaluate_candidate(KILL_PARENT)
-    assert outcome.run_status is not RunStatus.OK
-    assert outcome.metrics == {}
+    assert outcome.ok or outcome.run_status is RunStatus.INVALID
+    assert outcome.instances in ({}, honest.instances)

@@ -18,6 +18,8 @@ from recursor.tasks.cfr._protocol import HOOK_FILE
 from recursor.tasks.cfr.evaluate import EXPLOITABILITY_FLOOR, evaluate, score_of
 from recursor.tasks.cfr.games import SPLITS
 
+pytestmark = pytest.mark.usefixtures("host_evaluator")
+
 HOOKS_DIR = Path(__file__).resolve().parents[2] / "tasks" / "cfr" / "hooks"
 VANILLA = (HOOKS_DIR / "vanilla.py").read_text()
 # vanilla CFR, 100 alternating iterations on Leduc (OpenSpiel's CFRSolver gives the same)

@@ -29,7 +29,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 COMPONENTS = frozenset({"archive", "sandbox", "executors", "proposers", "tasks"})
 # core modules grown into a package of their own (their submodules are core too)
-CORE_PACKAGES = frozenset({"config"})
+CORE_PACKAGES = frozenset({"config", "guest"})
 ORCHESTRATOR = "orchestrator"
 FRONT_ENDS = frozenset({"api", "cli", "replay", "ui"})
 

@@ -310,29 +310,61 @@ for name in ("passwd", "group", "hosts"):
 READ_ETC = "print(''.join(open('/etc/' + n).read() for n in ('passwd', 'group', 'hosts')))"
 
 
-def test_a_run_reads_etc_and_cannot_change_what_the_next_run_reads() -> None:
+def test_a_run_reads_etc_and_cannot_change_what_the_next_run_reads(
+        sandbox: ProcessSandbox) -> None:
     """``/etc`` is readable by the command (under a root controller it runs as the sandbox
-    uid, which could not enter the 0700 directory bubblewrap makes by itself). A sandbox's
-    runs share its stand-ins (written once): a candidate that tries to rewrite, open up,
-    remove or rename them changes nothing that a later run reads. A host-side ``/tmp``
-    cleaner that removes them does not break the next run; ``close`` removes them."""
-    box = ProcessSandbox()
-    finalizer = box._remove_standins.peek()
-    assert finalizer is not None
-    standins = Path(finalizer[2][0])
-    try:
-        before = box.run(python(READ_ETC))
-        tampered = box.run(python(TAMPER_WITH_ETC))
-        after = box.run(python(READ_ETC))
-        shutil.rmtree(standins)  # as systemd-tmpfiles does to old files in /tmp
-        cleaned = box.run(python(READ_ETC))
-    finally:
-        box.close()
+    uid, which could not enter the 0700 directory bubblewrap makes by itself). A candidate
+    that tries to rewrite, open up, remove or rename the stand-ins changes nothing that a
+    later run reads."""
+    before = sandbox.run(python(READ_ETC))
+    tampered = sandbox.run(python(TAMPER_WITH_ETC))
+    after = sandbox.run(python(READ_ETC))
     assert before.status is RunStatus.OK and "root" in before.stdout
+    assert "candidate:x:65533" in before.stdout
     assert tampered.status is RunStatus.OK and "CHANGED" not in tampered.stdout
     assert after.stdout == before.stdout and "intruder" not in after.stdout
-    assert cleaned.status is RunStatus.OK and cleaned.stdout == before.stdout
-    assert not standins.exists()
+
+
+def test_the_etc_stand_ins_are_never_a_host_file_anyone_could_plant(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The stand-ins reach bubblewrap through pipes (``--ro-bind-data``): the sandbox writes
+    no file for them anywhere, so a local user who plants a symlink or a folder under the
+    temp dir (where the old stand-ins lived, at a predictable path) can neither make the
+    controller write through it nor give later runs a ``/etc/passwd`` of their own."""
+    planted = tmp_path / "planted"
+    planted.mkdir()
+    (planted / "passwd").write_text("intruder:x:0:0::/:/bin/sh\n")
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    tempfile.tempdir = None  # read TMPDIR again
+    try:
+        for name in ("recursor-etc-", "recursor-etc-planted"):
+            (tmp_path / name).symlink_to(planted)
+        box = ProcessSandbox()
+        try:
+            seen = box.run(python(READ_ETC))
+        finally:
+            box.close()
+    finally:
+        tempfile.tempdir = None
+    assert seen.status is RunStatus.OK and "intruder" not in seen.stdout
+    assert sorted(p.name for p in planted.iterdir()) == ["passwd"]
+    assert not any("etc" in p.name for p in tmp_path.iterdir() if not p.is_symlink())
+
+
+def test_no_descriptor_but_the_standard_ones_and_the_verdict_reaches_the_command(
+        sandbox: ProcessSandbox) -> None:
+    """bubblewrap leaves its ``--userns`` descriptor (and any it read data from) open in the
+    command it starts; the setup step closes them, so the command holds stdin, stdout,
+    stderr and the verdict pipe only (no handle on a user namespace to join)."""
+    listing = ("import os\nfds = os.listdir('/proc/self/fd')\n"
+               "print(*[os.readlink('/proc/self/fd/' + n) for n in fds\n"
+               "        if os.path.exists('/proc/self/fd/' + n)])")
+    result = sandbox.run(python(listing))
+    assert result.status is RunStatus.OK, result.stderr
+    targets = result.stdout.split()
+    assert not any(t.startswith(("user:", "net:", "mnt:", "pid:")) for t in targets), targets
+    # stdin, stdout, stderr and the verdict pipe; nothing else
+    assert len(targets) == 4 and targets[0] == "/dev/null", targets
 
 
 @pytest.mark.skipif(not drops_to_sandbox_uid(),

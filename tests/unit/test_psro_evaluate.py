@@ -19,7 +19,7 @@ from recursor.tasks.psro._protocol import SOLVER_FILE
 from recursor.tasks.psro.channel import SolverFailed, check_mixtures
 from recursor.tasks.psro.evaluate import evaluate
 
-pytestmark = pytest.mark.timeout(300)
+pytestmark = [pytest.mark.timeout(300), pytest.mark.usefixtures("host_evaluator")]
 
 UNIFORM = solver_source("uniform")
 GAMES = ["biased_rps", "kuhn_poker"]
@@ -48,7 +48,7 @@ HOSTILE = {
                  "not a distribution"),
     "unnormalized": (solver("return [np.ones(n) for n in payoffs.shape[1:]]"),
                      "not a distribution"),
-    "exits": (solver("if iteration == 2:\n    os._exit(3)\n" + UNIFORM_BODY), "exited (status 3)"),
+    "exits": (solver("if iteration == 2:\n    os._exit(3)\n" + UNIFORM_BODY), "exit status 3"),
     "import-error": ("1 / 0\n" + solver(UNIFORM_BODY), "ZeroDivisionError"),
     "no-function": ("import numpy as np\n", "defines no function meta_solver"),
 }

@@ -42,7 +42,7 @@ from recursor.tasks.psro import games, solver_source  # noqa: E402
 from recursor.tasks.psro._protocol import SOLVER_FILE  # noqa: E402
 from recursor.tasks.psro.evaluate import evaluate  # noqa: E402
 
-pytestmark = pytest.mark.timeout(600)
+pytestmark = [pytest.mark.timeout(600), pytest.mark.usefixtures("host_evaluator")]
 
 
 class ExactPSRO(psro_v2.PSROSolver):  # type: ignore[misc]

@@ -164,6 +164,7 @@ def _sandbox_verdict(sandbox: Any, config: Any, cache: Path, source: str) -> Any
 
 @pytest.mark.timeout(600)
 @pytest.mark.parametrize("kind", ["process", pytest.param("docker", marks=pytest.mark.docker)])
+@pytest.mark.usefixtures("host_evaluator")
 def test_sandboxed_evaluation_matches_the_in_process_one(tmp_path: Path, kind: str,
                                                           request: pytest.FixtureRequest) -> None:
     """The evaluator, its solver child and the cache mounts work inside both sandboxes (the

@@ -22,6 +22,8 @@ from tests.helpers.worlds_harnesses import CRASH, GARBAGE, ORACLE, SEED
 
 SEED_DIR = Path(__file__).parents[2] / "tasks" / "worlds" / "seed"
 
+pytestmark = pytest.mark.usefixtures("host_evaluator")
+
 
 def test_generation_is_deterministic_per_seed() -> None:
     a, b = world.generate(5, "dev"), world.generate(5, "dev")

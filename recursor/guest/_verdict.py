@@ -1,16 +1,13 @@
-"""Helpers for trusted code that runs *inside* a sandbox (an evaluator). Standard library only.
+"""The evaluator's side of the verdict channel (standard library only).
 
-They are the guest side of the verdict channel that ``recursor.sandbox`` opens, called by the
-evaluators that tasks ship; so they live in the core, which both components may import
-(``recursor.sandbox.guest`` re-exports them at the path task authors know).
-
-An evaluator that runs candidate code in a child process should call :func:`protect_verdict`
-first. It refuses to run when anything on ``sys.path`` could be written by a candidate
-(:func:`assert_trusted_path`), marks the evaluator non-dumpable, so that a candidate running
-as the same user without capabilities (both sandboxes drop them all) cannot open
-``/proc/<evaluator>/fd``, ``environ`` or ``mem``, and it removes ``RECURSOR_RESULT`` from the
-environment that children inherit. The verdict is then written with :func:`write_verdict`
-after the child has exited.
+Every evaluator calls :func:`protect_verdict` first. It refuses to run when anything on
+``sys.path`` could be written by a candidate (:func:`assert_trusted_path`), marks the evaluator
+non-dumpable (no process of its own uid without capabilities can open ``/proc/<evaluator>/fd``,
+``environ`` or ``mem``), removes ``RECURSOR_RESULT`` from the environment and keeps the
+candidate channel out of every child. Candidate code never runs in the evaluator's sandbox
+(:func:`recursor.guest.run_candidate` runs it in one of its own); these steps keep the verdict
+safe even from the evaluator's own helpers. The verdict is written last, with
+:func:`write_verdict` or :func:`finish`.
 """
 
 from __future__ import annotations
@@ -23,16 +20,18 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from recursor.guest._candidates import HOST_RUN_ENV, seal_channel
+
 PR_SET_DUMPABLE = 4
 # Directories a candidate can always write inside both sandboxes. Under the last four, an
 # entry on a read-only mount is accepted: a sandbox binds a checkout or virtualenv that lives
 # there (``/tmp/project/.venv``, say) back read-only, and no candidate can remount it.
 CANDIDATE_WRITABLE = ("/workspace", "/tmp", "/var/tmp", "/dev/shm", "/run")
 ALWAYS_REFUSED = ("/workspace",)
-# Set (to 1) only to run an evaluator directly on a development host, where the virtualenv is
-# the user's own and no isolation is claimed; the candidate-writable roots are refused anyway.
-# Sandboxes build the evaluator's environment themselves, so a candidate cannot set it.
-HOST_RUN_ENV = "RECURSOR_HOST_EVALUATOR"
+# HOST_RUN_ENV set to 1: an evaluator run directly on a development host, where the virtualenv
+# is the user's own and no isolation is claimed (its candidate runs are local processes); the
+# candidate-writable roots are refused anyway. Sandboxes build the evaluator's environment
+# themselves, so a candidate cannot set it.
 
 
 class UntrustedPathError(RuntimeError):
@@ -110,6 +109,7 @@ def protect_verdict() -> str | None:
     touching anything when the evaluator was started so that it could import candidate code.
     """
     assert_trusted_path()
+    seal_channel()
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
