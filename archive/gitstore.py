@@ -56,13 +56,33 @@ def _check_ref(ref: str) -> str:
     return ref
 
 
+# Code points HFS+ ignores in names, so ".g\u200cit" is ".git" there (git's is_hfs_dotgit).
+_HFS_IGNORED = re.compile("[\u200c-\u200f\u202a-\u202e\u206a-\u206f\ufeff]")
+# Names git refuses, or that steer a later checkout (submodules, attributes), in any case,
+# with their NTFS short forms (git's is_ntfs_dotgit and is_ntfs_dotgitmodules).
+_GIT_NAMES = frozenset({".git", "git~1", ".gitmodules", "gitmod~1", ".gitattributes",
+                        "gitatt~1"})
+
+
+def _git_special(part: str) -> bool:
+    """Whether a path component is one of ``_GIT_NAMES`` as git's ``verify_path`` (with
+    core.protectHFS and core.protectNTFS) sees it: any case, HFS-ignorable characters
+    removed, NTFS's trailing dots and spaces and ``:stream`` suffixes cut off."""
+    name = _HFS_IGNORED.sub("", part).split(":", 1)[0].rstrip(". ").lower()
+    return name in _GIT_NAMES
+
+
 def _check_path(path: str) -> str:
-    """``path`` if it is a clean relative POSIX path outside ``.git``, else ArchiveError."""
+    """``path`` if it is a clean relative POSIX path that git's ``verify_path`` accepts and
+    that names no ``.git``, ``.gitmodules`` or ``.gitattributes`` at any level, else
+    ArchiveError."""
     parts = path.split("/")
-    bad = (not path or path.startswith("/") or "\\" in path or "\0" in path or "\n" in path
-           or any(p in ("", ".", "..") for p in parts) or parts[0] == ".git")
+    bad = (not path or path.startswith("/") or "\\" in path
+           or any(ord(c) < 0x20 or ord(c) == 0x7f for c in path)
+           or any(p in ("", ".", "..") or _git_special(p) for p in parts))
     if bad or str(PurePosixPath(path)) != path:
-        raise ArchiveError(f"workspace path {path!r} is not a clean relative path")
+        raise ArchiveError(f"workspace path {path!r} is not a clean relative path git would "
+                           "check out (no '..', '.git', '.gitmodules', control characters)")
     return path
 
 

@@ -12,6 +12,7 @@ verdict is kept in ``result`` so that an ``error`` it wrote can explain the fail
 from __future__ import annotations
 
 import json
+import math
 import signal
 from typing import Any
 
@@ -59,14 +60,67 @@ def _exit_text(code: int | None) -> str:
     return f"exited with status {code}"
 
 
+MAX_DEPTH = 64
+MAX_INT_DIGITS = 308  # beyond this an integer is no float
+INVALID_UTF8 = "\ufffd"  # what undecodable verdict bytes became
+
+
+def _strict_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number; report a finite number or leave it out")
+
+
+def _strict_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"{text[:40]} is beyond a double's range")
+    return value
+
+
+def _strict_int(text: str) -> int:
+    if len(text.lstrip("-")) > MAX_INT_DIGITS:
+        raise ValueError(f"an integer of {len(text)} digits is beyond a double's range")
+    return int(text)
+
+
+def _shape_problem(data: Any) -> str | None:
+    """Why ``data`` is no usable verdict (nested deeper than ``MAX_DEPTH``, or a string
+    holding a lone surrogate, which no database or file can store), or None."""
+    stack: list[tuple[Any, int]] = [(data, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            return f"nested deeper than {MAX_DEPTH} levels"
+        if isinstance(item, dict):
+            stack.extend((v, depth + 1) for v in item.values())
+            stack.extend((k, depth + 1) for k in item)
+        elif isinstance(item, list):
+            stack.extend((v, depth + 1) for v in item)
+        elif isinstance(item, str):
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError:
+                return "holds a string with a lone surrogate"
+    return None
+
+
 def parse_verdict(text: str, truncated: bool) -> tuple[dict[str, Any] | None, str | None]:
-    """The verdict object, or an error saying why what was written is not one."""
+    """The verdict object, or an error saying why what was written is not one. Never raises:
+    anything malformed (too large, not UTF-8, not strict JSON, NaN or infinite numbers, too
+    deep, not an object) is an error."""
     if truncated:
         return None, f"result file is larger than {MAX_RESULT_BYTES} bytes"
+    if INVALID_UTF8 in text:
+        return None, "result file is not valid UTF-8"
     try:
-        data = json.loads(text)
-    except ValueError as exc:
-        return None, f"result file is not valid JSON: {exc}"
+        data = json.loads(text, parse_constant=_strict_constant, parse_float=_strict_float,
+                          parse_int=_strict_int)
+    except RecursionError:
+        return None, "result file is not valid JSON: nested too deeply"
+    except (ValueError, MemoryError) as exc:
+        return None, f"result file is not valid JSON: {str(exc)[:300]}"
     if not isinstance(data, dict):
         return None, f"result file holds a JSON {type(data).__name__}, not an object"
+    problem = _shape_problem(data)
+    if problem:
+        return None, f"result file is not a usable verdict: {problem}"
     return data, None

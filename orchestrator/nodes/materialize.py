@@ -32,7 +32,8 @@ def _materialize_node(ctx: CampaignContext, node: NodeRow, editable: list[str]) 
     base = ctx.store.read(parent.commit) if parent.commit else {}
     edits: dict[str, str] = dict((node.proposal or {}).get("files", {}))
     error = _edit_error(editable, edits)
-    files = {**base, **edits}
+    # a refused proposal is recorded on its parent's files: its paths never reach the store
+    files = {**base, **edits} if error is None else dict(base)
     commit = ctx.store.commit(files, [parent.commit] if parent.commit else [],
                               f"{node.id}: {node.rationale or node.proposer}"[:2000])
     ctx.store.set_ref(node.id, commit)

@@ -97,3 +97,23 @@ class RecordingSelection(SelectionPolicy):
             out.write(json.dumps({"scored": [list(pair) for pair in scored],
                                   "objective": repr(objective)}) + "\n")
         return [ranked(scored, objective)[0]] * k
+
+
+GIT_PATHS = (".GIT/config", "a/.git/hooks/pre-commit", ".gitmodules", "../escape.py",
+             "/etc/passwd", "git~1/config")
+
+
+class GitPathProposer(Proposer):
+    """Proposes, in turn, an edit of each of ``GIT_PATHS`` (besides the editable file), paths a
+    git checkout of the archive must never hold."""
+
+    name = "git-paths"
+
+    def __init__(self, **_: Any) -> None:
+        self.step = 0
+
+    def propose(self, context: ProposalContext) -> Proposal:
+        path = GIT_PATHS[self.step % len(GIT_PATHS)]
+        self.step += 1
+        files = {context.editable_paths[0]: hook_source("good"), path: "[core]\n"}
+        return Proposal(kind=ChangeKind.ALGORITHM, rationale=f"writes {path}", files=files)

@@ -1,6 +1,6 @@
 """LLM proposals as real models write them, over real HTTP with both clients: SEARCH/REPLACE
-blocks that name no file, a model that fails and is paused, and edits that change nothing
-that runs (comments), which must not spend evaluations."""
+blocks that name no file, a model that fails and is paused, and an edit proposed twice, whose
+second copy must not spend an evaluation."""
 
 from __future__ import annotations
 
@@ -114,20 +114,23 @@ def test_a_paused_model_costs_no_evaluations(tmp_path: Path, provider: str) -> N
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
-def test_a_comment_only_edit_is_a_duplicate_and_not_evaluated(tmp_path: Path,
-                                                              provider: str) -> None:
+def test_only_identical_files_are_a_duplicate(tmp_path: Path, provider: str) -> None:
+    """A comment-only edit is evaluated (a program can read its own text, so a comment can
+    change what it does); the same edit proposed again, whose files equal an evaluated
+    node's, is a duplicate: that node's evaluation is copied and no sandbox runs."""
     comment = _unnamed(ANCHOR, f"{ANCHOR}  # the running sum", "Explain the sum.")
-    with scripted_llm_server([comment, _scaling(1)]) as llm:
-        summary = run_campaign(parse_config(_campaign(llm.url, provider, 1)), tmp_path / "c")
+    worse = _unnamed(ANCHOR, "    regret = cum_regret - inst_regret", "Unlearn.")
+    with scripted_llm_server([comment, worse, worse]) as llm:
+        summary = run_campaign(parse_config(_campaign(llm.url, provider, 3)), tmp_path / "c")
     archive, nodes = _nodes(tmp_path / "c")
-    duplicate, evaluated = nodes
+    commented, first, again = sorted(nodes, key=lambda n: n.id)
     root = summary.root.id
-    assert duplicate.proposal["duplicate_of"] == root and duplicate.status == "done"
-    assert duplicate.score == archive.node(root).score
-    streams = [log.stream for log in archive.logs(duplicate.id)]
+    assert "duplicate_of" not in commented.proposal and commented.status == "done"
+    ran = archive.evaluation(commented.id, "dev")
+    assert ran is not None and ran.wall_s > 0 and commented.score == archive.node(root).score
+    assert first.status == "done" and first.score > archive.node(root).score  # worse: greedy
+    assert again.proposal["duplicate_of"] == first.id and again.score == first.score
+    streams = [log.stream for log in archive.logs(again.id)]
     assert "duplicate" in streams and "dev.stdout" not in streams and "judge" not in streams
-    dev = archive.evaluation(duplicate.id, "dev")
+    dev = archive.evaluation(again.id, "dev")
     assert dev is not None and dev.wall_s == 0.0  # the cache answered: no sandbox run
-    ran = archive.evaluation(evaluated.id, "dev")
-    assert evaluated.status == "done" and ran is not None and ran.wall_s > 0
-    assert "evaluation budget reached (1)" in summary.stop_reason

@@ -111,10 +111,23 @@ def test_unknown_commits(store: GitStore) -> None:
         store.commit(FILES, ["0" * 40], "orphan parent")
 
 
-@pytest.mark.parametrize("bad", ["/abs", "../up", "a/../b", "a//b", ".git/config", "./a", ""])
+@pytest.mark.parametrize("bad", [
+    "/abs", "../up", "a/../b", "a//b", ".git/config", "./a", "", "a/.git/hooks/pre-commit",
+    ".GIT/config", "sub/.Git/HEAD", ".git./config", ".git /x", "git~1/config",
+    ".g\u200cit/config", ".git::$INDEX_ALLOCATION/x", ".gitmodules", "lib/.GITMODULES",
+    "gitmod~1", ".gitattributes", "a\tb", "new\nline", "bell\x07", "back\\slash"])
 def test_unclean_paths_rejected(store: GitStore, bad: str) -> None:
+    """git's own ``verify_path`` rules (HFS and NTFS protections on), and the names that
+    would steer a later checkout of the archive (submodules, attributes), at any depth."""
     with pytest.raises(ArchiveError):
         store.commit({bad: "x"}, [], "bad")
+
+
+@pytest.mark.parametrize("good", ["a.git", "gitx/y", "x/.github/workflow.yml", ".gitignore",
+                                  "dir.git/file", "..hidden", "a..b"])
+def test_names_near_the_refused_ones_are_kept(store: GitStore, good: str) -> None:
+    sha = store.commit({good: "x"}, [], "fine")
+    assert store.read(sha) == {good: "x"}
 
 
 def test_parallel_commits_are_all_valid(store: GitStore) -> None:
