@@ -103,10 +103,13 @@ STEAL = '''def attack(inputs):
 '''
 # The same search, but it reports what it found in its output's last line: the evaluator's
 # float() quotes it in the rejection, which a dev run's node records for the proposers.
-LEAK_INTO_REJECTION = STEAL.replace('''    print("FOUND", found, flush=True)
-    return None''', '''    return "LEAK:" + json.dumps(found).replace(" ", "")''').replace(
-    '''            if data.get("inputs") == inputs:
-                return " ".join(map(str, data["answers"]))''', '''            found.append(json.dumps(data))''')
+_REPORT = '''    print("FOUND", found, flush=True)
+    return None'''
+_USE = '''            if data.get("inputs") == inputs:
+                return " ".join(map(str, data["answers"]))'''
+LEAK_INTO_REJECTION = STEAL.replace(
+    _REPORT, '''    return "LEAK:" + json.dumps(found).replace(" ", "")''').replace(
+    _USE, "            found.append(json.dumps(data))")
 
 
 def _program(attack: str) -> str:
