@@ -8,10 +8,15 @@ the warm pool (containers reused, reset between runs). The docker rows need an e
 ``$DOCKER_HOST`` and the base image (``make sandbox-image``). With ``--evaluations N``, two more
 rows time a whole cfr dev evaluation of vanilla CFR (the trusted evaluator, its solver child,
 100 iterations on two games) in the process sandbox and in the warm pool: what a campaign pays
-per candidate, isolation included. Run from the repository root::
+per candidate, isolation included. With ``--program-evaluations N``, the program task's dev
+evaluation of the packing example (``examples/your-task``): once with the checkout's own
+evaluator, and once with one that runs the program exactly once (``same-work``), through
+``recursor.guest.run_candidate`` where the checkout has it and a plain subprocess beside the
+evaluator where it does not, so that two versions of the code compare the boundary alone.
+Run from the repository root::
 
     DOCKER_HOST=unix:///run/recursor-podman/podman.sock .venv/bin/python \\
-        benchmarks/sandbox_overhead.py --runs 30 --evaluations 5
+        benchmarks/sandbox_overhead.py --runs 30 --evaluations 5 --program-evaluations 20
 
 To compare two versions of the code, run the same script from each checkout's own ``.venv``.
 """
@@ -74,6 +79,83 @@ def measure_evaluation(sandbox: Sandbox, runs: int, warmup: int) -> list[float]:
     return times
 
 
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "your-task"
+SAME_WORK = '''
+import json, subprocess, sys
+
+try:
+    from recursor.guest import run_candidate
+except ImportError:  # a version of Recursor from before the two-party contract
+    run_candidate = None
+
+SIZES = (8, 12, 16)
+
+
+def evaluate(path, split="dev"):
+    argv = [sys.executable, "-I", path, *map(str, SIZES)]
+    if run_candidate is not None:
+        text = run_candidate(argv, timeout_s=10).text
+    else:
+        text = subprocess.run(argv, capture_output=True, text=True, timeout=10).stdout
+    lines = text.strip().splitlines()[-len(SIZES):]
+    return {"score": sum(sum(json.loads(line)["radii"]) for line in lines)}
+'''
+# a program that prints one packing per size given (the example's, before and after it took
+# several sizes at once)
+SAME_WORK_PROGRAM = '''import json, math, sys
+
+# EVOLVE-BLOCK-START
+def place(n):
+    cols = math.ceil(math.sqrt(n))
+    return [((i % cols + 0.5) / cols, (i // cols + 0.5) / cols) for i in range(n)]
+# EVOLVE-BLOCK-END
+
+
+for n in map(int, sys.argv[1:]):
+    print(json.dumps({"radii": [0.5 / math.ceil(math.sqrt(n))] * n}))
+'''
+
+
+def measure_program(evaluator: str | None) -> Callable[[Sandbox, int, int], list[float]]:
+    """Wall seconds of each program-task dev evaluation: the example's own evaluator (None)
+    or ``evaluator`` (with the matching program) in place of it."""
+
+    def timed(sandbox: Sandbox, runs: int, warmup: int) -> list[float]:
+        import tempfile
+
+        from recursor.config import DockerSandboxConfig, ProcessSandboxConfig, ProgramTaskConfig
+        from recursor.orchestrator.evaluation import run_evaluation
+        from recursor.tasks.program import ProgramTask
+        from recursor.types import Split
+
+        config = DockerSandboxConfig() if sandbox.kind == "docker" else ProcessSandboxConfig()
+        with tempfile.TemporaryDirectory(prefix="bench-program-") as tmp:
+            folder = Path(tmp)
+            if evaluator is None:
+                program, judge = EXAMPLE / "initial.py", EXAMPLE / "evaluate.py"
+            else:
+                program, judge = folder / "initial.py", folder / "evaluate.py"
+                program.write_text(SAME_WORK_PROGRAM)
+                judge.write_text(evaluator)
+            task = ProgramTask(ProgramTaskConfig(kind="program", program=str(program),
+                                                 evaluator=str(judge)))
+            task.prepare(folder / "cache")
+            files = {task.path: program.read_text()}
+            times = []
+            for index in range(warmup + runs):
+                started = time.perf_counter()
+                outcome = run_evaluation(task, sandbox, config, files, Split.DEV,
+                                         folder / "cache")
+                elapsed = time.perf_counter() - started
+                if not outcome.ok:
+                    raise SystemExit(f"{sandbox.kind}: evaluation failed: {outcome.error}")
+                if index >= warmup:
+                    times.append(elapsed)
+        return times
+
+    return timed
+
+
 def row(name: str, build: Callable[[], Sandbox], runs: int, warmup: int,
         timed: Callable[[Sandbox, int, int], list[float]] = measure) -> str:
     try:
@@ -95,6 +177,8 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--evaluations", type=int, default=0,
                         help="also time this many whole cfr dev evaluations per sandbox")
+    parser.add_argument("--program-evaluations", type=int, default=0,
+                        help="also time this many program-task dev evaluations per sandbox")
     args = parser.parse_args()
     print(f"{'sandbox':<28} {'median ms':>9} {'p90 ms':>9} {'min ms':>9} {'runs':>6}")
     print(row("process (bubblewrap)", ProcessSandbox, args.runs, args.warmup))
@@ -107,6 +191,13 @@ def main() -> None:
                   measure_evaluation))
         print(row("docker warm, cfr dev eval", lambda: DockerSandbox(warm=True, pool_size=1),
                   args.evaluations, 1, measure_evaluation))
+    if args.program_evaluations:
+        for label, evaluator in (("example", None), ("same-work", SAME_WORK)):
+            print(row(f"process, program {label}", ProcessSandbox, args.program_evaluations,
+                      2, measure_program(evaluator)))
+            print(row(f"docker warm, program {label}",
+                      lambda: DockerSandbox(warm=True, pool_size=1),
+                      args.program_evaluations, 2, measure_program(evaluator)))
 
 
 if __name__ == "__main__":

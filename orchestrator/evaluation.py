@@ -11,6 +11,12 @@ controller calls it from worker threads. The verdict rules:
   ``error`` is ``invalid`` with that error (an evaluator rejecting a candidate exits 1);
 - no verdict from a run that exited 0: ``invalid``;
 - otherwise ``ok`` with the metrics and per-instance values.
+
+An evaluator that rejects a candidate because one of its candidate runs failed may say how in
+its verdict (``"status": "timeout" | "oom" | "crashed"``, beside the ``error``): the outcome
+then has that status instead of ``invalid``, but only when the sandbox saw a candidate run of
+this evaluation end that way (``SandboxResult.candidate_statuses``, host-side evidence), so a
+verdict cannot claim an out-of-memory kill that never happened.
 """
 
 from __future__ import annotations
@@ -75,6 +81,17 @@ def _numbers(raw: Any, what: str) -> dict[str, float]:
     return out
 
 
+CANDIDATE_FAILURES = {RunStatus.TIMEOUT.value, RunStatus.OOM.value, RunStatus.CRASHED.value}
+
+
+def _rejected(result: SandboxResult, verdict: dict[str, Any]) -> RunStatus:
+    """``invalid``, or the candidate run's own failure the verdict names and the sandbox saw."""
+    claimed = verdict.get("status")
+    if claimed in CANDIDATE_FAILURES and claimed in result.candidate_statuses:
+        return RunStatus(claimed)
+    return RunStatus.INVALID
+
+
 def interpret(result: SandboxResult, metric: str) -> EvaluationOutcome:
     """Turn a sandbox result into an outcome (see the module docstring)."""
     base = EvaluationOutcome(result.status, stdout=result.stdout, stderr=result.stderr,
@@ -85,8 +102,8 @@ def interpret(result: SandboxResult, metric: str) -> EvaluationOutcome:
         # crashed or was killed never counts. An evaluator that judged the candidate invalid
         # and exited non-zero (as the cfr evaluator does) keeps its explanation.
         reported = str(verdict["error"])[:4000] if verdict and verdict.get("error") else None
-        if reported is not None and result.status is RunStatus.CRASHED:
-            base.run_status, base.error = RunStatus.INVALID, reported
+        if verdict and reported is not None and result.status is RunStatus.CRASHED:
+            base.run_status, base.error = _rejected(result, verdict), reported
             return base
         base.error = result.error or f"{result.status.value} (exit code {result.exit_code})"
         if reported is not None:
@@ -97,7 +114,7 @@ def interpret(result: SandboxResult, metric: str) -> EvaluationOutcome:
         base.error = "the evaluator exited without writing a verdict to $RECURSOR_RESULT"
         return base
     if verdict.get("error"):
-        base.run_status, base.error = RunStatus.INVALID, str(verdict["error"])[:4000]
+        base.run_status, base.error = _rejected(result, verdict), str(verdict["error"])[:4000]
         return base
     try:
         metrics = _numbers(verdict.get("metrics", {}), "metrics")

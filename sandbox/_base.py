@@ -13,6 +13,13 @@ sandbox parses it into ``result`` (a run placed on Ray by ``ray_remote`` comes b
 judged again on the controller). Stdout/stderr are captured and truncated to
 ``limits.output_bytes``. Backends judge how a run ended alike (``_judge``).
 
+The candidate channel (``request.candidates`` set): the command gets ``$RECURSOR_CANDIDATES``,
+through which ``recursor.guest.run_candidate`` asks for candidate runs, each a run of its own
+in the same backend that shares nothing with the command (``_broker``); every one still going
+when the command ends is killed before ``run`` returns, and ``candidate_statuses`` says how
+each ended. A backend that cannot make candidate runs must refuse such a request with a
+SandboxError rather than run the evaluator without its channel.
+
 ``Mount``, ``SandboxLimits`` and ``trusted_module_command`` are the core's (``recursor.plan``),
 re-exported here: tasks plan runs with them without importing a sandbox.
 """
@@ -58,6 +65,9 @@ class SandboxResult:
     verdict_truncated: bool = False
     # Where the run happened when not on this host (e.g. the Ray node): trusted-side facts.
     placement: dict[str, str] = field(default_factory=dict)
+    # How each candidate run of this evaluation ended, as the sandbox saw it (host-side
+    # evidence an evaluator's ``status`` is checked against, ``orchestrator.evaluation``).
+    candidate_statuses: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -69,6 +79,7 @@ class SandboxResult:
             "result": self.result,
             "error": self.error,
             "output_truncated": self.output_truncated,
+            "candidate_statuses": list(self.candidate_statuses),
         }
 
 

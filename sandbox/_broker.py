@@ -214,6 +214,7 @@ class CandidateBroker:
         self._lock = threading.Lock()
         self._runs: dict[int, tuple[Cancel, threading.Thread]] = {}
         self._started = 0
+        self._ended: list[str] = []
         self._closing = False
         self._scratch = Path(tempfile.mkdtemp(prefix="recursor-candidates-"))
         self._thread = threading.Thread(target=self._serve, name="recursor-broker",
@@ -234,6 +235,12 @@ class CandidateBroker:
     @property
     def runs_started(self) -> int:
         return self._started
+
+    @property
+    def statuses(self) -> tuple[str, ...]:
+        """How each run that ended did (``ok``, ``crashed``, ``timeout``, ``oom``, ``killed``)."""
+        with self._lock:
+            return tuple(self._ended)
 
     def close(self) -> None:
         """Kill every run still going, wait for each to end and release everything."""
@@ -345,6 +352,7 @@ class CandidateBroker:
             shutil.rmtree(workspace, ignore_errors=True)
         with self._lock:
             self._runs.pop(ident, None)
+            self._ended.append(str(reply["status"]))
         cancel.close()
         self._reply(reply)
 

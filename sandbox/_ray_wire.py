@@ -24,7 +24,7 @@ from typing import Any
 
 from recursor.types import RunStatus
 
-from ._base import SandboxLimits, SandboxResult
+from ._base import CandidateRuns, SandboxLimits, SandboxResult
 from ._judge import judge
 
 ARCHIVE_ROOT = "data"
@@ -84,6 +84,24 @@ def limits_from_dict(data: dict[str, Any]) -> SandboxLimits:
     return SandboxLimits(**data)
 
 
+def candidates_to_dict(spec: CandidateRuns | None) -> dict[str, Any] | None:
+    """The candidate runs' settings as JSON (read-only data for them cannot be shipped)."""
+    if spec is None:
+        return None
+    return {"limits": None if spec.limits is None else limits_to_dict(spec.limits),
+            "max_runs": spec.max_runs, "max_parallel": spec.max_parallel,
+            "hide_modules": list(spec.hide_modules)}
+
+
+def candidates_from_dict(data: dict[str, Any] | None) -> CandidateRuns | None:
+    if data is None:
+        return None
+    limits = data.get("limits")
+    return CandidateRuns(limits=None if limits is None else limits_from_dict(limits),
+                         max_runs=int(data["max_runs"]), max_parallel=int(data["max_parallel"]),
+                         hide_modules=tuple(str(m) for m in data["hide_modules"]))
+
+
 def encode_reply(result: SandboxResult, placement: dict[str, str]) -> bytes:
     """The node's side: the facts of one run (see the module docstring) as JSON bytes."""
     return json.dumps({
@@ -93,7 +111,7 @@ def encode_reply(result: SandboxResult, placement: dict[str, str]) -> bytes:
         "timed_out": result.status is RunStatus.TIMEOUT,
         "oom_killed": result.status is RunStatus.OOM,
         "verdict": result.verdict_text, "verdict_truncated": result.verdict_truncated,
-        "placement": placement,
+        "placement": placement, "candidate_statuses": list(result.candidate_statuses),
     }).encode()
 
 
@@ -102,7 +120,9 @@ _FIELDS: dict[str, tuple[type, ...]] = {
     "stdout": (str,), "stderr": (str,), "wall_time_s": (int, float),
     "output_truncated": (bool,), "timed_out": (bool,), "oom_killed": (bool,),
     "verdict": (str, type(None)), "verdict_truncated": (bool,), "placement": (dict,),
+    "candidate_statuses": (list,),
 }
+CANDIDATE_STATUSES = frozenset({"ok", "crashed", "timeout", "oom", "killed"})
 
 
 def decode_reply(blob: bytes) -> dict[str, Any]:
@@ -120,6 +140,8 @@ def decode_reply(blob: bytes) -> dict[str, Any]:
     placement = data["placement"]
     if not all(isinstance(k, str) and isinstance(v, str) for k, v in placement.items()):
         raise ValueError("the reply's placement is not a mapping of strings")
+    if not all(status in CANDIDATE_STATUSES for status in data["candidate_statuses"]):
+        raise ValueError("the reply's candidate_statuses hold an unknown status")
     return data
 
 
@@ -137,4 +159,5 @@ def judge_reply(reply: dict[str, Any], limits: SandboxLimits) -> SandboxResult:
             result.status = seen
         result.error = reply["error"] or result.error
     result.placement = dict(reply["placement"])
+    result.candidate_statuses = tuple(reply["candidate_statuses"])
     return result

@@ -26,7 +26,7 @@ from typing import Any
 from recursor.errors import SandboxError
 
 from ._base import Mount, Sandbox, SandboxRequest
-from ._ray_wire import ARCHIVE_ROOT, encode_reply, limits_from_dict, unpack
+from ._ray_wire import ARCHIVE_ROOT, candidates_from_dict, encode_reply, limits_from_dict, unpack
 
 _lock = threading.Lock()
 _sandboxes: dict[str, Sandbox] = {}
@@ -47,7 +47,7 @@ def run_shipped(spec_json: bytes, workspace: bytes | None, *mount_blobs: bytes) 
             command=list(spec["command"]),
             workspace=None if workspace is None else unpack(workspace, Path(tmp)),
             mounts=mounts, env=dict(spec["env"]), limits=limits_from_dict(spec["limits"]),
-            workdir=spec["workdir"])
+            workdir=spec["workdir"], candidates=candidates_from_dict(spec.get("candidates")))
         result = sandbox.run(request)
     return encode_reply(result, placement())
 

@@ -163,10 +163,12 @@ class DockerSandbox(Sandbox):
                                      req, CANDIDATE_USER, hidden, stdio=stdio, cancel=cancel))
         try:
             broker.start()
-            return self._in_container(request, USER, self._source, channel=broker.guest_fd)
+            result = self._in_container(request, USER, self._source, channel=broker.guest_fd)
         finally:
             broker.release_guest_end()
             broker.close()
+        result.candidate_statuses = broker.statuses
+        return result
 
     def _candidate_source(self, hide: tuple[str, ...]) -> Path:
         """The staged source candidate runs see: without the modules ``hide`` names."""
@@ -215,8 +217,11 @@ class DockerSandbox(Sandbox):
         return self._start(request, key.user, Path(key.source))
 
     def _release(self, key: _PoolKey, slot: _Slot) -> None:
+        """Keep ``slot`` warm unless ``pool_size`` containers of its party (evaluators, or
+        candidate runs) are idle already."""
         with self._lock:
-            idle = sum(len(group) for group in self._idle.values())
+            idle = sum(len(group) for other, group in self._idle.items()
+                       if other.user == key.user)
             if self._warm and not self._closed and idle < self._pool_size:
                 self._idle.setdefault(key, []).append(slot)
                 return

@@ -235,11 +235,13 @@ class ProcessSandbox(Sandbox):
             self._candidate_run, self._hidden_modules(request.candidates)))
         try:
             broker.start()
-            return self._run(request, _Role(SANDBOX_UID, channel=broker.guest_fd),
-                             started=broker.release_guest_end)
+            result = self._run(request, _Role(SANDBOX_UID, channel=broker.guest_fd),
+                               started=broker.release_guest_end)
         finally:
             broker.release_guest_end()
             broker.close()
+        result.candidate_statuses = broker.statuses
+        return result
 
     def _hidden_modules(self, spec: CandidateRuns) -> tuple[Path, ...]:
         return tuple(module_paths(spec.hide_modules))

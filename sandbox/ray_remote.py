@@ -35,7 +35,15 @@ from recursor.errors import SandboxError
 from recursor.types import RunStatus
 
 from ._base import Sandbox, SandboxRequest, SandboxResult, check_request
-from ._ray_wire import decode_reply, digest, is_special, judge_reply, limits_to_dict, pack
+from ._ray_wire import (
+    candidates_to_dict,
+    decode_reply,
+    digest,
+    is_special,
+    judge_reply,
+    limits_to_dict,
+    pack,
+)
 
 RAY_INIT_TIMEOUT_S = 60.0
 
@@ -129,10 +137,13 @@ class RaySandbox(Sandbox):
             key, ref = self._mount_ref(mount.source)
             entries.append({"digest": key, "target": mount.target})
             blobs.append(ref)
+        if request.candidates is not None and request.candidates.mounts:
+            raise SandboxError("read-only data for candidate runs cannot be shipped to a Ray "
+                               "node; run this task's evaluations without sandbox.ray")
         spec = {"sandbox": self._sandbox, "hidden_paths": self._hidden,
                 "command": list(request.command), "env": dict(request.env),
                 "workdir": request.workdir, "limits": limits_to_dict(request.limits),
-                "mounts": entries}
+                "mounts": entries, "candidates": candidates_to_dict(request.candidates)}
         return spec, blobs
 
     def _mount_ref(self, source: Path) -> tuple[str, Any]:

@@ -21,15 +21,23 @@ MAX_OUTPUT_BYTES = 1 << 20
 TOLERANCE = 1e-9
 
 
+class RunFailed(RuntimeError):
+    """The candidate's run did not end well; ``status`` says how (timeout, oom, crashed)."""
+
+    def __init__(self, message, status):
+        super().__init__(message)
+        self.status = status
+
+
 def packings(path, sizes):
     """The candidate's output line for each n in ``sizes``, or raise RuntimeError."""
     # -I: the candidate's own folder, the environment and user site are ignored
     run = run_candidate([sys.executable, "-I", path, *map(str, sizes)], timeout_s=TIMEOUT_S,
                         output_bytes=MAX_OUTPUT_BYTES)
     if run.status == "timeout":
-        raise RuntimeError(f"timed out after {TIMEOUT_S} s")
+        raise RunFailed(f"timed out after {TIMEOUT_S} s", run.status)
     if not run.ok:
-        raise RuntimeError(f"the program failed ({run.status}, exit status {run.exit_code})")
+        raise RunFailed(f"the program failed (exit status {run.exit_code})", run.status)
     lines = run.text.strip().splitlines()
     if len(lines) < len(sizes):
         raise RuntimeError(f"printed {len(lines)} lines for {len(sizes)} sizes")
@@ -62,6 +70,8 @@ def evaluate(path, split="dev"):
     try:
         lines = packings(path, sizes)
         instances = {f"n{n}": sum_of_radii(line, n) for n, line in zip(sizes, lines, strict=True)}
+    except RunFailed as exc:  # with how the run ended: the campaign records that status
+        return {"error": str(exc), "status": exc.status}
     except (RuntimeError, ValueError, KeyError, TypeError) as exc:
         # a rejection is shown to proposers (shortened): it names the problem, never data
         return {"error": f"{type(exc).__name__}: {exc}"}

@@ -66,7 +66,8 @@ class DockerSandboxConfig(_SandboxLimitsConfig):
         None, description="engine address, e.g. unix:///run/docker.sock; default: $DOCKER_HOST")
     cpus: float | None = Field(None, gt=0, description="CPU cap per container; default: none")
     warm: bool = Field(True, description="reuse containers (reset between candidates)")
-    pool_size: int = Field(4, ge=1, description="warm containers kept idle at most")
+    pool_size: int = Field(4, ge=1, description="warm containers kept idle at most, for "
+                           "evaluators and for candidate runs each")
 
 
 class PluginSandboxConfig(_SandboxLimitsConfig, _PluginSource):

@@ -73,14 +73,23 @@ def parse_policies(data: bytes, names: list[str], trees: dict[str, GameTree]
     return policies
 
 
+class SolverFailed(Exception):
+    """The solver's run gave no usable policies; ``status`` is how the run ended when that is
+    the reason (``timeout``, ``oom``, ``crashed``), for the verdict."""
+
+    def __init__(self, reason: str, status: str | None = None) -> None:
+        super().__init__(reason)
+        self.status = status
+
+
 def run_solver(workspace: Path, trees: dict[str, GameTree], iterations: int,
-               timeout_s: float) -> tuple[dict[str, np.ndarray] | None, str | None]:
-    """Run the solver child as a candidate run on the workspace's hook file; returns
-    (policies, None) or (None, error)."""
+               timeout_s: float) -> dict[str, np.ndarray]:
+    """Run the solver child as a candidate run on the workspace's hook file; its policies, or
+    SolverFailed."""
     try:
         hooks = read_candidate_file(workspace / HOOK_FILE, MAX_HOOK_BYTES)
     except OSError as exc:
-        return None, f"cannot read {HOOK_FILE} from the workspace: {exc}"
+        raise SolverFailed(f"cannot read {HOOK_FILE} from the workspace: {exc}") from None
     names = list(trees)
     blobs = [tree_bytes(trees[game]) for game in names]
     header = json.dumps({"iterations": iterations, "sizes": [len(b) for b in blobs]})
@@ -89,8 +98,9 @@ def run_solver(workspace: Path, trees: dict[str, GameTree], iterations: int,
                         input=header.encode() + b"\n" + b"".join(blobs), timeout_s=timeout_s,
                         output_bytes=MAX_OUTPUT_BYTES + MAX_HEADER_BYTES)
     relay_output(run.stderr)
-    if run.status == "timeout":
-        return None, f"solver timed out after {timeout_s:.0f} s"
+    if run.status in ("timeout", "oom"):
+        what = "timed out" if run.status == "timeout" else "ran out of memory"
+        raise SolverFailed(f"solver {what} ({run.error or run.status})", run.status)
     first, _, rest = run.stdout.partition(b"\n")
     try:
         reply = json.loads(first[:MAX_HEADER_BYTES]) if first else {}
@@ -99,16 +109,17 @@ def run_solver(workspace: Path, trees: dict[str, GameTree], iterations: int,
     if not isinstance(reply, dict):
         reply = {}
     if isinstance(reply.get("error"), str):
-        return None, reply["error"][:MAX_ERROR_BYTES]
+        raise SolverFailed(reply["error"][:MAX_ERROR_BYTES])
     size = reply.get("policies")
     if not run.ok or not isinstance(size, int) or size != len(rest):
         tail = run.stderr.decode("utf-8", "replace")[-MAX_ERROR_BYTES:]
-        return None, (f"solver exited with status {run.exit_code} and no valid output"
-                      + (f": {tail}" if tail.strip() else ""))
+        raise SolverFailed(f"solver exited with status {run.exit_code} and no valid output"
+                           + (f": {tail}" if tail.strip() else ""),
+                           None if run.ok else run.status)
     try:
-        return parse_policies(rest, names, trees), None
+        return parse_policies(rest, names, trees)
     except (OSError, KeyError, ValueError, EOFError) as exc:
-        return None, f"solver output unreadable: {exc}"
+        raise SolverFailed(f"solver output unreadable: {exc}") from None
 
 
 def relay_output(output: bytes) -> None:
@@ -150,9 +161,13 @@ def evaluate(workspace: Path, split: str, cache: Path | None, iterations: int,
     task's trial run on Kuhn poker alone); see the module docstring."""
     started = time.perf_counter()
     trees = {game: load_tree(game, cache) for game in (games or SPLITS[split])}
-    policies, error = run_solver(workspace, trees, iterations, timeout_s)
-    if policies is None:
-        return {"metrics": {}, "instances": {}, "error": error}
+    try:
+        policies = run_solver(workspace, trees, iterations, timeout_s)
+    except SolverFailed as exc:
+        verdict: dict[str, Any] = {"metrics": {}, "instances": {}, "error": str(exc)}
+        if exc.status:
+            verdict["status"] = exc.status
+        return verdict
     try:
         expl = score_policies(policies, trees)
     except HookError as exc:

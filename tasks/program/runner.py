@@ -120,7 +120,10 @@ def run(evaluator: Path, program: Path, metric: str, split: str | None) -> dict[
         print(str(exc)[-MAX_DETAIL_CHARS:], file=sys.stderr)
         reason = short_reason(exc.reason)
         error = f"{exc.category}: {reason}" if reason else exc.category
-        return {"metrics": {}, "instances": {}, "error": error}
+        verdict: dict[str, Any] = {"metrics": {}, "instances": {}, "error": error}
+        if exc.status:
+            verdict["status"] = exc.status
+        return verdict
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -13,6 +13,9 @@ MAX_ENTRIES = 10_000
 
 
 UNUSABLE = "evaluate() returned an unusable result"
+# what a rejection may name as its cause: how a candidate run ended (the controller believes
+# it only when the sandbox saw a run of this evaluation end that way)
+RUN_FAILURES = ("timeout", "oom", "crashed")
 REJECTED = "the evaluator rejected the candidate"
 
 
@@ -21,11 +24,12 @@ class Rejected(Exception):
     the run's stderr, for the user); ``category`` and ``reason`` are what a proposer may read
     (the runner shortens the reason to one bounded line)."""
 
-    def __init__(self, detail: str, category: str = UNUSABLE, reason: str | None = None
-                 ) -> None:
+    def __init__(self, detail: str, category: str = UNUSABLE, reason: str | None = None,
+                 status: str | None = None) -> None:
         super().__init__(detail)
         self.category = category
         self.reason = detail if reason is None else reason
+        self.status = status
 
 
 def _numbers(raw: Any, what: str) -> dict[str, float]:
@@ -49,7 +53,8 @@ def _numbers(raw: Any, what: str) -> dict[str, float]:
 
 def to_verdict(returned: Any, metric: str) -> dict[str, Any]:
     """The verdict for what ``evaluate`` returned: ``{name: number}``, or
-    ``{"metrics": {...}, "instances": {...}}``, or a rejection ``{"error": "why"}``.
+    ``{"metrics": {...}, "instances": {...}}``, or a rejection ``{"error": "why"}`` (with
+    ``"status"``: ``timeout``, ``oom`` or ``crashed`` when a candidate run's end is why).
 
     A number under the key ``error`` is an ordinary metric (e.g. an approximation error);
     only a non-empty string rejects the candidate. Raises Rejected for anything else.
@@ -59,9 +64,10 @@ def to_verdict(returned: Any, metric: str) -> dict[str, Any]:
                        f"such as {{{metric!r}: 1.0}}")
     reason = returned.get("error")
     if isinstance(reason, str) and reason:
-        raise Rejected(reason, REJECTED)
+        status = returned.get("status")
+        raise Rejected(reason, REJECTED, status=status if status in RUN_FAILURES else None)
     if isinstance(returned.get("metrics"), Mapping):
-        unknown = set(returned) - {"metrics", "instances", "error"}
+        unknown = set(returned) - {"metrics", "instances", "error", "status"}
         if unknown:
             raise Rejected(f"evaluate() returned 'metrics' beside other keys "
                            f"{sorted(map(str, unknown))[:5]}; return either {{name: number}} "
@@ -70,7 +76,8 @@ def to_verdict(returned: Any, metric: str) -> dict[str, Any]:
         instances = _numbers(returned.get("instances") or {}, "instances")
     else:
         metrics = _numbers({k: v for k, v in returned.items()
-                            if not (k == "error" and v is None)}, "metrics")
+                            if not (k in ("error", "status") and not isinstance(v, int | float))},
+                           "metrics")
         instances = {}
     if metric not in metrics:
         raise Rejected(f"evaluate() returned no {metric!r} metric (got "

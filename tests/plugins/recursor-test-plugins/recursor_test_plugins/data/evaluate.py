@@ -1,8 +1,12 @@
-import importlib.util
+import sys
+
+from recursor.guest import run_candidate
 
 
 def evaluate(path, split="dev"):
-    spec = importlib.util.spec_from_file_location("candidate", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return {"score": float(module.value())}
+    # the candidate runs in a sandbox of its own; its last line is its VALUE, read as data
+    run = run_candidate([sys.executable, "-I", "-c",
+                         f"import runpy; print(runpy.run_path({path!r})['value']())"])
+    if not run.ok:
+        return {"error": f"the program failed ({run.status})"}
+    return {"score": float(run.text.split()[-1])}
