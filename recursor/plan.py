@@ -77,16 +77,21 @@ class EvaluationPlan:
 TRUSTED_PYTHON_FLAGS = ("-P", "-s")
 
 
+SEALED_RUNNER = "recursor.guest"
+
+
 def trusted_module_command(module: str, *args: str) -> list[str]:
     """The command line that runs the trusted module ``module`` inside a sandbox.
 
     ``-P`` keeps the working directory (``/workspace``, which candidate code can write) off
     ``sys.path``, so nothing a candidate drops there is ever imported by the trusted process,
     however late the import; ``-s`` ignores a user site directory (``$HOME`` is writable).
-    Every evaluator command a task plans must be built with this function.
+    The module runs under ``python -m recursor.guest``, which first makes the process unable
+    to start programs: the candidate runs only in candidate runs (``run_candidate``). Every
+    evaluator command a task plans must be built with this function.
     """
-    return [sys.executable, *TRUSTED_PYTHON_FLAGS, "-m", module, *args]
+    return [sys.executable, *TRUSTED_PYTHON_FLAGS, "-m", SEALED_RUNNER, module, *args]
 
 
-__all__ = ["TRUSTED_PYTHON_FLAGS", "CandidateRuns", "EvaluationPlan", "Mount", "SandboxLimits",
+__all__ = ["SEALED_RUNNER", "TRUSTED_PYTHON_FLAGS", "CandidateRuns", "EvaluationPlan", "Mount", "SandboxLimits",
            "trusted_module_command"]

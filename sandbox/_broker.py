@@ -263,7 +263,10 @@ class CandidateBroker:
             try:
                 message, fds = _wire.receive(self._sock, limit)
             except (OSError, ValueError, _wire.ChannelClosed):
-                return  # a broken or malformed stream ends the channel (its runs go on)
+                # a broken or malformed stream ends the channel; the evaluator hears so at once
+                with contextlib.suppress(OSError):
+                    self._sock.shutdown(socket.SHUT_RDWR)
+                return
             for fd in fds:  # the evaluator has no descriptor to give
                 os.close(fd)
             ident = message.get("id")

@@ -58,6 +58,7 @@ from recursor.types import RunStatus
 
 from ._base import Mount, Sandbox, SandboxLimits, SandboxRequest, SandboxResult, check_request
 from ._broker import Cancel, CandidateBroker, Stdio
+from ._docker_memory import MemoryCgroup, death_status, memory_verdict, oom_killed
 from ._judge import MAX_RESULT_BYTES, judge
 from ._mounts import is_special, refuse_special, skip_special
 from .agent import INPUT_DIR, PROTOCOL, receive_message, send_message
@@ -345,12 +346,13 @@ class DockerSandbox(Sandbox):
         finally:
             done.set()
         if reply is None or reply.get("nonce") != nonce:
-            return _failed(_death_status(slot, kills_before), error, started), False
+            return _failed(death_status(slot.container, slot.cgroup, kills_before), error,
+                           started), False
         slot.jobs += 1
-        oom_killed = _oom_killed(slot, kills_before)
-        result = _memory_verdict(_result_from(reply, limits), oom_killed)
+        killed = oom_killed(slot.container, slot.cgroup, kills_before)
+        result = memory_verdict(_result_from(reply, limits), killed)
         # After an OOM kill nothing vouches for the agent's state (nor for a sticky engine flag).
-        return result, reply.get("reset_error") is None and not oom_killed
+        return result, reply.get("reset_error") is None and not killed
 
     def __repr__(self) -> str:
         return f"DockerSandbox(image={self._image!r}, warm={self._warm})"
@@ -449,93 +451,6 @@ def _container_command(command: Sequence[str]) -> list[str]:
     return argv
 
 
-def _oom_killed(slot: _Slot, kills_before: int | None) -> bool:
-    """Whether the kernel OOM-killed a process during the job: the cgroup's counter moved, or
-    where the engine is remote, the engine's ``OOMKilled`` flag (an engine sets it from the
-    kernel's OOM event; a container that saw one is not reused, so it is this job's)."""
-    kills_after = slot.cgroup.oom_kills() if slot.cgroup else None
-    if kills_before is not None and kills_after is not None:
-        return kills_after > kills_before
-    with contextlib.suppress(docker.errors.DockerException):
-        slot.container.reload()
-        return bool(slot.container.attrs.get("State", {}).get("OOMKilled"))
-    return False
-
-
-def _death_status(slot: _Slot, kills_before: int | None) -> RunStatus:
-    """Why a container died mid-job: OOM only on host-side evidence (``_oom_killed``); the
-    container auto-removes, so when neither is left to read it is a crash."""
-    return RunStatus.OOM if _oom_killed(slot, kills_before) else RunStatus.CRASHED
-
-
-def _memory_verdict(result: SandboxResult, oom_killed: bool) -> SandboxResult:
-    """``oom`` only when the kernel OOM-killed a process of this job (``oom_killed``, host-side
-    evidence). What the candidate prints or how it exits
-    (MemoryError, status 137) is no evidence: a failed exit without an OOM kill is a crash."""
-    if result.status is RunStatus.OOM and not oom_killed:
-        result.status, result.error = RunStatus.CRASHED, f"exited with status {result.exit_code}"
-    elif oom_killed and result.status is RunStatus.CRASHED:
-        result.status = RunStatus.OOM
-        result.error = ("the kernel OOM-killed a process of the run at its memory limit "
-                        "(counted by the container's memory cgroup)")
-    return result
-
-
-class MemoryCgroup:
-    """A container's memory cgroup read from the host: the kernel's own counters, which
-    nothing inside the container can write. Found only when the engine runs on this host and
-    in its pid namespace (``of`` returns None otherwise)."""
-
-    def __init__(self, directory: Path, v2: bool) -> None:
-        self.directory = directory
-        self._events = directory / ("memory.events" if v2 else "memory.oom_control")
-        self._peak = directory / ("memory.peak" if v2 else "memory.max_usage_in_bytes")
-        self._limit = directory / ("memory.max" if v2 else "memory.limit_in_bytes")
-
-    @classmethod
-    def of(cls, container: Container) -> MemoryCgroup | None:
-        """The cgroup of the container's init process, checked to name the container."""
-        with contextlib.suppress(docker.errors.DockerException, OSError, ValueError):
-            container.reload()
-            pid = int(container.attrs["State"]["Pid"])
-            lines = Path(f"/proc/{pid}/cgroup").read_text().splitlines()
-            for line in lines:  # v1 (or hybrid): the memory controller's own hierarchy
-                _, controllers, path = line.split(":", 2)
-                if "memory" in controllers.split(",") and container.id in path:
-                    return cls(Path("/sys/fs/cgroup/memory" + path), v2=False)
-            unified = Path("/sys/fs/cgroup/cgroup.controllers")
-            for line in lines:
-                _, controllers, path = line.split(":", 2)
-                if not controllers and container.id in path and unified.exists():
-                    return cls(Path("/sys/fs/cgroup" + path), v2=True)
-        return None
-
-    def oom_kills(self) -> int | None:
-        """How many processes the OOM killer has killed in this cgroup; None if unreadable."""
-        return self._field(self._events, "oom_kill")
-
-    def peak_bytes(self) -> int | None:
-        return self._number(self._peak)
-
-    def limit_bytes(self) -> int | None:
-        return self._number(self._limit)
-
-    @staticmethod
-    def _field(path: Path, name: str) -> int | None:
-        with contextlib.suppress(OSError, ValueError):
-            for line in path.read_text().splitlines():
-                key, _, value = line.partition(" ")
-                if key == name:
-                    return int(value)
-        return None
-
-    @staticmethod
-    def _number(path: Path) -> int | None:
-        with contextlib.suppress(OSError, ValueError):
-            return int(path.read_text())
-        return None
-
-
 def _failed(status: RunStatus, error: str, started: float) -> SandboxResult:
     return SandboxResult(status, None, "", "", time.monotonic() - started, None, error)
 
@@ -551,4 +466,4 @@ def _result_from(reply: dict[str, Any], limits: SandboxLimits) -> SandboxResult:
                  bool(reply["verdict_truncated"]))
 
 
-__all__ = ["DockerSandbox", "MemoryCgroup", "scratch_tmpfs"]
+__all__ = ["DockerSandbox", "MemoryCgroup", "scratch_tmpfs"]  # MemoryCgroup: re-exported

@@ -91,6 +91,7 @@ class _Channel:
 
     def __init__(self, fd: int) -> None:
         os.set_inheritable(fd, False)
+        self.pid = os.getpid()  # a forked child must not share the stream (nor its reader)
         self._sock = socket.socket(fileno=fd)
         self._send_lock = threading.Lock()
         self._cond = threading.Condition()
@@ -127,8 +128,13 @@ class _Channel:
                 raise CandidateUnavailable(self._closed)
             self._next += 1
             ident = self._next
-        with self._send_lock:
-            _wire.send(self._sock, {**request, "op": "start", "id": ident})
+        try:
+            with self._send_lock:
+                _wire.send(self._sock, {**request, "op": "start", "id": ident})
+        except ValueError as exc:  # too large to send
+            raise CandidateRefused(str(exc)) from None
+        except OSError as exc:
+            raise CandidateUnavailable(f"the candidate channel broke: {exc}") from None
         with self._cond:
             self._cond.wait_for(lambda: ident in self._replies or self._closed is not None)
             if ident not in self._replies:
@@ -175,6 +181,10 @@ def _the_channel() -> _Channel | HostChannel:
                 _channel = _Channel(int(raw))
             except OSError as exc:
                 raise CandidateUnavailable(f"the candidate channel is unusable: {exc}") from exc
+        if _channel.pid != os.getpid():
+            raise CandidateUnavailable(
+                "the candidate channel belongs to the evaluator's own process: start candidate "
+                "runs from it (threads are fine), not from a forked child")
         return _channel
 
 
@@ -206,12 +216,13 @@ class _Drain(threading.Thread):
     def __init__(self, pipe: IO[bytes], limit: int) -> None:
         super().__init__(daemon=True)
         self._pipe, self._limit = pipe, limit
+        self._fd = pipe.fileno()
         self._chunks: list[bytes] = []
         self.kept, self.truncated = 0, False
 
     def run(self) -> None:
         with contextlib.suppress(OSError, ValueError):
-            while chunk := self._pipe.read1(1 << 16):
+            while chunk := os.read(self._fd, 1 << 16):
                 room = self._limit - self.kept
                 if len(chunk) > room:
                     self.truncated, chunk = True, chunk[:max(room, 0)]

@@ -343,3 +343,21 @@ def test_the_candidate_never_shares_a_uid_or_a_process_view_with_the_evaluator(
         pytest.skip("under a non-root controller both parties run as the controller's uid "
                     "(bubblewrap maps only that one); they still share no namespace")
     assert outcome.metrics["same_uid"] == 0.0, outcome.stdout
+
+
+def test_any_trusted_module_is_sealed_against_starting_programs(sandbox: Sandbox) -> None:
+    """Every evaluator command (``trusted_module_command``) runs under ``python -m
+    recursor.guest``: a task's evaluator that forgets to seal itself, or a plug-in task's
+    written to the old contract, still cannot run a program (a candidate) beside its secrets.
+    ``timeit`` stands for such an evaluator: it runs what it is given."""
+    from recursor.plan import trusted_module_command
+    from recursor.sandbox import SandboxRequest
+
+    starts = ("import subprocess; subprocess.run(['/bin/true'], check=True)",
+              "import os; os.execv('/bin/true', ['true'])",
+              "import os; assert os.system('true') == 0, 'os.system failed'")
+    for start in starts:
+        command = trusted_module_command("timeit", "-n", "1", "-r", "1", start)
+        result = sandbox.run(SandboxRequest(command=command))
+        assert result.exit_code != 0, (start, result.stdout, result.stderr)
+        assert "Operation not permitted" in result.stderr or "os.system failed" in result.stderr

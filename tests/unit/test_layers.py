@@ -149,7 +149,8 @@ def test_the_modules_evaluators_start_import_nothing_the_sandbox_image_lacks() -
     """The core types tasks share (``recursor.plan``, ``recursor.guest``, ...) are standard
     library only, and a package ``__init__`` on an evaluator's import path loads nothing that
     needs pydantic, PyYAML, SQLAlchemy or GitPython (the docker image has none of them)."""
-    modules = [*evaluator_modules(package_folders(ROOT)), "recursor.sandbox.guest"]
+    modules = [*evaluator_modules(package_folders(ROOT)), "recursor.sandbox.guest",
+               "recursor.guest.__main__"]
     assert {"recursor.tasks.cfr.evaluate", "recursor.tasks.program.runner",
             "recursor.tasks.psro.child", "recursor.tasks.worlds.child"} <= set(modules), modules
     for module in modules:

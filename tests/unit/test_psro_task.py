@@ -60,7 +60,8 @@ def test_a_dev_evaluation_mounts_only_dev_trees(tmp_path: Path) -> None:
     assert mounted == {games.cache_path(tmp_path, g) for g in games.SPLITS["dev"]}
     assert not [w for w in HELDOUT_WORDS if w in json.dumps([str(m) for m in mounted]).lower()]
     assert all(m.target.startswith("/cache/") for m in plan.mounts)
-    assert list(plan.command[1:5]) == ["-P", "-s", "-m", "recursor.tasks.psro.evaluate"]
+    assert list(plan.command[1:6]) == ["-P", "-s", "-m", "recursor.guest",
+                                      "recursor.tasks.psro.evaluate"]
     held = task.evaluation(Split.HELDOUT, tmp_path)
     assert {m.source for m in held.mounts} == {games.cache_path(tmp_path, g)
                                               for g in games.SPLITS["heldout"]}
