@@ -93,5 +93,5 @@ def trusted_module_command(module: str, *args: str) -> list[str]:
     return [sys.executable, *TRUSTED_PYTHON_FLAGS, "-m", SEALED_RUNNER, module, *args]
 
 
-__all__ = ["SEALED_RUNNER", "TRUSTED_PYTHON_FLAGS", "CandidateRuns", "EvaluationPlan", "Mount", "SandboxLimits",
-           "trusted_module_command"]
+__all__ = ["SEALED_RUNNER", "TRUSTED_PYTHON_FLAGS", "CandidateRuns", "EvaluationPlan", "Mount",
+           "SandboxLimits", "trusted_module_command"]
