@@ -93,5 +93,14 @@ def trusted_module_command(module: str, *args: str) -> list[str]:
     return [sys.executable, *TRUSTED_PYTHON_FLAGS, "-m", SEALED_RUNNER, module, *args]
 
 
+def candidate_module_command(module: str, *args: str) -> list[str]:
+    """The command line of a task's module that runs *with* the candidate's code, in a
+    candidate run (``recursor.guest.run_candidate``): a solver or harness child that loads the
+    candidate's files and speaks the task's protocol. ``python -P -s -m`` as for trusted
+    modules, but not sealed: the candidate may start processes of its own inside its run
+    (they die with it)."""
+    return [sys.executable, *TRUSTED_PYTHON_FLAGS, "-m", module, *args]
+
+
 __all__ = ["SEALED_RUNNER", "TRUSTED_PYTHON_FLAGS", "CandidateRuns", "EvaluationPlan", "Mount",
-           "SandboxLimits", "trusted_module_command"]
+           "SandboxLimits", "candidate_module_command", "trusted_module_command"]

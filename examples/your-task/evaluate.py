@@ -11,9 +11,10 @@ claims is ignored.
 
 import json
 import math
+import os
 import sys
 
-from recursor.guest import CandidateUnavailable, run_candidate
+from recursor.guest import run_candidate
 
 SPLITS = {"dev": (8, 12, 16), "heldout": (10, 14)}
 TIMEOUT_S = 10.0
@@ -80,8 +81,9 @@ def evaluate(path, split="dev"):
     return {"metrics": metrics, "instances": instances}
 
 
-if __name__ == "__main__":  # by hand, outside a sandbox there is no candidate channel
-    try:
-        print(json.dumps(evaluate(sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else "dev")))
-    except CandidateUnavailable as exc:
-        sys.exit(f"{exc}; try it with `recursor run --program ... --evaluator ...`")
+if __name__ == "__main__":  # by hand: python evaluate.py initial.py [split]
+    # Outside a campaign's sandbox there is no candidate channel: run the candidate as a plain
+    # local process instead (no isolation at all; only for trying your own program).
+    os.environ.setdefault("RECURSOR_HOST_EVALUATOR", "1")
+    split = sys.argv[2] if len(sys.argv) > 2 else "dev"
+    print(json.dumps(evaluate(os.path.abspath(sys.argv[1]), split)))

@@ -41,7 +41,7 @@ from typing import Any
 import numpy as np
 
 from recursor.guest import deny_exec, finish, protect_verdict, read_candidate_file, run_candidate
-from recursor.plan import trusted_module_command
+from recursor.plan import candidate_module_command
 from recursor.tasks.cfr._protocol import EXPLOITABILITY_FLOOR, HOOK_FILE
 from recursor.tasks.cfr.child import MAX_HEADER_BYTES, tree_bytes
 from recursor.tasks.cfr.engine import HookError, check_policy, exploitability
@@ -93,7 +93,7 @@ def run_solver(workspace: Path, trees: dict[str, GameTree], iterations: int,
     names = list(trees)
     blobs = [tree_bytes(trees[game]) for game in names]
     header = json.dumps({"iterations": iterations, "sizes": [len(b) for b in blobs]})
-    run = run_candidate(trusted_module_command("recursor.tasks.cfr.child"),
+    run = run_candidate(candidate_module_command("recursor.tasks.cfr.child"),
                         files={HOOK_FILE: hooks},
                         input=header.encode() + b"\n" + b"".join(blobs), timeout_s=timeout_s,
                         output_bytes=MAX_OUTPUT_BYTES + MAX_HEADER_BYTES)

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from recursor.guest import CandidateError, start_candidate
-from recursor.plan import trusted_module_command
+from recursor.plan import candidate_module_command
 from recursor.tasks.psro._protocol import SOLVER_FILE
 
 MIXTURE_TOLERANCE = 1e-6
@@ -85,7 +85,7 @@ class SolverProcess:
 
     def __init__(self, solver: bytes, budget: Budget, call_timeout_s: float) -> None:
         self._budget, self._call_timeout = budget, call_timeout_s
-        self._run = start_candidate(trusted_module_command("recursor.tasks.psro.child"),
+        self._run = start_candidate(candidate_module_command("recursor.tasks.psro.child"),
                                     files={SOLVER_FILE: solver},
                                     timeout_s=max(budget.left(), 0.01))
         os.set_blocking(self._run.stdin.fileno(), False)

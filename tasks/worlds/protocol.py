@@ -30,7 +30,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from recursor.guest import CandidateError, start_candidate
-from recursor.plan import trusted_module_command
+from recursor.plan import candidate_module_command
 
 MAX_REPLY_BYTES = 8 << 20
 REPLY_DEADLINE_S = 120.0
@@ -57,7 +57,7 @@ class Child:
     def __init__(self, role: str, files: Mapping[str, str],
                  deadline_s: float = REPLY_DEADLINE_S) -> None:
         self.role, self.deadline_s = role, deadline_s
-        self._run = start_candidate(trusted_module_command("recursor.tasks.worlds.child", role),
+        self._run = start_candidate(candidate_module_command("recursor.tasks.worlds.child", role),
                                     files=dict(files), timeout_s=RUN_TIMEOUT_S,
                                     stderr_bytes=STDERR_TAIL)
         self._in, self._out = self._run.stdin.fileno(), self._run.stdout.fileno()

@@ -123,7 +123,9 @@ def test_only_identical_files_are_a_duplicate(tmp_path: Path, provider: str) -> 
     with scripted_llm_server([comment, worse, worse]) as llm:
         summary = run_campaign(parse_config(_campaign(llm.url, provider, 3)), tmp_path / "c")
     archive, nodes = _nodes(tmp_path / "c")
-    commented, first, again = sorted(nodes, key=lambda n: n.id)
+    # duplicates spend no evaluation: the model's last answer repeats until another budget
+    commented, first, again, *more = sorted(nodes, key=lambda n: n.id)
+    assert all(n.proposal.get("duplicate_of") == first.id for n in more)
     root = summary.root.id
     assert "duplicate_of" not in commented.proposal and commented.status == "done"
     ran = archive.evaluation(commented.id, "dev")

@@ -138,8 +138,10 @@ NOT_IN_THE_IMAGE = ("pydantic", "yaml", "sqlalchemy", "git")
 
 def evaluator_modules(folders: Mapping[str, Path]) -> list[str]:
     """The modules that tasks start inside a sandbox: every literal module name passed to
-    ``trusted_module_command`` (or bound to a ``RUNNER`` constant) under ``tasks/``."""
-    pattern = re.compile(r'(?:trusted_module_command\(\s*|RUNNER = )"(recursor\.[\w.]+)"')
+    ``trusted_module_command`` or ``candidate_module_command`` (or bound to a ``RUNNER``
+    constant) under ``tasks/``."""
+    pattern = re.compile(
+        r'(?:(?:trusted|candidate)_module_command\(\s*|RUNNER = )"(recursor\.[\w.]+)"')
     found = {m for path in folders["recursor.tasks"].rglob("*.py")
              for m in pattern.findall(path.read_text())}
     return sorted(found)
