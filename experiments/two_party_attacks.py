@@ -15,21 +15,26 @@ virtualenv). Process sandbox only; about a minute.
 
 from __future__ import annotations
 
+import importlib.util
 import json
-import sys
 import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))  # the attacks live beside the tests
+from recursor.config import ProcessSandboxConfig, ProgramTaskConfig
+from recursor.orchestrator.evaluation import EvaluationOutcome, run_evaluation
+from recursor.sandbox.process import ProcessSandbox
+from recursor.tasks.program import ProgramTask
+from recursor.tasks.psro import PSROTask
+from recursor.types import Split
 
-from recursor.config import ProcessSandboxConfig, ProgramTaskConfig  # noqa: E402
-from recursor.orchestrator.evaluation import EvaluationOutcome, run_evaluation  # noqa: E402
-from recursor.sandbox.process import ProcessSandbox  # noqa: E402
-from recursor.tasks.program import ProgramTask  # noqa: E402
-from recursor.tasks.psro import PSROTask  # noqa: E402
-from recursor.types import Split  # noqa: E402
-from tests.helpers import two_party as attacks  # noqa: E402
+# the attacks live beside the tests; loaded by path, so that Recursor itself is the one the
+# running interpreter imports (an older checkout's, say)
+_SPEC = importlib.util.spec_from_file_location(
+    "two_party_attacks_helpers",
+    Path(__file__).resolve().parents[1] / "tests" / "helpers" / "two_party.py")
+assert _SPEC is not None and _SPEC.loader is not None
+attacks = importlib.util.module_from_spec(_SPEC)
+_SPEC.loader.exec_module(attacks)
 
 try:
     from recursor.guest import run_candidate  # noqa: F401
