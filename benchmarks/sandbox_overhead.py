@@ -28,6 +28,7 @@ import statistics
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from recursor.errors import SandboxError
 from recursor.sandbox import Sandbox, SandboxRequest
@@ -65,17 +66,24 @@ def measure_evaluation(sandbox: Sandbox, runs: int, warmup: int) -> list[float]:
     task = CFRTask()
     config = DockerSandboxConfig() if sandbox.kind == "docker" else ProcessSandboxConfig()
     files = {"cfr_hooks.py": (WORKSPACE / "vanilla.py").read_text()}
-    times = []
     with tempfile.TemporaryDirectory(prefix="bench-cfr-cache-") as cache:
         games.prepare(Path(cache))
-        for index in range(warmup + runs):
-            started = time.perf_counter()
-            outcome = run_evaluation(task, sandbox, config, files, Split.DEV, Path(cache))
-            elapsed = time.perf_counter() - started
-            if not outcome.ok:
-                raise SystemExit(f"{sandbox.kind}: evaluation failed: {outcome.error}")
-            if index >= warmup:
-                times.append(elapsed)
+        return timed_evaluations(lambda: run_evaluation(task, sandbox, config, files, Split.DEV,
+                                                        Path(cache)), runs, warmup)
+
+
+def timed_evaluations(evaluate: Callable[[], Any], runs: int, warmup: int) -> list[float]:
+    """Wall seconds of ``runs`` calls of ``evaluate`` (an outcome that must be ok), after
+    ``warmup`` untimed ones."""
+    times = []
+    for index in range(warmup + runs):
+        started = time.perf_counter()
+        outcome = evaluate()
+        elapsed = time.perf_counter() - started
+        if not outcome.ok:
+            raise SystemExit(f"evaluation failed: {outcome.error}")
+        if index >= warmup:
+            times.append(elapsed)
     return times
 
 
@@ -141,17 +149,8 @@ def measure_program(evaluator: str | None) -> Callable[[Sandbox, int, int], list
                                                  evaluator=str(judge)))
             task.prepare(folder / "cache")
             files = {task.path: program.read_text()}
-            times = []
-            for index in range(warmup + runs):
-                started = time.perf_counter()
-                outcome = run_evaluation(task, sandbox, config, files, Split.DEV,
-                                         folder / "cache")
-                elapsed = time.perf_counter() - started
-                if not outcome.ok:
-                    raise SystemExit(f"{sandbox.kind}: evaluation failed: {outcome.error}")
-                if index >= warmup:
-                    times.append(elapsed)
-        return times
+            return timed_evaluations(lambda: run_evaluation(
+                task, sandbox, config, files, Split.DEV, folder / "cache"), runs, warmup)
 
     return timed
 

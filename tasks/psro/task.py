@@ -1,16 +1,4 @@
-"""The ``psro`` task's :class:`PSROTask` (see the package docstring).
-
-The built-in ``psro`` task: discover meta-strategy solvers for PSRO.
-
-Policy-Space Response Oracles grows a population of policies per player: at every iteration each
-player adds a best response to the other player's *meta-strategy*, a mixture over the other
-population that a meta-solver computes from the empirical payoff tensor. The candidate is that
-meta-solver, one file ``meta_solver.py`` defining ``meta_solver(payoffs, iteration)``. It starts
-as the uniform mixture (fictitious play); ``solvers/`` holds the baselines (uniform, Nash,
-projected replicator dynamics, regret matching). The evaluator (``evaluate.py``) runs PSRO with
-exact best responses on each game of a split for a fixed number of iterations and scores the
-mean ``log10`` exploitability of the final meta-strategy profile (lower is better).
-"""
+"""The ``psro`` task's :class:`PSROTask` and baselines (see the package docstring)."""
 
 from __future__ import annotations
 
