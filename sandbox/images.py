@@ -6,13 +6,13 @@ hash of its recipe, so a second build is a no-op. A campaign may name any other 
 has ``python3`` instead.
 
 ``stage_source`` copies the ``recursor`` package (whose subpackages live in separate folders
-of the project) into one importable tree, mounted read-only into every container.
+of the project, ``recursor.layout``) into one importable tree, mounted read-only into every
+container.
 """
 
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import json
 import os
 import shutil
@@ -25,12 +25,11 @@ from pathlib import Path
 import docker
 import docker.errors
 
-import recursor
 from recursor.errors import SandboxError
+from recursor.layout import package_dirs
 
 IMAGE_REPOSITORY = "localhost/recursor-sandbox"
 RECIPE_LABEL = "recursor.recipe"
-SUBPACKAGES = ("orchestrator", "proposers", "sandbox", "executors", "archive", "tasks")
 # Removed from the root file system after debootstrap: caches and documentation.
 STRIP = ("var/cache/apt/archives", "var/lib/apt/lists", "usr/share/doc", "usr/share/man",
          "usr/share/locale", "usr/share/info")
@@ -135,13 +134,12 @@ def _import(client: docker.DockerClient, archive: Path, recipe: ImageRecipe) -> 
 
 
 def source_tree() -> dict[str, Path]:
-    """Import name (``recursor`` or ``recursor.<sub>``) to the folder that holds it."""
-    tree = {"recursor": Path(recursor.__file__).resolve().parent}
-    for name in SUBPACKAGES:
-        spec = importlib.util.find_spec(f"recursor.{name}")
-        if spec is None or not spec.submodule_search_locations:
-            raise SandboxError(f"cannot locate the recursor.{name} package to stage it")
-        tree[f"recursor.{name}"] = Path(next(iter(spec.submodule_search_locations))).resolve()
+    """Import name (``recursor`` or ``recursor.<sub>``) to the folder that holds it: the
+    layout of this installation (``recursor.layout``)."""
+    tree = package_dirs()
+    for name, folder in tree.items():
+        if not folder.is_dir():
+            raise SandboxError(f"cannot locate the {name} package ({folder}) to stage it")
     return tree
 
 
@@ -177,7 +175,7 @@ def _stage_full(cache_root: Path) -> Path:
         (name, folder, path.relative_to(folder))
         for name, folder in tree.items()
         for path in folder.rglob("*.py")
-        if not (name == "recursor" and path.relative_to(folder).parts[0] in SUBPACKAGES)
+        if "__pycache__" not in path.parts
     )
     digest = hashlib.sha256()
     for name, folder, rel in files:

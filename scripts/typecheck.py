@@ -1,11 +1,11 @@
 """Run mypy over every package of ``recursor``: ``python scripts/typecheck.py [mypy args]``.
 
-The installed package maps its subpackages to folders of their own (pyproject's
-``[tool.setuptools] package-dir``: ``recursor.tasks`` is ``tasks/``), which mypy cannot follow:
-it names a module after the folders a file sits in. So this builds ``.mypy-tree/recursor``,
-a tree of symlinks laid out as the installed package (``recursor/*`` beside one link per
-mapped folder), rebuilt on every run from pyproject so that a new module or package is never
-missed, and then runs mypy on it (the ``files`` of pyproject's ``[tool.mypy]``).
+The installed package maps its subpackages to folders of their own (``recursor.layout``,
+from pyproject's ``[tool.setuptools] package-dir``: ``recursor.tasks`` is ``tasks/``), which
+mypy cannot follow: it names a module after the folders a file sits in. So this builds
+``.mypy-tree/recursor``, a tree of symlinks laid out as the installed package (``recursor/*``
+beside one link per mapped folder), rebuilt on every run so that a new module or package is
+never missed, and then runs mypy on it (the ``files`` of pyproject's ``[tool.mypy]``).
 """
 
 from __future__ import annotations
@@ -13,8 +13,9 @@ from __future__ import annotations
 import os
 import shutil
 import sys
-import tomllib
 from pathlib import Path
+
+from recursor.layout import PACKAGE, package_dirs
 
 ROOT = Path(__file__).resolve().parents[1]
 TREE = ROOT / ".mypy-tree"
@@ -23,13 +24,10 @@ SKIPPED = {"__pycache__"}
 
 def build_tree() -> Path:
     """Lay out ``.mypy-tree/recursor`` as the installed package; return its path."""
-    config = tomllib.loads((ROOT / "pyproject.toml").read_text())
-    mapping: dict[str, str] = config["tool"]["setuptools"]["package-dir"]
     shutil.rmtree(TREE, ignore_errors=True)
-    for package, folder in sorted(mapping.items(), key=lambda item: item[0].count(".")):
-        source = (ROOT / folder).resolve()
+    for package, source in sorted(package_dirs(ROOT).items(), key=lambda i: i[0].count(".")):
         target = TREE.joinpath(*package.split("."))
-        if package.count(".") == 0:  # the root package: link its entries one by one
+        if package == PACKAGE:  # the root package: link its entries one by one
             target.mkdir(parents=True)
             for entry in sorted(source.iterdir()):
                 if entry.name not in SKIPPED and not target.joinpath(entry.name).exists():
@@ -37,7 +35,7 @@ def build_tree() -> Path:
         else:
             if target.is_symlink() or target.exists():
                 raise SystemExit(f"typecheck: {package} is both a folder of recursor/ and the "
-                                 f"mapped folder {folder}/; remove one")
+                                 f"mapped folder {source}/; remove one")
             target.symlink_to(source, target_is_directory=True)
     return TREE / "recursor"
 

@@ -1,10 +1,10 @@
-"""Shared fixtures. The repository root goes on ``sys.path`` so that test plug-ins load by
-``class_path`` ("tests.helpers.scripted:ScriptedProposer"), in process and in subprocesses."""
+"""Shared fixtures. Test plug-ins load by ``class_path`` ("tests.helpers.scripted:
+ScriptedProposer"): pytest puts the repository root on the path (``pythonpath`` in
+pyproject), and ``subprocess_env`` gives it to children."""
 
 from __future__ import annotations
 
 import os
-import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -13,8 +13,6 @@ from typing import Any
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
 
 
 @pytest.fixture(scope="session")

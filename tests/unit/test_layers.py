@@ -22,9 +22,10 @@ import ast
 import re
 import subprocess
 import sys
-import tomllib
 from collections.abc import Iterator, Mapping
 from pathlib import Path
+
+from recursor.layout import package_dirs
 
 ROOT = Path(__file__).resolve().parents[2]
 COMPONENTS = frozenset({"archive", "sandbox", "executors", "proposers", "tasks"})
@@ -35,10 +36,8 @@ FRONT_ENDS = frozenset({"api", "cli", "replay", "ui"})
 
 
 def package_folders(root: Path) -> dict[str, Path]:
-    """The installed package name -> source folder, from pyproject's package-dir mapping."""
-    config = tomllib.loads((root / "pyproject.toml").read_text())
-    mapping = config["tool"]["setuptools"]["package-dir"]
-    return {name: root / folder for name, folder in mapping.items()}
+    """The installed package name -> source folder (``recursor.layout``)."""
+    return package_dirs(root)
 
 
 def module_files(folders: Mapping[str, Path]) -> dict[str, Path]:

@@ -10,16 +10,15 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from recursor import pyast
+from recursor.layout import package_dirs
 
 ROOT = Path(__file__).resolve().parents[2]
-TRUSTED = ("archive", "executors", "orchestrator", "proposers", "recursor", "sandbox", "tasks",
-           "ui")
 DIRECT = re.compile(r"\bast\.parse\(")
 
 
 def test_trusted_code_parses_only_through_the_locked_parser() -> None:
-    found = [f"{path.relative_to(ROOT)}:{n}" for top in TRUSTED
-             for path in sorted((ROOT / top).rglob("*.py")) if path.name != "pyast.py"
+    found = [f"{path.relative_to(ROOT)}:{n}" for top in package_dirs(ROOT).values()
+             for path in sorted(top.rglob("*.py")) if path.name != "pyast.py"
              for n, line in enumerate(path.read_text().splitlines(), 1) if DIRECT.search(line)]
     assert not found, ("call recursor.pyast.parse instead of ast.parse (thread-safe on "
                        f"CPython 3.11): {found}")
