@@ -43,8 +43,7 @@ SAME_SCORE_DIGITS = 10
 
 def ranked(candidates: Sequence[tuple[str, float]], objective: Objective) -> list[str]:
     """Node ids from best to worst."""
-    sign = 1.0 if objective.direction == "minimize" else -1.0
-    return [nid for nid, _ in sorted(candidates, key=lambda c: (sign * c[1], c[0]))]
+    return [nid for nid, _ in sorted(candidates, key=lambda c: (objective.sign * c[1], c[0]))]
 
 
 def score_key(score: float) -> str:
@@ -187,12 +186,6 @@ def choose_parents(candidates: Sequence[tuple[str, float]], config: Any,
     return build_selection(config).choose(candidates, objective, rng, k)
 
 
-def choose_parent(candidates: Sequence[tuple[str, float]], config: Any,
-                  objective: Objective, rng: random.Random) -> str:
-    """One parent id; ``candidates`` must not be empty."""
-    return choose_parents(candidates, config, objective, rng, 1)[0]
-
-
 __all__ = ["CheckedSelection", "EpsilonGreedySelection", "GreedySelection", "RankSelection",
            "RankedSelectionPolicy", "SelectionPolicy", "TournamentSelection", "build_selection",
-           "choose_parent", "choose_parents", "distinct_scores", "ranked"]
+           "choose_parents", "distinct_scores", "ranked"]

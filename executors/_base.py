@@ -117,9 +117,5 @@ class Executor(abc.ABC):
             return None
         return JobRecord.model_validate_json(path.read_text())
 
-    def artifacts(self, handle: JobHandle) -> dict[str, str]:
-        record = self.record(handle)
-        return dict(record.artifacts) if record else {}
-
 
 __all__ = ["Executor", "JobHandle"]

@@ -65,14 +65,15 @@ def work_command(directory: Path, spec: JobSpec,
                    str(Path.home() / ".cache" / "recursor" / "torch_extensions"))
     deepspeed = str(Path(sys.executable).parent / "deepspeed")
     head = [deepspeed, "--num_gpus", str(launcher["num_procs"]), "--master_port",
-            str(_free_port())]
+            str(free_port())]
     if spec.kind == "command":  # the work runs once and starts the script under the launcher
         env["RECURSOR_LAUNCHER"] = json.dumps(head)
         return own, env
     return [*head, "--module", "recursor.executors.work", str(directory)], env
 
 
-def _free_port() -> int:
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on now."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return int(probe.getsockname()[1])

@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -24,6 +23,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+from recursor.executors.runner import free_port
 from recursor.executors.spec import ServeJob
 
 DEFAULT_VLLM_PYTHON = Path.home() / ".cache" / "recursor" / "vllm-env" / "bin" / "python"
@@ -58,7 +58,7 @@ def server_command(spec: ServeJob, port: int) -> tuple[list[str], str]:
 
 
 def serve(spec: ServeJob, out: Path) -> dict[str, Any]:
-    port = _free_port()
+    port = free_port()
     argv, backend = server_command(spec, port)
     started = time.monotonic()
     server = subprocess.Popen(argv, stdin=subprocess.DEVNULL)
@@ -119,12 +119,6 @@ def _gpu() -> bool:
     except ImportError:
         return False
     return bool(torch.cuda.is_available())
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 __all__ = ["serve", "server_command", "server_info", "vllm_python"]

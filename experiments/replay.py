@@ -59,7 +59,7 @@ def main() -> None:
     root = args.dir or Path(tempfile.mkdtemp(prefix="replay-exp-"))
     recorded = [load_campaign(record(root / f"rec-{i}", 100 + i, args.evals, {}))
                 for i in range(args.record)]
-    least_good = max if recorded[0].objective.direction == "minimize" else min
+    least_good = max if recorded[0].objective.minimizes else min
     target = args.target if args.target is not None else least_good(
         c.best_score() for c in recorded)
     sims = [Simulator(c) for c in recorded]

@@ -290,7 +290,7 @@ async def train_round(ctx: CampaignContext, round_: int, parents: list[str], cyc
     try:
         for task in tasks:
             node = ctx.archive.add_node(await task)
-            if node.status == NodeStatus.FAILED.value:
+            if node.status == NodeStatus.FAILED:
                 ctx.reporter.node(f"{node.id} [policy] failed: {(node.error or '')[:90]}")
     except asyncio.CancelledError:
         for task in tasks:
@@ -315,7 +315,7 @@ async def _prepare_slot(ctx: CampaignContext, round_: int, slot: int, parent_id:
     proposed = await _proposed_edits(ctx, round_, slot, parent_id, phase, scope)
     node.proposer = f"trainer+{proposed.proposer}"
     node.tokens, node.cost = proposed.tokens, proposed.cost
-    if proposed.status == NodeStatus.FAILED.value:
+    if proposed.status == NodeStatus.FAILED:
         node.status, node.error = NodeStatus.FAILED, proposed.error
         return _Slot(node, dict(base), {}, "")
     edits = dict((proposed.proposal or {})["files"])
@@ -328,7 +328,7 @@ async def _train_slot(ctx: CampaignContext, pool: ThreadPoolExecutor, slot: _Slo
     """Train ``slot``'s policy in a thread of ``pool`` (once one is free): its node, pending
     with the new policy, or failed with the reason."""
     node = slot.node
-    if node.status == NodeStatus.FAILED.value:
+    if node.status == NodeStatus.FAILED:
         return node
     trained = await asyncio.get_running_loop().run_in_executor(pool, functools.partial(
         train_policy, ctx, slot.files, cycle, ctx.config.seed + node.round * 100 + node.slot,

@@ -97,7 +97,7 @@ def test_result(archive: Archive, node_id: str) -> TestResult:
     if row is None:
         return TestResult(None, NOT_EVALUATED)
     value = row.metrics.get(str(note["metric"]))
-    if row.run_status != RunStatus.OK.value or not isinstance(value, int | float):
+    if row.run_status != RunStatus.OK or not isinstance(value, int | float):
         return TestResult(None, f"the test evaluation ended {row.run_status}")
     return TestResult(float(value))
 

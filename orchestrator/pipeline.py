@@ -90,10 +90,10 @@ def unfinished(ctx: CampaignContext) -> tuple[list[int], list[int], int]:
 
 
 def _needs_work(ctx: CampaignContext, node: NodeRow) -> bool:
-    if node.status in (NodeStatus.PENDING.value, NodeStatus.RUNNING.value):
+    if node.status in (NodeStatus.PENDING, NodeStatus.RUNNING):
         return True
     judged_by_copy = bool((node.proposal or {}).get("duplicate_of"))
-    return (node.status == NodeStatus.DONE.value and node.score is not None
+    return (node.status == NodeStatus.DONE and node.score is not None
             and not judged_by_copy and not ctx.archive.has_log(node.id, "judge"))
 
 
@@ -269,7 +269,7 @@ class Pipeline:
         ctx.reporter.step(NodeName.PROPOSE, seq)
         node = await propose_one(ctx, seq, SLOT, parent_id, seq - 1, ctx.scope(), context)
         stored = ctx.archive.add_node(node)
-        if stored.status == NodeStatus.FAILED.value:
+        if stored.status == NodeStatus.FAILED:
             ctx.reporter.node(describe(stored))
 
     def _tell_settled(self) -> None:
@@ -285,7 +285,7 @@ class Pipeline:
         ctx = self.ctx
         node = ctx.archive.node_at(ctx.campaign_id, seq, SLOT)
         if node is None or node.id in self.told or node.proposer not in ctx.proposers \
-                or node.status not in (NodeStatus.DONE.value, NodeStatus.FAILED.value):
+                or node.status not in (NodeStatus.DONE, NodeStatus.FAILED):
             return
         parent = ctx.archive.node(node.parent_id) if node.parent_id else None
         ctx.chooser.update(outcome_of(node, parent, ctx))

@@ -75,7 +75,7 @@ def score_split(ctx: CampaignContext, node: NodeRow, split: Split) -> float | No
     row = ctx.archive.evaluation(node.id, split.value)
     if row is None:
         row = record_evaluation(ctx, node, split, _run(ctx, node, split))
-    if row.run_status != RunStatus.OK.value:
+    if row.run_status != RunStatus.OK:
         return None
     return float(row.metrics[ctx.task.objective.metric])
 
@@ -106,7 +106,7 @@ def _finish_node(ctx: CampaignContext, node_id: str, dev: EvaluationRow,
     if not unfinished and ctx.archive.node(node_id).status in ("done", "failed"):
         return
     metric = ctx.task.objective.metric
-    if dev.run_status == RunStatus.OK.value:
+    if dev.run_status == RunStatus.OK:
         node = ctx.archive.mark_evaluated(node_id, float(dev.metrics[metric]), dev.wall_s)
     else:
         errors = ctx.archive.logs(node_id, f"{Split.DEV.value}.error")

@@ -146,7 +146,6 @@ def proposal_context(ctx: CampaignContext, parent_id: str, seed: int,
     pool = [best] if best is not None and best.id not in {n.id for n in newest} else []
     pool += newest
     devs = dev_evaluations(ctx, [parent, *pool])
-    sign = 1.0 if ctx.task.objective.direction == "minimize" else -1.0
     done = [node_view(ctx, n, devs.get(n.id)) for n in pool]
     objective = ctx.task.objective
     return ProposalContext(
@@ -154,7 +153,7 @@ def proposal_context(ctx: CampaignContext, parent_id: str, seed: int,
         objective_metric=objective.metric, objective_direction=objective.direction,
         parent=node_view(ctx, parent, devs.get(parent_id)),
         editable_paths=list(scope.paths), allowed_kinds=list(scope.kinds),
-        inspirations=choose_inspirations(done, sign, parent_id),
+        inspirations=choose_inspirations(done, objective.sign, parent_id),
         recent_failures=[node_view(ctx, n, None) for n in failed], history=History(ctx),
         seed=seed,
     )

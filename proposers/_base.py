@@ -84,7 +84,6 @@ class ProposalContext:
     recent_failures: Sequence[NodeView] = ()
     history: Sequence[NodeView] = ()
     seed: int = 0
-    extra: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ import math
 import warnings
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
-from typing import Literal as Lit
+from typing import Literal
 
 import optuna
 from optuna.distributions import BaseDistribution, FloatDistribution, IntDistribution
@@ -47,7 +47,7 @@ MAX_TUNED = 2  # constants moved per proposal
 
 
 @dataclass(frozen=True)
-class Literal:
+class NumericLiteral:
     """One numeric literal of a block: its node (the ``-c`` node when negated) and value."""
 
     node: ast.expr
@@ -59,24 +59,25 @@ def _number(node: ast.expr) -> float | int:
     return node.value
 
 
-def find_literals(source: str) -> list[Literal]:
+def find_literals(source: str) -> list[NumericLiteral]:
     """The numeric literals inside the EVOLVE blocks of ``source``, in source order."""
     tree = pyast.parse(source)
     negated: set[int] = set()
-    found: list[Literal] = []
+    found: list[NumericLiteral] = []
     for node, _ in nodes_in_blocks(tree, find_blocks(source)):
         if (isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub)
                 and is_number(node.operand)):
             negated.add(id(node.operand))
-            found.append(Literal(node, -_number(node.operand)))
+            found.append(NumericLiteral(node, -_number(node.operand)))
         elif is_number(node) and id(node) not in negated:
-            found.append(Literal(node, _number(node)))
+            found.append(NumericLiteral(node, _number(node)))
     found = [lit for lit in found if not (isinstance(lit.node, ast.Constant)
                                            and id(lit.node) in negated)]
     return sorted(found, key=lambda lit: (lit.node.lineno, lit.node.col_offset))
 
 
-def with_values(source: str, literals: Sequence[Literal], values: Sequence[float | int]) -> str:
+def with_values(source: str, literals: Sequence[NumericLiteral],
+                values: Sequence[float | int]) -> str:
     """``source`` with each literal's text replaced by the matching value."""
     edits = [(lit.node, _literal_text(v)) for lit, v in zip(literals, values, strict=True)]
     return splice(source, edits)
@@ -110,7 +111,7 @@ def _distribution(parent: float | int, seen: Sequence[float | int]) -> BaseDistr
     return FloatDistribution(low, high, log=parent > 0 and low > 0)
 
 
-def tunable_indices(literals: Sequence[Literal]) -> list[int]:
+def tunable_indices(literals: Sequence[NumericLiteral]) -> list[int]:
     """The literals optuna may move: the nonzero ones.
 
     A zero is usually structural (a sign test ``x > 0``, a clip bound ``max(x, 0.0)``, a
@@ -121,7 +122,7 @@ def tunable_indices(literals: Sequence[Literal]) -> list[int]:
     return [i for i, lit in enumerate(literals) if lit.value != 0]
 
 
-def _param_name(index: int, literal: Literal) -> str:
+def _param_name(index: int, literal: NumericLiteral) -> str:
     return f"c{index}_line{literal.node.lineno}"
 
 
@@ -141,7 +142,8 @@ def _trial_values(node: NodeView, path: str, shape: str, count: int) -> list[flo
     return values if len(values) == count else None
 
 
-def build_study(literals: Sequence[Literal], history: Sequence[tuple[list[float | int], float]],
+def build_study(literals: Sequence[NumericLiteral],
+                history: Sequence[tuple[list[float | int], float]],
                 direction: str, seed: int, tuned: Collection[int]
                 ) -> tuple[optuna.Study, dict[str, BaseDistribution]]:
     """A TPE study holding one finished trial per history entry (values, score).
@@ -150,7 +152,7 @@ def build_study(literals: Sequence[Literal], history: Sequence[tuple[list[float 
     value in ``literals`` (the parent's), so one proposal moves one or two constants at a time
     while the model still learns from every trial.
     """
-    study_direction: Lit["minimize", "maximize"] = (
+    study_direction: Literal["minimize", "maximize"] = (
         "maximize" if direction == "maximize" else "minimize")
     distributions = {}
     for index, lit in enumerate(literals):
@@ -193,7 +195,7 @@ class OptunaProposer(Proposer):
         self.max_attempts = max_attempts
         self.seed = seed
 
-    def _target(self, context: ProposalContext) -> tuple[str, list[Literal]]:
+    def _target(self, context: ProposalContext) -> tuple[str, list[NumericLiteral]]:
         files = context.parent.files
         paths = mutable_paths(files, self.editable_paths or context.editable_paths)
         with_literals = [(p, find_literals(files[p])) for p in paths]
@@ -205,7 +207,7 @@ class OptunaProposer(Proposer):
         return rng.choice(with_literals)
 
     def history_trials(self, context: ProposalContext, path: str,
-                       literals: Sequence[Literal]) -> list[tuple[list[float | int], float]]:
+                       literals: Sequence[NumericLiteral]) -> list[tuple[list[float | int], float]]:
         """(values, score) of every history node with the parent's structure, deduplicated."""
         shape = structure(context.parent.files[path])
         trials: dict[tuple[float | int, ...], float] = {}
@@ -247,7 +249,7 @@ class OptunaProposer(Proposer):
         distinct = " | ".join(list(dict.fromkeys(r[:200] for r in reasons))[:5])
         raise ProposerError(f"optuna found no valid values in {self.max_attempts} asks: {distinct}")
 
-    def _proposal(self, context: ProposalContext, path: str, literals: Sequence[Literal],
+    def _proposal(self, context: ProposalContext, path: str, literals: Sequence[NumericLiteral],
                   values: Sequence[float | int], candidate: str, n_trials: int) -> Proposal:
         changes = [{"line": lit.node.lineno, "before": lit.value, "after": v}
                    for lit, v in zip(literals, values, strict=True) if v != lit.value]
@@ -266,5 +268,5 @@ def _short(value: float | int) -> str:
     return repr(value) if isinstance(value, int) else f"{value:.4g}"
 
 
-__all__ = ["Literal", "OptunaProposer", "build_study", "find_literals", "structure",
+__all__ = ["NumericLiteral", "OptunaProposer", "build_study", "find_literals", "structure",
            "with_values"]

@@ -85,11 +85,6 @@ def load_class_path(class_path: str) -> Any:
     return obj
 
 
-def instantiate(class_path: str, options: dict[str, Any], base: type, field: str) -> Any:
-    """Build ``class_path(**options)``; ConfigError (naming ``field``) unless it is a ``base``."""
-    return build_instance(load_class_path(class_path), class_path, options, base, field)
-
-
 def build_instance(cls: Any, label: str, options: dict[str, Any], base: type, field: str) -> Any:
     """``cls(**options)``; ConfigError (naming ``field`` and ``label``) unless it is a ``base``.
 
@@ -179,5 +174,5 @@ def build_plugin(kind: str, source: PluginSource,
 
 
 __all__ = ["KINDS", "PluginKind", "PluginSource", "build_instance", "build_plugin",
-           "distribution_of", "entry_point_names", "installed", "instantiate",
+           "distribution_of", "entry_point_names", "installed",
            "load_class_path", "load_entry_point", "load_plugin"]

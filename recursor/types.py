@@ -85,18 +85,31 @@ class Objective:
     heldout_tolerance: float = 0.0
     best: float | None = None
 
+    @property
+    def sign(self) -> float:
+        """``1.0`` when the metric is minimized, ``-1.0`` when maximized: ``sign * score`` is
+        lower-is-better, whatever the direction (sort keys, rankings, "best so far")."""
+        return 1.0 if self.direction == "minimize" else -1.0
+
+    @property
+    def minimizes(self) -> bool:
+        return self.direction == "minimize"
+
+    def reached(self, value: float, target: float) -> bool:
+        """True when ``value`` is at least as good as ``target``."""
+        return self.sign * value <= self.sign * target
+
     def solved(self, value: float) -> bool:
         """True when ``value`` is at :attr:`best` (to rounding), so nothing can improve it."""
         return self.best is not None and self.improvement(value, self.best) >= -1e-9
 
     def better(self, a: float, b: float) -> bool:
         """True when ``a`` is strictly better than ``b``."""
-        return a < b if self.direction == "minimize" else a > b
+        return self.sign * a < self.sign * b
 
     def improvement(self, candidate: float, incumbent: float) -> float:
         """Positive when the candidate is better, in the metric's units."""
-        d = incumbent - candidate
-        return d if self.direction == "minimize" else -d
+        return self.sign * (incumbent - candidate)
 
 
 @dataclass(frozen=True)

@@ -13,10 +13,11 @@ import math
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal
 
 from recursor.archive.models import CampaignRow, JobRow, NodeRow, PromotionRow
 from recursor.errors import ArchiveError
+from recursor.types import Objective
 from recursor.ui import gitview
 from recursor.ui.escape import jsonable, strip_controls
 from recursor.ui.source import CampaignSource
@@ -25,10 +26,9 @@ TITLE_CHARS = 140
 BUILTIN_TASKS = ("cfr", "worlds", "psro")  # tasks whose objective the UI may build to learn it
 
 
-@dataclass(frozen=True)
-class Objective:
-    metric: str
-    direction: str  # "minimize" or "maximize"
+def _direction(value: object, default: Literal["minimize", "maximize"]
+               ) -> Literal["minimize", "maximize"]:
+    return "maximize" if value == "maximize" else "minimize" if value == "minimize" else default
 
 
 def objective_of(campaign: CampaignRow) -> Objective:
@@ -45,19 +45,19 @@ def _objective(config_json: str) -> Objective:
     task = config.get("task", {}) or {}
     if task.get("kind") == "program":
         return Objective(str(task.get("metric") or "score"),
-                         str(task.get("direction") or "maximize"))
+                         _direction(task.get("direction"), "maximize"))
     if task.get("kind", "cfr") in BUILTIN_TASKS:
         try:
             from recursor.config import parse_config
             from recursor.tasks.loading import build_task
 
             built = build_task(parse_config(config).task).objective
-            return Objective(built.metric, built.direction)
+            return Objective(built.metric, built.direction, built.heldout_tolerance, built.best)
         except Exception:  # an old or foreign config: fall back, the UI still works
             pass
     declared = (task.get("options") or {}).get("objective") or {}
     return Objective(str(declared.get("metric", "score")),
-                     str(declared.get("direction", "minimize")))
+                     _direction(declared.get("direction"), "minimize"))
 
 
 def _title(node: Any) -> str:

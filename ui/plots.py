@@ -17,8 +17,8 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from recursor.archive.models import NodeRow, PromotionRow
+from recursor.types import Objective
 from recursor.ui.escape import for_html
-from recursor.ui.payloads import Objective
 
 TEMPLATE = "plotly_white"
 # above this many nodes, per-node markers are left out (the lines and boxes stay): drawing tens
@@ -47,7 +47,7 @@ def evaluated(nodes: Sequence[NodeRow]) -> list[NodeRow]:
 
 def best_so_far(nodes: Sequence[NodeRow], objective: Objective) -> list[float | None]:
     """The best dev score among the first k finished nodes, for each k."""
-    sign = 1.0 if objective.direction == "minimize" else -1.0
+    sign = objective.sign
     out: list[float | None] = []
     best: float | None = None
     for node in nodes:

@@ -23,7 +23,7 @@ async def evaluate(state: CampaignState, runtime: Ctx) -> dict[str, Any]:
 def needs_evaluation(node: NodeRow) -> bool:
     """Materialized and not finished (not failed before its evaluation, not a duplicate
     answered already, not evaluated)."""
-    return node.commit is not None and node.status in (NodeStatus.PENDING.value,
+    return node.commit is not None and node.status in (NodeStatus.PENDING,
                                                         NodeStatus.RUNNING.value)
 
 

@@ -17,9 +17,9 @@ async def judge(state: CampaignState, runtime: Ctx) -> dict[str, Any]:
     """Judge the round's evaluated nodes (each once: a ``judge`` log marks it), then let the
     Goodhart guard look at the promotions."""
     ctx, started = runtime.context, time.monotonic()
-    sign = 1.0 if ctx.task.objective.direction == "minimize" else -1.0
+    sign = ctx.task.objective.sign
     done = [n for n in ctx.archive.nodes(ctx.campaign_id, state["round"])
-            if n.status == NodeStatus.DONE.value and n.score is not None
+            if n.status == NodeStatus.DONE and n.score is not None
             and not (n.proposal or {}).get("duplicate_of")]  # an equivalent was judged
     for node in sorted(done, key=lambda n: (sign * (n.score or 0.0), n.id)):
         if not ctx.archive.has_log(node.id, "judge"):

@@ -21,7 +21,7 @@ async def materialize(state: CampaignState, runtime: Ctx) -> dict[str, Any]:
     ctx, started = runtime.context, time.monotonic()
     editable = scope_of(ctx, state).paths
     pending = [n for n in ctx.archive.nodes(ctx.campaign_id, state["round"])
-               if n.status == NodeStatus.PENDING.value and n.commit is None]
+               if n.status == NodeStatus.PENDING and n.commit is None]
     await asyncio.gather(*(asyncio.to_thread(_materialize_node, ctx, n, editable)
                            for n in pending))
     return {"active_s": time.monotonic() - started}

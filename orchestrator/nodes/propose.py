@@ -32,7 +32,7 @@ async def _propose_slot(ctx: CampaignContext, round_: int, slot: int, parent_id:
                         choice_step: int, scope: Scope) -> None:
     node = await propose_one(ctx, round_, slot, parent_id, choice_step, scope)
     stored = ctx.archive.add_node(node)
-    if stored.status == NodeStatus.FAILED.value:
+    if stored.status == NodeStatus.FAILED:
         ctx.reporter.node(describe(stored))
 
 

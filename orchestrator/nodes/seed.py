@@ -23,7 +23,7 @@ async def seed(state: CampaignState, runtime: Ctx) -> dict[str, Any]:
         await _create_root(ctx, root_id)
     await evaluate_nodes(ctx, [ctx.archive.node(root_id)])
     root = ctx.archive.node(root_id)
-    if root.status != NodeStatus.DONE.value:
+    if root.status != NodeStatus.DONE:
         raise RecursorError(f"the starting point failed its dev evaluation ({root.run_status}):"
                             f" {root.error}\n`recursor archive show {root_id}` has its logs")
     if ctx.archive.incumbent(ctx.campaign_id) is None:

@@ -54,7 +54,7 @@ class OutcomeModel:
         if not rows:
             raise ValueError(f"replay: campaign {campaign.name} has no recorded expansion to "
                              "model outcomes on")
-        sign = -1.0 if objective.direction == "minimize" else 1.0
+        sign = -objective.sign  # higher is better here
         goodness = sorted(sign * r[1] for r in rows)
         self.cuts = [goodness[len(goodness) * q // 4] for q in (1, 2, 3)]
         self.sign = sign

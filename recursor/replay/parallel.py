@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 
-from recursor.replay.simulator import Policy, Simulator
+from recursor.replay.simulator import Policy, Simulator, reach
 
 
 @dataclass(frozen=True)
@@ -46,12 +46,7 @@ _job: _Job | None = None  # what forked workers inherit (set only while a pool r
 def summarise(sim: Simulator, policy: Policy, seed: int, budget: int,
               target: float) -> RunSummary:
     trace = sim.run(policy, seed, budget, details=False)
-    minimize = sim.campaign.objective.direction == "minimize"
-    evals, cost, reached = budget, trace.cost[-1] if trace.cost else 0.0, False
-    for i, best in enumerate(trace.best):
-        if (best <= target) if minimize else (best >= target):
-            evals, cost, reached = i + 1, trace.cost[i], True
-            break
+    evals, cost, reached = reach(trace, target, sim.campaign.objective, budget)
     return RunSummary(evals, cost, reached, trace.best[-1] if trace.best else float("nan"),
                       trace.from_model, trace.evaluations, array("d", trace.best))
 

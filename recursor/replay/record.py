@@ -61,8 +61,7 @@ class RecordedCampaign:
     def best_score(self) -> float:
         """The best recorded dev score (the default target)."""
         scores = [n.score for n in self.nodes if n.ok and n.score is not None]
-        sign = 1.0 if self.objective.direction == "minimize" else -1.0
-        return min(scores, key=lambda s: sign * s)
+        return min(scores, key=lambda s: self.objective.sign * s)
 
     def node_id(self, round_: int, slot: int) -> str:
         """The id the controller gives the node at (round, slot) of this campaign."""

@@ -16,7 +16,7 @@ from typing import Any
 
 from recursor.replay.parallel import run_seeds
 from recursor.replay.record import RecordedCampaign
-from recursor.replay.simulator import Policy, Simulator, Trace, policy_from_config
+from recursor.replay.simulator import Policy, Simulator, policy_from_config, reach
 
 BOOTSTRAP_RESAMPLES = 1000
 
@@ -92,14 +92,6 @@ class PolicyResult:
         return asdict(self)
 
 
-def reach(trace: Trace, target: float, minimize: bool, budget: int) -> tuple[int, float, bool]:
-    """(evaluations, cost) when ``target`` was first reached, or (budget, total cost)."""
-    for i, best in enumerate(trace.best):
-        if (best <= target) if minimize else (best >= target):
-            return i + 1, trace.cost[i], True
-    return budget, trace.cost[-1] if trace.cost else 0.0, False
-
-
 def evaluate_policy(sims: Sequence[Simulator], policy: Policy, seeds: Sequence[int], budget: int,
                     targets: Sequence[float], workers: int = 1) -> PolicyResult:
     """Run ``policy`` on every campaign for every seed (in ``workers`` processes: the result
@@ -139,15 +131,14 @@ def default_targets(campaigns: Sequence[RecordedCampaign]) -> list[float]:
 def recorded_reach(campaign: RecordedCampaign, target: float) -> tuple[int, bool]:
     """(budget-spending evaluations until the record's best reached ``target``, reached);
     a campaign that never reached it gives its total evaluations and False."""
-    minimize = campaign.objective.direction == "minimize"
+    objective = campaign.objective
     best, spent = campaign.root.score, 0
     for node in campaign.nodes[1:]:
         if node.ok and node.score is not None and (
-                best is None or (node.score < best if minimize else node.score > best)):
+                best is None or objective.better(node.score, best)):
             best = node.score
         spent += node.spends
-        if best is not None and node.spends and ((best <= target) if minimize
-                                                 else (best >= target)):
+        if best is not None and node.spends and objective.reached(best, target):
             return spent, True
     return spent, False
 

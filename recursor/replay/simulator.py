@@ -34,6 +34,7 @@ from recursor.proposers.ensemble import ProposerChoicePolicy, build_proposer_cho
 from recursor.replay.fast import Picker, below, chooser, fast_picker, seed_from_text
 from recursor.replay.model import OutcomeModel
 from recursor.replay.record import RecordedCampaign, RecordedNode
+from recursor.types import Objective
 
 
 @dataclass(frozen=True)
@@ -77,6 +78,16 @@ class Trace:
         return sum(self.modelled)
 
 
+def reach(trace: Trace, target: float, objective: Objective,
+          budget: int) -> tuple[int, float, bool]:
+    """(evaluations, cost, True) when ``target`` was first reached, or (budget, total cost,
+    False)."""
+    for i, best in enumerate(trace.best):
+        if objective.reached(best, target):
+            return i + 1, trace.cost[i], True
+    return budget, trace.cost[-1] if trace.cost else 0.0, False
+
+
 class Simulator:
     """Simulates policies over one recorded campaign (build once, run many seeds)."""
 
@@ -88,7 +99,7 @@ class Simulator:
             self.pools.setdefault((node.parent_id or "", node.proposer), []).append(node)
         # per (node, proposer): its recorded children last first, so a run pops the next one
         self.stacks = {key: tuple(reversed(pool)) for key, pool in self.pools.items()}
-        self.sign = 1.0 if campaign.objective.direction == "minimize" else -1.0
+        self.sign = campaign.objective.sign
         # a NaN score has no place in a sorted ranking: the fast pickers' worst-first ranking
         # would not match ``selection.ranked`` then, so such a record takes the general path
         self.orderable = not any(n.score is not None and math.isnan(n.score)
@@ -271,4 +282,4 @@ class _Run:
         self.index_of[node_id] = number
 
 
-__all__ = ["Policy", "Simulator", "Trace", "policy_from_config"]
+__all__ = ["Policy", "Simulator", "Trace", "policy_from_config", "reach"]

@@ -80,7 +80,7 @@ def tune(sims: Sequence[Simulator], targets: Sequence[float], budget: int, trial
     and those of the recorded settings on the same seeds. ``workers`` processes run each
     trial's simulations; the result does not depend on it."""
     base = sims[0].campaign.config
-    minimize = sims[0].campaign.objective.direction == "minimize"
+    minimize = sims[0].campaign.objective.minimizes
 
     def objective(trial: optuna.Trial) -> float:
         fragment = suggest(trial)

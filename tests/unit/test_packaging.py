@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -23,9 +24,12 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     """The project's wheel, built here (no isolation: the installed setuptools), and what the
     build printed."""
     out = tmp_path_factory.mktemp("wheel")
+    source = tmp_path_factory.mktemp("checkout") / "recursor"  # setuptools builds in place
+    shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(
+        ".git", ".venv", ".mypy-tree", "build", "campaigns", "__pycache__", "*.egg-info"))
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     built = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps",
-                            "--no-build-isolation", "-v", "-w", str(out), str(ROOT)],
+                            "--no-build-isolation", "-v", "-w", str(out), str(source)],
                            capture_output=True, text=True, env=env, check=True)
     [path] = out.glob("recursor-*.whl")
     return path, built.stdout + built.stderr

@@ -80,8 +80,7 @@ class RecordingProposer(Proposer):
                  *context.history]
         record = {"description": context.task_description,
                   "views": [{"metrics": dict(v.metrics), "files": dict(v.files),
-                             "rationale": v.rationale, "error": v.error} for v in views],
-                  "extra": {k: str(v) for k, v in context.extra.items()}}
+                             "rationale": v.rationale, "error": v.error} for v in views]}
         with self.log.open("a") as out:
             out.write(json.dumps(record) + "\n")
         source = context.parent.files[SOLVER_FILE]

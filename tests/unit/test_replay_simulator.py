@@ -63,7 +63,7 @@ def test_greedy_matches_the_analytic_expectation() -> None:
     firsts = []
     for seed in range(300):
         trace = sim.run(greedy, seed, 30)
-        firsts.append(reach(trace, -float(DEPTH), True, 30)[0])
+        firsts.append(reach(trace, -float(DEPTH), Objective("score", "minimize"), 30)[0])
         assert not any(trace.modelled[:firsts[-1]])  # the record alone, up to the target
     assert set(firsts) == set(range(DEPTH, DEPTH + BAD + 1))  # every position occurs
 
