@@ -1,13 +1,30 @@
 """The discovery archive: the node store (SQL), the git artifact store and parent selection.
 
-The names below are the archive's contract, the only ones the orchestrator imports.
+The names below are the archive's contract, the only ones anything outside it imports: the
+reader (:class:`ArchiveReader`, read-only, for the UI, replay, the CLI and proposers' views),
+the writer (:class:`Archive`, the controller's typed transitions), the frozen records both
+hand out and take, the git store and selection. The tables (``models``) and their migrations
+stay inside.
 """
 
+from recursor.archive.engine import sqlite_url
 from recursor.archive.gitstore import GitStore
-from recursor.archive.models import EvaluationRow, NodeRow
-from recursor.archive.queries import Settled
+from recursor.archive.migrations import LATEST as SCHEMA_VERSION
+from recursor.archive.migrations import Prepared
+from recursor.archive.reader import ArchiveReader, NodeCounts, Progress, Settled
+from recursor.archive.records import (
+    Campaign,
+    Evaluation,
+    Job,
+    LogEntry,
+    Node,
+    Promotion,
+    TreeEntry,
+)
 from recursor.archive.selection import SelectionPolicy, TournamentSelection, build_selection
-from recursor.archive.store import Archive, sqlite_url
+from recursor.archive.store import Archive, upgrade_archive
 
-__all__ = ["Archive", "EvaluationRow", "GitStore", "NodeRow", "SelectionPolicy", "Settled",
-           "TournamentSelection", "build_selection", "sqlite_url"]
+__all__ = ["SCHEMA_VERSION", "Archive", "ArchiveReader", "Campaign", "Evaluation", "GitStore",
+           "Job", "LogEntry", "Node", "NodeCounts", "Progress", "Promotion", "SelectionPolicy",
+           "Settled", "TournamentSelection", "TreeEntry", "build_selection", "sqlite_url",
+           "upgrade_archive", "Prepared"]

@@ -4,15 +4,18 @@ of a call whose connection a server restart dropped."""
 from __future__ import annotations
 
 import functools
+import sqlite3
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
+from urllib.parse import quote
 
 from sqlalchemy import create_engine, event
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.exc import DBAPIError
+from sqlalchemy.pool import QueuePool
 
 from recursor.errors import ArchiveError
 
@@ -89,8 +92,36 @@ def make_engine(url: str) -> Engine:
     return engine
 
 
+def readonly_engine(url: str) -> Engine:
+    """An engine that cannot write to the archive at ``url``: a SQLite file through a
+    ``mode=ro`` URI with ``PRAGMA query_only`` (the campaign's WAL lets it write meanwhile),
+    a PostgreSQL database in read-only transactions."""
+    parsed = make_url(url)
+    if parsed.get_backend_name() == "sqlite":
+        path = Path(parsed.database or "")
+        if not path.is_file():
+            raise ArchiveError(f"no archive database at {path}; is this a campaign directory?")
+        uri = f"file:{quote(str(path.resolve()))}?mode=ro"
+
+        def connect() -> sqlite3.Connection:
+            conn = sqlite3.connect(uri, uri=True, check_same_thread=False, timeout=30)
+            conn.execute("PRAGMA query_only=1")
+            return conn
+
+        # a real pool: the "sqlite://" URL alone would get the in-memory database's
+        # one-connection-per-thread pool, wrong for a file read from many server threads
+        return create_engine("sqlite://", creator=connect, poolclass=QueuePool)
+    options = {"postgresql_readonly": True} if parsed.get_backend_name() == "postgresql" else {}
+    try:
+        engine = create_engine(url, pool_pre_ping=True, execution_options=options)
+    except Exception as exc:  # bad URL or missing driver
+        raise ArchiveError(f"cannot open archive {url!r}: {exc}") from exc
+    _reconnecting(engine, RECONNECT_S)
+    return engine
+
+
 def now() -> datetime:
     return datetime.now(UTC)
 
 
-__all__ = ["ARCHIVE_FILE", "make_engine", "now", "retried", "sqlite_url"]
+__all__ = ["ARCHIVE_FILE", "make_engine", "now", "readonly_engine", "retried", "sqlite_url"]

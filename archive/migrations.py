@@ -1,29 +1,61 @@
-"""Versioned schema migrations.
+"""Versioned, explicit schema migrations.
 
-Each migration is a function of a connection, applied once, in order; the applied versions are
-kept in ``schema_version``. Add a new function to ``MIGRATIONS`` for every schema change; never
-edit an applied one.
+The versions, and what makes each:
+
+- **5, the baseline** (:mod:`recursor.archive.schema_v5`, frozen): a new archive starts here.
+- **6 on** (:data:`STEPS`): one function each, applied in order, each recorded in
+  ``schema_version``. A schema change is a new function here and a new entry in ``STEPS``;
+  an applied one is never edited.
+- **2 to 5 for older archives** (:data:`LEGACY`): the releases before the baseline created a
+  new archive from the models of their day, so each of these steps checks what is there
+  before it changes anything.
+
+Nothing migrates by surprise: :func:`prepare` creates a new archive, accepts a current one and
+refuses an older one unless asked to upgrade it (``recursor archive upgrade``, or a campaign's
+own run and resume, which report it); a SQLite archive is copied aside first
+(:func:`backup_sqlite`). Readers only check the version (:func:`check_version`).
 """
 
 from __future__ import annotations
 
+import sqlite3
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
 
-from sqlalchemy import Connection, Engine, insert, inspect, select, text
+from sqlalchemy import (
+    JSON,
+    Column,
+    Connection,
+    Engine,
+    MetaData,
+    String,
+    Table,
+    Text,
+    cast,
+    insert,
+    inspect,
+    select,
+    text,
+    update,
+)
+from sqlalchemy.engine import make_url
 from sqlalchemy.exc import IntegrityError, OperationalError
 
-from recursor.archive.models import Base, JobRow, NodeRow, PromotionRow, SchemaVersion
+import recursor.archive.schema_v5 as schema_v5
 from recursor.errors import ArchiveError
 
-
-def _v1_initial(conn: Connection) -> None:
-    Base.metadata.create_all(conn)
+Step = Callable[[Connection], None]
 
 
+# legacy: archives made before the baseline ------------------------------------------------
 def _v2_jobs(conn: Connection) -> None:
     """The ``jobs`` table (executors); already there in archives created at v2."""
-    Base.metadata.create_all(conn, tables=[JobRow.__table__])  # type: ignore[list-item]
+    schema_v5.jobs.create(conn, checkfirst=True)
+    for index in schema_v5.jobs.indexes:
+        index.create(conn, checkfirst=True)
 
 
 def _v3_promotions_per_component(conn: Connection) -> None:
@@ -38,7 +70,7 @@ def _v3_promotions_per_component(conn: Connection) -> None:
     conn.execute(text("ALTER TABLE promotions RENAME TO promotions_v2"))
     for index in inspect(conn).get_indexes("promotions_v2"):
         conn.execute(text(f'DROP INDEX IF EXISTS "{index["name"]}"'))
-    Base.metadata.create_all(conn, tables=[PromotionRow.__table__])  # type: ignore[list-item]
+    schema_v5.promotions.create(conn)
     columns = "id, campaign_id, component, node_id, previous_node_id, evidence, created_at"
     conn.execute(text(f"INSERT INTO promotions ({columns}) SELECT {columns} FROM promotions_v2"))
     conn.execute(text("DROP TABLE promotions_v2"))
@@ -56,8 +88,7 @@ def _v3_postgresql(conn: Connection, node_only: list[str | None]) -> None:
 def _v4_typed_nodes(conn: Connection) -> None:
     """Drop what nothing wrote (the ``artifacts`` table, ``nodes.cpu_s``/``gpu_s``: their
     NOT NULL columns would also refuse the new, narrower inserts) and add the index the
-    controller's status and best-score queries use. Each part checks first, since archives
-    created at v4 start without them."""
+    controller's status and best-score queries use."""
     found = inspect(conn)
     if found.has_table("artifacts"):
         conn.execute(text("DROP TABLE artifacts"))
@@ -69,48 +100,137 @@ def _v4_typed_nodes(conn: Connection) -> None:
 
 
 def _v5_fingerprints(conn: Connection) -> None:
-    """``nodes.fingerprint`` (the duplicate check's key, filled in for older nodes when a
-    campaign first needs it) and its index."""
+    """``nodes.fingerprint`` (the duplicate check's key) and its index."""
     if "fingerprint" not in {c["name"] for c in inspect(conn).get_columns("nodes")}:
         conn.execute(text("ALTER TABLE nodes ADD COLUMN fingerprint VARCHAR(80)"))
     _create_missing_indexes(conn, {"ix_nodes_campaign_fingerprint"})
 
 
 def _create_missing_indexes(conn: Connection, names: set[str]) -> None:
-    """Create the ``nodes`` indexes named ``names`` that the table does not have yet."""
+    """Create the baseline's ``nodes`` indexes named ``names`` that the table lacks."""
     present = {i["name"] for i in inspect(conn).get_indexes("nodes")}
-    for index in NodeRow.__table__.indexes:  # type: ignore[attr-defined]
+    for index in schema_v5.nodes.indexes:
         if index.name in names and index.name not in present:
             index.create(conn)
 
 
-MIGRATIONS: list[Callable[[Connection], None]] = [_v1_initial, _v2_jobs,
-                                                  _v3_promotions_per_component, _v4_typed_nodes,
-                                                  _v5_fingerprints]
-LATEST = len(MIGRATIONS)
+LEGACY: dict[int, Step] = {2: _v2_jobs, 3: _v3_promotions_per_component, 4: _v4_typed_nodes,
+                           5: _v5_fingerprints}
 
 
-def current_version(conn: Connection) -> int:
-    if not inspect(conn).has_table("schema_version"):
+# after the baseline ----------------------------------------------------------------------
+_V6_NODES = Table("nodes", MetaData(), Column("id", String(64), primary_key=True),
+                  Column("proposal", JSON), Column("duplicate_of", String(64)))
+
+
+def _v6_duplicate_of(conn: Connection) -> None:
+    """``nodes.duplicate_of``, a column instead of a key inside the proposal JSON: filled
+    from that key, which then leaves the JSON (one place for the flag)."""
+    conn.execute(text("ALTER TABLE nodes ADD COLUMN duplicate_of VARCHAR(64)"))
+    flagged = select(_V6_NODES.c.id, _V6_NODES.c.proposal).where(
+        cast(_V6_NODES.c.proposal, Text).like('%"duplicate_of"%'))
+    for node_id, proposal in list(conn.execute(flagged)):
+        if not isinstance(proposal, dict) or not proposal.get("duplicate_of"):
+            continue
+        rest = {k: v for k, v in proposal.items() if k != "duplicate_of"}
+        conn.execute(update(_V6_NODES).where(_V6_NODES.c.id == node_id).values(
+            duplicate_of=str(proposal["duplicate_of"]), proposal=rest))
+
+
+STEPS: dict[int, Step] = {6: _v6_duplicate_of}
+LATEST = max(STEPS)
+
+
+# running them ------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Prepared:
+    """What :func:`prepare` found and did: ``before`` the version it found (0: a new
+    archive), ``after`` the version it left; ``backup`` the copy made before an upgrade."""
+
+    before: int
+    after: int
+    backup: Path | None = None
+
+    @property
+    def upgraded(self) -> bool:
+        return 0 < self.before < self.after
+
+
+def current_version(conn: Connection, strict: bool = True) -> int:
+    """The archive's schema version; 0 for an empty database. ArchiveError for a database
+    that holds tables but no version (not an archive), unless not ``strict`` (a SQLite archive
+    being created by another process shows its tables before its version)."""
+    found = inspect(conn)
+    if not found.has_table("schema_version"):
+        if strict and (found.has_table("nodes") or found.has_table("campaigns")):
+            raise ArchiveError("this database holds tables but no schema_version: it is not "
+                               "a Recursor archive (or was damaged); point at another")
         return 0
-    versions = conn.execute(select(SchemaVersion.version)).scalars().all()
+    versions = conn.execute(select(schema_v5.schema_version.c.version)).scalars().all()
     return max(versions, default=0)
 
 
-def migrate(engine: Engine, attempts: int = 20) -> int:
-    """Bring the schema to the latest version; return it. Refuse a newer, unknown schema.
+def _upgrade_hint(url: str) -> str:
+    where = (f"--dir {Path(make_url(url).database or '').parent}" if url.startswith("sqlite")
+             else f"--archive {make_url(url).render_as_string(hide_password=True)}")
+    return f"`recursor archive upgrade {where}`"
 
-    Two processes opening a new archive at once can race on its first migration (SQLite
-    DDL is not guarded by the version check): the loser sees "already exists", or a
-    duplicate ``schema_version`` row when both created the tables; it waits for the winner's
-    commit and checks the version again.
+
+def check_version(conn: Connection, url: str) -> int:
+    """The version of the archive ``conn`` reads, if this Recursor reads it as it is;
+    ArchiveError naming what to do otherwise (upgrade it, or upgrade Recursor)."""
+    version = current_version(conn)
+    if version == 0:
+        raise ArchiveError(f"no archive at {url}: the database is empty")
+    if version > LATEST:
+        raise ArchiveError(f"archive schema version {version} is newer than this Recursor "
+                           f"({LATEST}); upgrade Recursor to open it")
+    if version < LATEST:
+        raise ArchiveError(
+            f"archive schema version {version} is older than this Recursor's ({LATEST}); "
+            f"upgrade it with {_upgrade_hint(url)} (it changes the archive; a SQLite archive "
+            "is copied aside first), then open it again")
+    return version
+
+
+def backup_sqlite(url: str, version: int) -> Path | None:
+    """Copy a SQLite archive to ``<file>.v<version>.bak`` (numbered if one exists) with
+    SQLite's online backup (consistent with its WAL); None for a server database."""
+    parsed = make_url(url)
+    if parsed.get_backend_name() != "sqlite" or not parsed.database:
+        return None
+    source = Path(parsed.database)
+    target = source.with_name(f"{source.name}.v{version}.bak")
+    number = 1
+    while target.exists():
+        number += 1
+        target = source.with_name(f"{source.name}.v{version}.bak{number}")
+    with sqlite3.connect(source) as src, sqlite3.connect(target) as dst:
+        src.backup(dst)
+    return target
+
+
+def prepare(engine: Engine, url: str, upgrade: bool = False, attempts: int = 20) -> Prepared:
+    """Create a new archive at :data:`LATEST`, accept a current one, and upgrade an older
+    one only with ``upgrade`` (ArchiveError naming the command otherwise); refuse a newer,
+    unknown schema.
+
+    Two processes opening a new archive at once can race on its creation (SQLite DDL is not
+    guarded by the version check): the loser sees "already exists", or a duplicate
+    ``schema_version`` row; it waits for the winner's commit and checks the version again.
     """
+    with engine.connect() as conn:
+        found = current_version(conn, strict=False)
+    backup = backup_sqlite(url, found) if upgrade and 0 < found < LATEST else None
     for attempt in range(attempts):
         try:
-            return _migrate_once(engine)
+            before = _prepare_once(engine, url, upgrade)
+            return Prepared(before, LATEST, backup)
         except (OperationalError, IntegrityError) as exc:
             raced = "already exists" in str(exc.orig) or "schema_version" in str(exc.orig)
             if not raced or attempt == attempts - 1:
+                with engine.connect() as conn:
+                    current_version(conn)  # the clear error when this is no archive
                 raise
             time.sleep(0.1)
     raise AssertionError("unreachable")
@@ -120,20 +240,38 @@ def migrate(engine: Engine, attempts: int = 20) -> int:
 _MIGRATION_LOCK = 0x7265637572  # "recur"
 
 
-def _migrate_once(engine: Engine) -> int:
+def _prepare_once(engine: Engine, url: str, upgrade: bool) -> int:
     with engine.begin() as conn:
         if conn.dialect.name == "postgresql":
             # held to the end of this transaction: concurrent openers wait, then see the
-            # winner's version (PostgreSQL's DDL is transactional, unlike the SQLite race below)
+            # winner's version (PostgreSQL's DDL is transactional, unlike the SQLite race)
             conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _MIGRATION_LOCK})
-        version = current_version(conn)
-        if version > LATEST:
-            raise ArchiveError(
-                f"archive schema version {version} is newer than this Recursor ({LATEST}); "
-                "upgrade Recursor to open it"
-            )
-        for number in range(version + 1, LATEST + 1):
-            MIGRATIONS[number - 1](conn)
-            SchemaVersion.metadata.create_all(conn, tables=[SchemaVersion.__table__])  # type: ignore[list-item]
-            conn.execute(insert(SchemaVersion).values(version=number))
-    return LATEST
+        version = current_version(conn, strict=False)
+        if version == 0:
+            schema_v5.metadata.create_all(conn)
+            _record(conn, schema_v5.VERSION)
+            _apply(conn, STEPS, schema_v5.VERSION)
+            return 0
+        if version != LATEST:
+            if not upgrade or version > LATEST:
+                check_version(conn, url)  # raises, naming what to do
+            _apply(conn, LEGACY, version)
+            _apply(conn, STEPS, max(version, schema_v5.VERSION))
+        return version
+
+
+def _apply(conn: Connection, steps: dict[int, Step], after: int) -> None:
+    """Run the ``steps`` numbered above ``after``, in order, recording each."""
+    for number in sorted(steps):
+        if number > after:
+            steps[number](conn)
+            _record(conn, number)
+
+
+def _record(conn: Connection, version: int) -> None:
+    conn.execute(insert(schema_v5.schema_version).values(version=version,
+                                                         applied_at=datetime.now(UTC)))
+
+
+__all__ = ["LATEST", "LEGACY", "STEPS", "Prepared", "backup_sqlite", "check_version",
+           "current_version", "prepare"]

@@ -1,4 +1,7 @@
-"""Archive tables (SQLAlchemy 2 ORM). Portable SQL only: SQLite and PostgreSQL both work."""
+"""Archive tables (SQLAlchemy 2 ORM), private to the archive: readers get frozen records
+(:mod:`recursor.archive.records`). Portable SQL only: SQLite and PostgreSQL both work. The
+schema a database gets is the migrations' (:mod:`recursor.archive.migrations`); these models
+must describe the same one (``tests/unit/test_archive_migrations`` compares them)."""
 
 from __future__ import annotations
 
@@ -9,6 +12,7 @@ from typing import Any
 from sqlalchemy import (
     JSON,
     DateTime,
+    Dialect,
     Enum,
     Float,
     ForeignKey,
@@ -16,6 +20,7 @@ from sqlalchemy import (
     Integer,
     String,
     Text,
+    TypeDecorator,
     UniqueConstraint,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
@@ -33,6 +38,17 @@ def enum_column(kind: type[StrEnum], length: int) -> Enum:
     return Enum(kind, native_enum=False, create_constraint=False, length=length,
                 values_callable=lambda members: [m.value for m in members],
                 validate_strings=True)
+
+
+class CleanText(TypeDecorator[str]):
+    """TEXT whose NUL characters are stored as U+FFFD: PostgreSQL's text refuses NUL, and a
+    candidate's output (its logs, an error quoting it) may hold any byte."""
+
+    impl = Text
+    cache_ok = True
+
+    def process_bind_param(self, value: str | None, dialect: Dialect) -> str | None:
+        return value.replace("\x00", "\ufffd") if value else value
 
 
 class Base(DeclarativeBase):
@@ -53,7 +69,7 @@ class CampaignRow(Base):
     config: Mapped[dict[str, Any]] = mapped_column(JSON)
     status: Mapped[CampaignStatus] = mapped_column(enum_column(CampaignStatus, 20),
                                                    default=CampaignStatus.RUNNING)
-    repo_path: Mapped[str] = mapped_column(Text)
+    repo_path: Mapped[str] = mapped_column(CleanText)
     root_node_id: Mapped[str | None] = mapped_column(String(64), nullable=True)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
@@ -73,20 +89,22 @@ class NodeRow(Base):
     slot: Mapped[int] = mapped_column(Integer)
     kind: Mapped[ChangeKind] = mapped_column(enum_column(ChangeKind, 32))
     proposer: Mapped[str] = mapped_column(String(200))
-    proposer_reason: Mapped[str] = mapped_column(Text, default="")
-    rationale: Mapped[str] = mapped_column(Text, default="")
+    proposer_reason: Mapped[str] = mapped_column(CleanText, default="")
+    rationale: Mapped[str] = mapped_column(CleanText, default="")
     proposal: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
-    patch: Mapped[str] = mapped_column(Text, default="")
+    patch: Mapped[str] = mapped_column(CleanText, default="")
     commit: Mapped[str | None] = mapped_column(String(64), nullable=True)
     # orchestrator.duplicates.fingerprint of the committed files (None: not computed yet)
     fingerprint: Mapped[str | None] = mapped_column(String(80), nullable=True)
+    # the evaluated node whose files this one's equal (answered from its evaluation)
+    duplicate_of: Mapped[str | None] = mapped_column(String(64), nullable=True)
     status: Mapped[NodeStatus] = mapped_column(enum_column(NodeStatus, 16),
                                                default=NodeStatus.PENDING)
     run_status: Mapped[RunStatus | None] = mapped_column(enum_column(RunStatus, 16),
                                                          nullable=True)
     score: Mapped[float | None] = mapped_column(Float, nullable=True)
     heldout_score: Mapped[float | None] = mapped_column(Float, nullable=True)
-    error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    error: Mapped[str | None] = mapped_column(CleanText, nullable=True)
     wall_s: Mapped[float] = mapped_column(Float, default=0.0)
     tokens: Mapped[int] = mapped_column(Integer, default=0)
     cost: Mapped[float] = mapped_column(Float, default=0.0)
@@ -122,7 +140,7 @@ class JobRow(Base):
     artifacts: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
     costs: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
     provenance: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
-    error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    error: Mapped[str | None] = mapped_column(CleanText, nullable=True)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
@@ -132,7 +150,7 @@ class LogRow(Base):
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     node_id: Mapped[str] = mapped_column(ForeignKey("nodes.id"), index=True)
     stream: Mapped[str] = mapped_column(String(32))
-    content: Mapped[str] = mapped_column(Text)
+    content: Mapped[str] = mapped_column(CleanText)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 

@@ -10,13 +10,19 @@ A node changes only through the typed transitions below (``mark_materialized``,
 ``mark_running``, ``mark_evaluated``, ``mark_failed``, ``set_heldout_score``,
 ``mark_duplicate``), a campaign through ``set_campaign_status``, ``set_root_node`` and
 ``set_campaign_config``; each transition states the statuses it may start from and raises
-:class:`~recursor.errors.ArchiveError` from any other. The reads are in
-:class:`~recursor.archive.queries.ArchiveQueries`.
+:class:`~recursor.errors.ArchiveError` from any other. The reads are
+:class:`~recursor.archive.reader.ArchiveReader`'s; writes take and return frozen records
+(:mod:`recursor.archive.records`).
+
+Opening creates a new archive and accepts a current one; an archive of an older schema is
+upgraded only when asked (``upgrade=True``: the controller, which reports it, and ``recursor
+archive upgrade``); see :mod:`recursor.archive.migrations`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -24,8 +30,15 @@ from sqlalchemy import update
 from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
-from recursor.archive.engine import ARCHIVE_FILE, make_engine, now, retried, sqlite_url
-from recursor.archive.migrations import migrate
+from recursor.archive.engine import (
+    ARCHIVE_FILE,
+    make_engine,
+    now,
+    readonly_engine,
+    retried,
+    sqlite_url,
+)
+from recursor.archive.migrations import Prepared, current_version, prepare
 from recursor.archive.models import (
     CampaignRow,
     EvaluationRow,
@@ -34,11 +47,20 @@ from recursor.archive.models import (
     NodeRow,
     PromotionRow,
 )
-from recursor.archive.queries import ArchiveQueries, NodeCounts
+from recursor.archive.reader import ArchiveReader, NodeCounts
+from recursor.archive.records import (
+    Campaign,
+    Evaluation,
+    Job,
+    Node,
+    column_values,
+    record_of,
+)
 from recursor.errors import ArchiveError
 from recursor.types import CampaignStatus, NodeStatus, RunStatus
 
 _Row = TypeVar("_Row", NodeRow, EvaluationRow, PromotionRow)
+_Out = TypeVar("_Out")
 _UNMATERIALIZED = frozenset({NodeStatus.PENDING})
 _UNFINISHED = frozenset({NodeStatus.PENDING, NodeStatus.RUNNING})
 _DONE = frozenset({NodeStatus.DONE})
@@ -50,35 +72,41 @@ _CAMPAIGN_MOVES: dict[CampaignStatus, frozenset[CampaignStatus]] = {
 LOG_LIMIT = 200_000  # characters kept per log entry
 
 
-class Archive(ArchiveQueries):
-    """Typed access to one archive database (see the module docstring)."""
+class Archive(ArchiveReader):
+    """Read and write access to one archive database (see the module docstring);
+    ``prepared`` says what opening it found and did (a new archive, an upgrade)."""
 
-    def __init__(self, url: str) -> None:
-        self.url = url
-        self.engine = make_engine(url)
+    def __init__(self, url: str, upgrade: bool = False) -> None:
+        super().__init__(make_engine(url), url)
         try:
-            migrate(self.engine)
+            self.prepared: Prepared = prepare(self.engine, url, upgrade)
         except OperationalError as exc:
+            self.engine.dispose()
             raise ArchiveError(f"cannot open archive {url!r}: {exc.orig}") from exc
+        except ArchiveError:
+            self.engine.dispose()
+            raise
         self._sessions: sessionmaker[Session] = sessionmaker(self.engine,
                                                              expire_on_commit=False)
 
     @classmethod
-    def in_directory(cls, directory: Path, url: str | None = None) -> Archive:
+    def in_directory(cls, directory: Path, url: str | None = None,
+                     upgrade: bool = False) -> Archive:
         """The campaign directory's archive (SQLite there unless ``url`` names another)."""
-        return cls(url or sqlite_url(directory))
+        return cls(url or sqlite_url(directory), upgrade=upgrade)
 
-    def close(self) -> None:
-        self.engine.dispose()
+    def session(self) -> Session:
+        """A session on the archive's tables (the writes below; a benchmark's bulk load)."""
+        return self._sessions()
 
     # campaigns ---------------------------------------------------------------------------
     def create_campaign(self, campaign_id: str, name: str, task: str, config: dict[str, Any],
-                        repo_path: str) -> CampaignRow:
-        row = CampaignRow(id=campaign_id, name=name, task=task, config=config,
+                        repo_path: str) -> Campaign:
+        record = Campaign(id=campaign_id, name=name, task=task, config=config,
                           repo_path=repo_path, status=CampaignStatus.RUNNING)
         with self.session() as s, s.begin():
-            s.add(row)
-        return row
+            s.add(CampaignRow(**column_values(record)))
+        return record
 
     @retried
     def set_campaign_status(self, campaign_id: str, status: CampaignStatus) -> None:
@@ -121,11 +149,13 @@ class Archive(ArchiveQueries):
             row.updated_at = now()
 
     # nodes -------------------------------------------------------------------------------
-    def _insert_once(self, row: _Row, stored: Callable[[], _Row | None],
-                     along: Sequence[LogRow] = (), look_first: bool = True) -> _Row:
+    def _insert_once(self, row: _Row, stored: Callable[[], _Out | None],
+                     inserted: Callable[[_Row], _Out], along: Sequence[LogRow] = (),
+                     look_first: bool = True) -> _Out:
         """Insert ``row`` (and the rows ``along`` with it, in the same transaction) unless
-        ``stored()`` finds its twin (also after losing a race); ``look_first=False`` skips
-        the read before the insert, for a row that is almost never there yet.
+        ``stored()`` finds its twin (also after losing a race), and return the twin or
+        ``inserted(row)``; ``look_first=False`` skips the read before the insert, for a row
+        that is almost never there yet.
 
         Several processes may write one archive: the unique constraint decides the race, and
         the loser's transaction (aborted, on PostgreSQL) is rolled back by ``s.begin()``
@@ -142,24 +172,26 @@ class Archive(ArchiveQueries):
             if existing is None:
                 raise
             return existing
-        return row
+        return inserted(row)
 
     @retried
-    def add_node(self, node: NodeRow) -> NodeRow:
+    def add_node(self, node: Node) -> Node:
         """Insert ``node``; if its (campaign, round, slot) exists, return the stored one."""
         return self._insert_once(  # a new node's place is almost always free
-            node, lambda: self.node_at(node.campaign_id, node.round, node.slot),
-            look_first=False)
+            NodeRow(**column_values(node)),
+            lambda: self.node_at(node.campaign_id, node.round, node.slot),
+            lambda _row: node, look_first=False)
 
     # Each transition below names the statuses it may start from; any other raises
     # ArchiveError naming the node, its status and the legal ones. A transition whose result
     # is already stored (a call repeated by ``retried`` after its write landed, or by a
-    # resumed node) returns the row unchanged instead of raising.
+    # resumed node) returns the node unchanged instead of raising. Each returns the node as
+    # stored after it.
 
     @retried
     def mark_materialized(self, node_id: str, commit: str, patch: str,
                           invalid: str | None = None, fingerprint: str | None = None
-                          ) -> NodeRow:
+                          ) -> Node:
         """The node's proposal is committed as ``commit`` (``patch`` against its parent,
         ``fingerprint`` the duplicate check's key of its files); with ``invalid``, the
         proposal failed its checks for that reason: the node is failed, run status
@@ -171,14 +203,14 @@ class Archive(ArchiveQueries):
                           applied=lambda row: row.commit == commit)
 
     @retried
-    def mark_running(self, node_id: str) -> NodeRow:
+    def mark_running(self, node_id: str) -> Node:
         """The node's dev evaluation has started. Legal from ``pending`` or ``running`` (an
         evaluation restarted after a crash), for a materialized node (one with a commit)."""
         return self._move(node_id, "start running", _UNFINISHED,
                           {"status": NodeStatus.RUNNING}, needs_commit=True)
 
     @retried
-    def mark_evaluated(self, node_id: str, score: float, wall_s: float) -> NodeRow:
+    def mark_evaluated(self, node_id: str, score: float, wall_s: float) -> Node:
         """The node's dev evaluation ran cleanly (run status ``ok``) and scored ``score``.
         Legal from ``pending`` (a duplicate answered from another node's evaluation) or
         ``running``, for a materialized node."""
@@ -190,7 +222,7 @@ class Archive(ArchiveQueries):
 
     @retried
     def mark_failed(self, node_id: str, run_status: RunStatus, error: str,
-                    wall_s: float | None = None) -> NodeRow:
+                    wall_s: float | None = None) -> Node:
         """The node failed with ``run_status`` (crashed, timeout, oom, invalid) and
         ``error``; ``wall_s``: the failed evaluation's time, when one ran. Legal from
         ``pending`` or ``running``; ``run_status`` ``ok`` is refused (use
@@ -208,7 +240,7 @@ class Archive(ArchiveQueries):
                           and row.run_status == status and row.error == error)
 
     @retried
-    def set_heldout_score(self, node_id: str, score: float | None) -> NodeRow:
+    def set_heldout_score(self, node_id: str, score: float | None) -> Node:
         """The node's held-out score (None: its held-out evaluation failed). Legal only on a
         ``done`` node (held-out gates a node that passed on dev); setting it again
         overwrites."""
@@ -216,20 +248,16 @@ class Archive(ArchiveQueries):
                           {"heldout_score": score})
 
     @retried
-    def mark_duplicate(self, node_id: str, of: str) -> NodeRow:
+    def mark_duplicate(self, node_id: str, of: str) -> Node:
         """The node's files are equivalent to evaluated node ``of`` (it is answered from
         ``of``'s evaluation and spends no budget). Legal on a ``pending`` node not yet
         materialized (the duplicate check runs before its commit is recorded)."""
-        with self.session() as s:
-            row = s.get(NodeRow, node_id)
-        proposal = {**((row.proposal if row is not None else None) or {}), "duplicate_of": of}
         return self._move(node_id, "mark as a duplicate", _UNMATERIALIZED,
-                          {"proposal": proposal},
-                          applied=lambda r: (r.proposal or {}).get("duplicate_of") == of)
+                          {"duplicate_of": of}, applied=lambda r: r.duplicate_of == of)
 
     def _move(self, node_id: str, action: str, legal: frozenset[NodeStatus],
               fields: dict[str, Any], needs_commit: bool = False,
-              applied: Callable[[NodeRow], bool] | None = None) -> NodeRow:
+              applied: Callable[[NodeRow], bool] | None = None) -> Node:
         """Set ``fields`` on the node if its status is in ``legal`` (and, with
         ``needs_commit``, it has a commit); ``applied(row)``: the transition already landed,
         return the row as it is. One transaction; the row is read under it."""
@@ -238,7 +266,7 @@ class Archive(ArchiveQueries):
             if row is None:
                 raise ArchiveError(f"no node {node_id!r}")
             if applied is not None and applied(row):
-                return row
+                return record_of(Node, row)
             status = NodeStatus(row.status)
             materialized = row.commit is not None
             if status not in legal or (legal is _UNMATERIALIZED and materialized):
@@ -254,7 +282,8 @@ class Archive(ArchiveQueries):
             for key, value in fields.items():
                 setattr(row, key, value)
             row.updated_at = now()
-        return row
+            s.flush()
+            return record_of(Node, row)
 
     @retried
     def set_fingerprints(self, fingerprints: dict[str, str]) -> None:
@@ -268,16 +297,19 @@ class Archive(ArchiveQueries):
 
     # evaluations -------------------------------------------------------------------------
     @retried
-    def add_evaluation(self, row: EvaluationRow,
-                       logs: Sequence[tuple[str, str]] = ()) -> EvaluationRow:
+    def add_evaluation(self, evaluation: Evaluation,
+                       logs: Sequence[tuple[str, str]] = ()) -> Evaluation:
         """Insert an evaluation with its ``logs`` (``(stream, content)`` pairs of its node;
         empty ones are left out) in one transaction, so a crash keeps both or neither; an
         existing evaluation for (node, split, seed) wins and is returned, and the logs are
         then not added."""
-        along = [LogRow(node_id=row.node_id, stream=stream, content=content[:LOG_LIMIT])
+        node_id = evaluation.node_id
+        along = [LogRow(node_id=node_id, stream=stream, content=content[:LOG_LIMIT])
                  for stream, content in logs if content]
-        return self._insert_once(row, lambda: self.evaluation(row.node_id, row.split, row.seed),
-                                 along, look_first=False)
+        return self._insert_once(
+            EvaluationRow(**column_values(evaluation)),
+            lambda: self.evaluation(node_id, evaluation.split, evaluation.seed),
+            lambda row: replace(evaluation, id=row.id), along, look_first=False)
 
     # logs --------------------------------------------------------------------------------
     def add_log(self, node_id: str, stream: str, content: str) -> None:
@@ -294,7 +326,7 @@ class Archive(ArchiveQueries):
                    artifacts: dict[str, Any] | None = None,
                    costs: dict[str, Any] | None = None,
                    provenance: dict[str, Any] | None = None,
-                   error: str | None = None) -> JobRow:
+                   error: str | None = None) -> Job:
         """Insert or update the job's row (a job reported twice keeps one row, also when two
         writers insert it at once: the loser updates the winner's row). A report without
         ``node_id`` keeps the node an earlier report gave."""
@@ -309,7 +341,7 @@ class Archive(ArchiveQueries):
         except IntegrityError:
             return self._record_job_once(job_id, fields)
 
-    def _record_job_once(self, job_id: str, fields: dict[str, Any]) -> JobRow:
+    def _record_job_once(self, job_id: str, fields: dict[str, Any]) -> Job:
         with self.session() as s, s.begin():
             row = s.get(JobRow, job_id)
             if row is None:
@@ -320,8 +352,7 @@ class Archive(ArchiveQueries):
                     setattr(row, name, value)
                 row.updated_at = now()
             s.flush()
-            s.expunge(row)
-            return row
+            return record_of(Job, row)
 
     # promotions --------------------------------------------------------------------------
     @retried
@@ -331,7 +362,24 @@ class Archive(ArchiveQueries):
         component, also when several writers race)."""
         row = PromotionRow(campaign_id=campaign_id, component=component, node_id=node_id,
                            previous_node_id=previous, evidence=evidence)
-        self._insert_once(row, lambda: self.promotion(node_id, component))
+        self._insert_once(row, lambda: self.promotion(node_id, component), lambda _row: None)
 
 
-__all__ = ["ARCHIVE_FILE", "Archive", "NodeCounts", "make_engine", "sqlite_url"]
+def upgrade_archive(url: str) -> Prepared:
+    """Bring the existing archive at ``url`` to this Recursor's schema (a SQLite archive is
+    copied aside first; see :func:`~recursor.archive.migrations.backup_sqlite`) and say what
+    was done; ArchiveError when there is no archive there (nothing is created)."""
+    engine = readonly_engine(url)
+    try:
+        with engine.connect() as conn:
+            if current_version(conn) == 0:
+                raise ArchiveError(f"no archive at {url}: the database is empty")
+    finally:
+        engine.dispose()
+    archive = Archive(url, upgrade=True)
+    archive.close()
+    return archive.prepared
+
+
+__all__ = ["ARCHIVE_FILE", "Archive", "NodeCounts", "make_engine", "sqlite_url",
+           "upgrade_archive"]

@@ -201,7 +201,7 @@ def query_seconds(ctx: CampaignContext, calls: int = 3) -> dict[str, float]:
         "scored": lambda: archive.scored(cid), "counts": lambda: archive.counts(cid),
         "settled": lambda: archive.settled(cid),
         "newest 50": lambda: archive.newest(cid, 50, scored=True),
-        "best": lambda: archive.best(cid, "maximize"),
+        "best": lambda: archive.best(cid, minimize=False),
         "context": lambda: views.proposal_context(ctx, parent, 1, ctx.scope()),
         # the LLM proposer's prompt on a fresh context (what reading it costs that proposer)
         "llm prompt": lambda: build_messages(

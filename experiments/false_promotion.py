@@ -49,7 +49,7 @@ from experiments._planted_tasks import (
     player_shapes,
 )
 from experiments._plants import NO_EFFECT, Plant
-from recursor.archive.store import Archive
+from recursor.archive import Archive
 from recursor.config import parse_config
 from recursor.orchestrator.context import read_manifest
 from recursor.orchestrator.goodhart import LOG_STREAM
@@ -116,7 +116,7 @@ def outcomes(directory: Path) -> tuple[float | None, list[Outcome], list[str]]:
         nodes = archive.nodes(cid)
         root = next(n for n in nodes if n.round == 0)
         out = [Outcome(kind=(n.rationale or "").split()[1], status=n.status,
-                       duplicate=bool((n.proposal or {}).get("duplicate_of")),
+                       duplicate=bool(n.duplicate_of),
                        judged=archive.has_log(n.id, "judge"), promoted=n.id in promoted,
                        dev=n.score)
                for n in nodes if n.round > 0 and (n.rationale or "").startswith("plant ")]

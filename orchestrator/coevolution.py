@@ -32,8 +32,9 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from recursor.archive import NodeRow
+from recursor.archive import Node
 from recursor.errors import RecursorError
+from recursor.orchestrator import loop
 from recursor.orchestrator.context import CampaignContext, Scope
 from recursor.orchestrator.evaluation import plan_request, write_workspace
 from recursor.orchestrator.proposing import propose_one
@@ -244,7 +245,7 @@ class _Slot:
     """A training slot whose inputs are fixed: its node (failed already when its proposal
     failed), the files it trains under, its edits and what they are."""
 
-    node: NodeRow
+    node: Node
     files: dict[str, str]
     edits: dict[str, str]
     what: str
@@ -278,7 +279,8 @@ async def train_round(ctx: CampaignContext, round_: int, parents: list[str], cyc
             if ctx.archive.node_at(ctx.campaign_id, round_, slot) is None]
     if not todo:
         return
-    prepared = [await _prepare_slot(ctx, round_, slot, parent, phase, scope)
+    before = ctx.archive.counts(ctx.campaign_id, 1, round_).nodes  # proposals so far
+    prepared = [await _prepare_slot(ctx, round_, slot, parent, phase, scope, before)
                 for slot, parent in todo]
     limit = await asyncio.to_thread(training_concurrency, ctx, len(prepared))
     if limit > 1:
@@ -289,9 +291,7 @@ async def train_round(ctx: CampaignContext, round_: int, parents: list[str], cyc
     tasks = [asyncio.create_task(_train_slot(ctx, pool, one, cycle, phase)) for one in prepared]
     try:
         for task in tasks:
-            node = ctx.archive.add_node(await task)
-            if node.status == NodeStatus.FAILED:
-                ctx.reporter.node(f"{node.id} [policy] failed: {(node.error or '')[:90]}")
+            loop.record_node(ctx, await task)
     except asyncio.CancelledError:
         for task in tasks:
             task.cancel()
@@ -302,29 +302,31 @@ async def train_round(ctx: CampaignContext, round_: int, parents: list[str], cyc
 
 
 async def _prepare_slot(ctx: CampaignContext, round_: int, slot: int, parent_id: str,
-                        phase: Phase, scope: Scope) -> _Slot:
+                        phase: Phase, scope: Scope, proposed_before: int) -> _Slot:
     """The slot's node and training inputs: the parent's files, with a proposed change first
     when ``phase.proposes(slot)``."""
     parent = ctx.archive.node(parent_id)
     base = ctx.store.read(parent.commit or "")
-    node = NodeRow(id=ctx.node_id(round_, slot), campaign_id=ctx.campaign_id,
-                   parent_id=parent_id, round=round_, slot=slot, proposer="trainer",
-                   kind=phase.kind(ctx.task).value, status=NodeStatus.PENDING.value)
+    node = Node(id=ctx.node_id(round_, slot), campaign_id=ctx.campaign_id,
+                parent_id=parent_id, round=round_, slot=slot, proposer="trainer",
+                kind=phase.kind(ctx.task), status=NodeStatus.PENDING)
     if not phase.proposes(slot):
         return _Slot(node, dict(base), {}, "the incumbent recipe and curriculum")
-    proposed = await _proposed_edits(ctx, round_, slot, parent_id, phase, scope)
-    node.proposer = f"trainer+{proposed.proposer}"
-    node.tokens, node.cost = proposed.tokens, proposed.cost
+    proposed = await _proposed_edits(ctx, round_, slot, parent_id, phase, scope,
+                                     loop.choice_step(proposed_before, slot))
+    node = dataclasses.replace(node, proposer=f"trainer+{proposed.proposer}",
+                               tokens=proposed.tokens, cost=proposed.cost)
     if proposed.status == NodeStatus.FAILED:
-        node.status, node.error = NodeStatus.FAILED, proposed.error
+        node = dataclasses.replace(node, status=NodeStatus.FAILED, error=proposed.error)
         return _Slot(node, dict(base), {}, "")
     edits = dict((proposed.proposal or {})["files"])
-    node.proposal = {"files": edits, "metadata": (proposed.proposal or {})["metadata"]}
+    node = dataclasses.replace(node, proposal={"files": edits,
+                                               "metadata": (proposed.proposal or {})["metadata"]})
     return _Slot(node, {**base, **edits}, edits, proposed.rationale or "a proposed recipe")
 
 
 async def _train_slot(ctx: CampaignContext, pool: ThreadPoolExecutor, slot: _Slot, cycle: int,
-                      phase: Phase) -> NodeRow:
+                      phase: Phase) -> Node:
     """Train ``slot``'s policy in a thread of ``pool`` (once one is free): its node, pending
     with the new policy, or failed with the reason."""
     node = slot.node
@@ -336,28 +338,28 @@ async def _train_slot(ctx: CampaignContext, pool: ThreadPoolExecutor, slot: _Slo
     ctx.archive.add_log(node.id, "training", json.dumps(trained.evidence, sort_keys=True,
                                                         default=str))
     if trained.policy_file is None:
-        node.status, node.run_status = NodeStatus.FAILED, RunStatus.INVALID
-        node.error = trained.error
-        return node
+        return dataclasses.replace(node, status=NodeStatus.FAILED,
+                                   run_status=RunStatus.INVALID, error=trained.error)
     edits = {**slot.edits, policy_task(ctx.task).policy_path: trained.policy_file}
-    node.proposal = {"files": edits, "metadata": {"training": trained.evidence}}
-    node.rationale = (f"policy trained ({trained.evidence['method']}, cycle {cycle}) on "
-                      f"{trained.evidence['rows']} rows "
-                      f"under harness {trained.evidence['harness']}, with {slot.what}")
-    return node
+    return dataclasses.replace(
+        node, proposal={"files": edits, "metadata": {"training": trained.evidence}},
+        rationale=(f"policy trained ({trained.evidence['method']}, cycle {cycle}) on "
+                   f"{trained.evidence['rows']} rows "
+                   f"under harness {trained.evidence['harness']}, with {slot.what}"))
 
 
 async def _proposed_edits(ctx: CampaignContext, round_: int, slot: int, parent_id: str,
-                          phase: Phase, scope: Scope) -> NodeRow:
+                          phase: Phase, scope: Scope, choice_step: int) -> Node:
     """A proposal limited to what ``phase`` lets a training slot's proposer edit (the trainer
     writes the policy), failed when it edits anything else."""
     editable = component_paths(ctx.task, phase.proposed(ctx.task))
-    node = await propose_one(ctx, round_, slot, parent_id, round_ * 1000 + slot,
+    node = await propose_one(ctx, round_, slot, parent_id, choice_step,
                              dataclasses.replace(scope, paths=editable))
     outside = sorted(p for p in (node.proposal or {}).get("files", {}) if p not in editable)
     if node.status != NodeStatus.FAILED and outside:
-        node.status = NodeStatus.FAILED
-        node.error = f"proposal edits {', '.join(outside)} (editable: {', '.join(editable)})"
+        return dataclasses.replace(
+            node, status=NodeStatus.FAILED,
+            error=f"proposal edits {', '.join(outside)} (editable: {', '.join(editable)})")
     return node
 
 

@@ -61,13 +61,16 @@ class Scope:
 
 @dataclass
 class OutcomesTold:
-    """How far ``chooser`` has been told the campaign's settled nodes, so that each round
-    tells it only the new ones (``views.catch_up_chooser``): ``count`` settled nodes, the
-    newest at ``last`` (round, slot). Any other object than ``chooser`` was told nothing."""
+    """What ``chooser`` has been told of the campaign's settled nodes (the one record of it,
+    whichever driver runs): by ``views.catch_up_chooser``, ``count`` settled nodes in
+    creation order, the newest at ``last`` (round, slot), so each round tells it only the new
+    ones; by ``views.tell_chooser``, single nodes as they settle. ``ids``: every node told.
+    Any other object than ``chooser`` was told nothing."""
 
     chooser: object | None = None
     count: int = 0
     last: tuple[int, int] = (0, -1)
+    ids: set[str] = field(default_factory=set)
 
 
 @dataclass
@@ -158,7 +161,12 @@ def open_context(directory: Path, reporter: Reporter,
     directory = Path(directory).resolve()
     manifest = read_manifest(directory)
     campaign_id, url = manifest["campaign_id"], manifest["archive_url"]
-    archive = Archive(url)
+    archive = Archive(url, upgrade=True)
+    if archive.prepared.upgraded:
+        backup = archive.prepared.backup
+        reporter.message(f"archive upgraded from schema version {archive.prepared.before} to "
+                         f"{archive.prepared.after}"
+                         + (f" (the old one is kept at {backup})" if backup else ""))
     try:
         row = next((c for c in archive.campaigns() if c.id == campaign_id), None)
         data = row.config if row is not None else yaml.safe_load(

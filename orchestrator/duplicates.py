@@ -17,7 +17,7 @@ import hashlib
 import json
 from collections.abc import Mapping
 
-from recursor.archive import EvaluationRow, NodeRow
+from recursor.archive import Evaluation, Node
 from recursor.orchestrator.context import CampaignContext
 from recursor.types import Split
 
@@ -34,7 +34,7 @@ def fingerprint(files: Mapping[str, str]) -> str:
     return PREFIX + digest.hexdigest()
 
 
-def _equivalent(ctx: CampaignContext, parent: NodeRow, wanted: str) -> str | None:
+def _equivalent(ctx: CampaignContext, parent: Node, wanted: str) -> str | None:
     """The parent's id, or else the oldest node's with a dev evaluation, whose files have the
     fingerprint ``wanted``: one indexed query, once every evaluated node's fingerprint is
     stored (those stored without one, such as the root, are filled in first)."""
@@ -45,7 +45,7 @@ def _equivalent(ctx: CampaignContext, parent: NodeRow, wanted: str) -> str | Non
     return ctx.archive.equivalent(ctx.campaign_id, wanted, prefer=parent.id)
 
 
-def answer_duplicate(ctx: CampaignContext, node: NodeRow, parent: NodeRow,
+def answer_duplicate(ctx: CampaignContext, node: Node, parent: Node,
                      wanted: str) -> bool:
     """When ``node``'s files (their :func:`fingerprint` ``wanted``) are equivalent to an
     evaluated node's, give ``node`` that node's dev evaluation (no sandbox run), mark its
@@ -55,7 +55,7 @@ def answer_duplicate(ctx: CampaignContext, node: NodeRow, parent: NodeRow,
         return False
     source = ctx.archive.evaluation(match, Split.DEV)
     assert source is not None  # _equivalent only returns evaluated nodes
-    ctx.archive.add_evaluation(EvaluationRow(
+    ctx.archive.add_evaluation(Evaluation(
         node_id=node.id, split=Split.DEV, seed=0, run_status=source.run_status,
         metrics=dict(source.metrics), instances=dict(source.instances), wall_s=0.0))
     for log in ctx.archive.logs(match, f"{Split.DEV.value}.error"):

@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from recursor.archive import Archive
+from recursor.archive import ArchiveReader
 from recursor.orchestrator.context import CampaignContext
 from recursor.orchestrator.scoring import score_split
 from recursor.types import RunStatus, Split
@@ -80,7 +80,7 @@ def _evaluate(ctx: CampaignContext, node_id: str, announce: bool = True) -> None
     score_split(ctx, ctx.archive.node(node_id), Split.TEST)  # runs and records it
 
 
-def test_result(archive: Archive, node_id: str) -> TestResult:
+def test_result(archive: ArchiveReader, node_id: str) -> TestResult:
     """``node_id``'s sealed test score (the task's objective metric), or None and why: the
     task has no test split, the node was not a finished campaign's final incumbent, or its
     test run failed."""

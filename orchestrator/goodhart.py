@@ -20,7 +20,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
-from recursor.archive import Archive, NodeRow
+from recursor.archive import ArchiveReader, Node
 from recursor.config import GoodhartConfig
 from recursor.orchestrator.context import CampaignContext
 from recursor.tasks import Objective
@@ -45,7 +45,7 @@ class Decoupling:
                 f"held-out by {self.heldout_gain:.4g}")
 
 
-def decoupling(path: Sequence[NodeRow], objective: Objective,
+def decoupling(path: Sequence[Node], objective: Objective,
                config: GoodhartConfig) -> Decoupling | None:
     """The decoupling at the end of ``path`` (incumbents in promotion order), or None."""
     scored = [n for n in path if n.score is not None and n.heldout_score is not None]
@@ -62,7 +62,7 @@ def decoupling(path: Sequence[NodeRow], objective: Objective,
     return None
 
 
-def promotion_path(ctx: CampaignContext) -> list[NodeRow]:
+def promotion_path(ctx: CampaignContext) -> list[Node]:
     """The incumbents in the order they were promoted (each once)."""
     seen: dict[str, None] = {}
     for row in ctx.archive.promotions(ctx.campaign_id):
@@ -83,7 +83,7 @@ def watch(ctx: CampaignContext) -> str | None:
     return f"Goodhart guard: {found.describe()}" if config.action == "stop" else None
 
 
-def recorded(archive: Archive, campaign_id: str) -> list[str]:
+def recorded(archive: ArchiveReader, campaign_id: str) -> list[str]:
     """Every decoupling recorded in a campaign, described (for the summary)."""
     out = []
     for node_id in dict.fromkeys(r.node_id for r in archive.promotions(campaign_id)):

@@ -17,7 +17,8 @@ the campaign directory, or to the archive's database when that is PostgreSQL
 starts a new campaign; :func:`resume_campaign` continues one from its last checkpoint: after a
 clean stop, after ``kill -9``, or after a finished campaign whose budget was raised. A
 campaign with ``pipeline: {mode: async}`` is driven by :mod:`recursor.orchestrator.pipeline`
-instead of the graph (same steps, no rounds, no graph checkpoints).
+instead of the graph: the same steps and rules (:mod:`recursor.orchestrator.loop`), no
+rounds, no graph checkpoints.
 """
 
 from __future__ import annotations
@@ -87,8 +88,9 @@ def build_graph() -> StateGraph[CampaignState, CampaignContext, CampaignState, C
     return graph
 
 
-async def _drive(ctx: CampaignContext) -> CampaignState:
-    """Run the graph from its last checkpoint (or from the start) to the end."""
+async def _drive(ctx: CampaignContext) -> str:
+    """Run the graph from its last checkpoint (or from the start) to the end; why it
+    stopped."""
     async with open_checkpointer(ctx.directory, ctx.archive.url) as saver:
         app = build_graph().compile(checkpointer=saver)
         config: Any = {"configurable": {"thread_id": ctx.campaign_id},
@@ -101,10 +103,10 @@ async def _drive(ctx: CampaignContext) -> CampaignState:
             pass
         final = await app.aget_state(config)
         values = cast(CampaignState, final.values)
-        return values
+        return values.get("stop_reason", "")
 
 
-def _run_to_end(coroutine: Coroutine[Any, Any, CampaignState]) -> CampaignState:
+def _run_to_end(coroutine: Coroutine[Any, Any, str]) -> str:
     """Run ``coroutine`` on a new event loop: in this thread, or in a worker thread when this
     one already runs a loop (a notebook, an async caller, a test's browser driver)."""
     try:
@@ -122,7 +124,7 @@ def execute(ctx: CampaignContext) -> CampaignSummary:
     try:
         # pipeline: {mode: async} runs candidates one by one through the same steps
         steady = isinstance(ctx.config.pipeline, AsyncPipelineConfig)
-        state = _run_to_end(drive_pipeline(ctx) if steady else _drive(ctx))
+        reason = _run_to_end(drive_pipeline(ctx) if steady else _drive(ctx))
         final_report.evaluate_final_incumbent(ctx)  # the sealed test split, once
     except BaseException:
         ctx.archive.set_campaign_status(ctx.campaign_id, CampaignStatus.STOPPED)
@@ -130,7 +132,6 @@ def execute(ctx: CampaignContext) -> CampaignSummary:
     finally:
         ctx.reporter.stop()
     ctx.archive.set_campaign_status(ctx.campaign_id, CampaignStatus.FINISHED)
-    reason = state.get("stop_reason", "")
     if reason:
         ctx.reporter.message(f"campaign finished: {reason}")
     return summarize(ctx, reason)

@@ -11,17 +11,17 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from recursor.archive import NodeRow
+from recursor.archive import Node
 from recursor.orchestrator import final_report
 from recursor.orchestrator.context import CampaignContext
 from recursor.orchestrator.promotion import dev_gate, heldout_gate
 from recursor.orchestrator.scoring import score_split
 from recursor.types import Split
 
-SplitScorer = Callable[[CampaignContext, NodeRow, Split], float | None]
+SplitScorer = Callable[[CampaignContext, Node, Split], float | None]
 
 
-def changed_components(ctx: CampaignContext, node: NodeRow, incumbent: NodeRow) -> list[str]:
+def changed_components(ctx: CampaignContext, node: Node, incumbent: Node) -> list[str]:
     """The components whose files differ between ``node`` and ``incumbent`` (the campaign's
     first component when none differ, e.g. a task with one component)."""
     mine = ctx.store.read(node.commit or "")
@@ -31,17 +31,12 @@ def changed_components(ctx: CampaignContext, node: NodeRow, incumbent: NodeRow) 
     return changed or [ctx.config.components[0]]
 
 
-def bootstrap_seed(campaign_seed: int, node: NodeRow) -> str:
-    """The paired bootstrap's seed: the campaign's seed and the node's place in the loop,
-    never its id (which carries the random campaign id), so a rerun decides alike."""
-    return f"{campaign_seed}:{node.round}:{node.slot}"
-
-
-def judge_node(ctx: CampaignContext, node: NodeRow,
+def judge_node(ctx: CampaignContext, node: Node, bootstrap: str,
                score_heldout: SplitScorer = score_split) -> bool:
     """Promote ``node`` if it passes both gates; return whether it was promoted.
+    ``bootstrap``: the dev gate's paired-bootstrap seed (``loop.bootstrap_seed``);
     ``score_heldout`` scores a node on a split (default: evaluate it in the sandbox, once).
-    Synchronous: call it from a worker thread."""
+    Synchronous: call it from a worker thread (``loop.judge_one`` does)."""
     incumbent_id = ctx.archive.incumbent(ctx.campaign_id)
     earlier = ctx.archive.promotions(ctx.campaign_id, node_id=node.id)
     if earlier:  # killed after recording its promotion, before its log: judge it again as then
@@ -56,7 +51,7 @@ def judge_node(ctx: CampaignContext, node: NodeRow,
     gate = dev_gate(node.score, incumbent.score or 0.0,
                     cand_dev.instances if cand_dev else {}, inc_dev.instances if inc_dev else {},
                     ctx.task.objective, ctx.config.promotion,
-                    seed=bootstrap_seed(ctx.config.seed, node))
+                    seed=bootstrap)
     evidence["dev"] = gate.evidence
     if gate.passed:
         heldout = score_heldout(ctx, node, Split.HELDOUT)
@@ -80,4 +75,4 @@ def judge_node(ctx: CampaignContext, node: NodeRow,
     return promoted
 
 
-__all__ = ["bootstrap_seed", "changed_components", "judge_node"]
+__all__ = ["SplitScorer", "changed_components", "judge_node"]

@@ -9,16 +9,16 @@ busy (it takes the next slot that frees), and a candidate whose run is over wait
 judgement and record outside its slot (at most ``max_in_flight`` wait so). With one slot a
 candidate is selected when the slot is free and keeps it until its record, which keeps that
 mode reproducible.
-The per-candidate steps are the graph's own: :func:`~recursor.orchestrator.proposing.
-propose_one`, the ``materialize``, ``judge`` and ``record`` nodes called with a state whose
-``round`` is the candidate's sequence number (so each handles exactly that candidate), and
-the ``evaluate`` node's service, :func:`~recursor.orchestrator.scoring.evaluate_nodes`.
+The per-candidate steps and every rule (the budget gate, the seeds, the chooser's step) are
+the loop's (:mod:`recursor.orchestrator.loop`), the same the rounds graph drives; this module
+decides only when each candidate takes its steps.
 
 Contracts:
 
 * **Sequence numbers.** Candidate ``k`` (1, 2, ...) is the node at ``(round k, slot 0)``, id
   ``ctx.node_id(k, 0)``: deterministic, so a resumed pipeline finds it again. Its parent is
-  chosen with the seed ``f"{seed}-select-{k}"`` and its proposer at chooser step ``k - 1``.
+  chosen with ``loop.selection_seed(seed, k)`` and its proposer at ``loop.choice_step(k - 1,
+  0)``: a round of one slot each.
 * **Resume after kill -9.** The archive is the only state (plus the active-seconds clock,
   ``pipeline_budget.ActiveClock``). A node is recorded pending before it is evaluated; on
   start, every node not yet finished and judged is driven again through the idempotent steps
@@ -33,8 +33,9 @@ Contracts:
 * **Budgets**: ``pipeline_budget``; ``max_evals`` is never overshot, the others by at most
   the candidates in flight.
 * **The proposer chooser** learns each candidate's outcome right after its record (in the
-  order candidates settle), and on a (re)start every outcome settled so far (in creation
-  order): no proposal re-reads the whole tree.
+  order candidates settle: ``views.tell_chooser``), and on a (re)start every outcome settled
+  so far (in creation order: ``views.catch_up_chooser``), both kept in ``ctx.told``: no
+  proposal re-reads the whole tree.
 * Judging and recording are serialized (one candidate at a time, in the order they finish):
   each candidate is judged against the incumbent at that moment.
 """
@@ -43,32 +44,21 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import random
 import threading
-from collections.abc import Awaitable, Callable
 from typing import Any
 
-from langgraph.runtime import Runtime
-
-from recursor.archive import NodeRow
+from recursor.archive import Node, NodeCounts
 from recursor.config import AsyncPipelineConfig
-from recursor.orchestrator import goodhart
+from recursor.orchestrator import goodhart, loop, root
 from recursor.orchestrator.context import CampaignContext
-from recursor.orchestrator.nodes import CampaignState, NodeName
-from recursor.orchestrator.nodes.evaluate import needs_evaluation
-from recursor.orchestrator.nodes.judge import judge
-from recursor.orchestrator.nodes.materialize import materialize
-from recursor.orchestrator.nodes.record import record
-from recursor.orchestrator.nodes.seed import seed
-from recursor.orchestrator.pipeline_budget import ActiveClock, evaluations_left, stop_reason
-from recursor.orchestrator.proposing import context_for, propose_one
-from recursor.orchestrator.scoring import describe, evaluate_nodes
-from recursor.orchestrator.views import outcome_of, past_outcomes
+from recursor.orchestrator.loop import Step
+from recursor.orchestrator.pipeline_budget import ActiveClock
+from recursor.orchestrator.proposing import context_for
+from recursor.orchestrator.views import catch_up_chooser, tell_chooser
 from recursor.proposers import ProposalContext
 from recursor.types import NodeStatus
 
 SLOT = 0  # every candidate is slot 0 of its own "round" (its sequence number)
-Step = Callable[[CampaignState, Runtime[CampaignContext]], Awaitable[dict[str, Any]]]
 
 
 def max_in_flight(ctx: CampaignContext) -> int:
@@ -89,19 +79,16 @@ def unfinished(ctx: CampaignContext) -> tuple[list[int], list[int], int]:
     return sorted(n.round for n in nodes if _needs_work(ctx, n)), holes, highest
 
 
-def _needs_work(ctx: CampaignContext, node: NodeRow) -> bool:
-    if node.status in (NodeStatus.PENDING, NodeStatus.RUNNING):
-        return True
-    judged_by_copy = bool((node.proposal or {}).get("duplicate_of"))
-    return (node.status == NodeStatus.DONE and node.score is not None
-            and not judged_by_copy and not ctx.archive.has_log(node.id, "judge"))
+def _needs_work(ctx: CampaignContext, node: Node) -> bool:
+    return (node.status in (NodeStatus.PENDING, NodeStatus.RUNNING)
+            or loop.needs_judging(ctx, node))
 
 
 class Pipeline:
     """Drives one async campaign to its end; :meth:`run` returns the stop reason."""
 
     def __init__(self, ctx: CampaignContext) -> None:
-        self.ctx, self.runtime = ctx, Runtime(context=ctx)
+        self.ctx = ctx
         self.limit = max_in_flight(ctx)
         self.clock = ActiveClock(ctx.directory)
         self.running: dict[asyncio.Task[None], int] = {}
@@ -121,13 +108,13 @@ class Pipeline:
         self.judging = asyncio.Lock()
         self.selecting = threading.Lock()  # one _prepare at a time (it runs in a thread)
         self.goodhart_stop: str | None = None
-        self.told: set[str] = set()  # nodes whose outcome the proposer chooser learned
 
     async def run(self) -> str:
-        await self._step(NodeName.SEED, {"round": 1}, 1)
+        self.ctx.reporter.step(Step.SEED, 1)
+        await root.start(self.ctx)
         # a campaign the guard stopped stays stopped on resume (rounds keep it in graph state)
         self.goodhart_stop = await asyncio.to_thread(goodhart.watch, self.ctx)
-        self._tell_settled()
+        catch_up_chooser(self.ctx)  # every outcome settled so far, in creation order
         again, holes, highest = unfinished(self.ctx)
         fresh = iter(range(highest + 1, 2**62))
         reason: str | None = None
@@ -136,9 +123,10 @@ class Pipeline:
                 while again and self._has_slot():  # spent already: finish them
                     self._launch(again.pop(0), proposed=True)
                 counts = self.ctx.archive.counts(self.ctx.campaign_id)  # no launch writes
-                reason = self.goodhart_stop or stop_reason(self.ctx, counts, self.clock.active_s)
-                while (reason is None and self._has_slot()
-                       and evaluations_left(self.ctx, counts, len(self.unsettled)) > 0):
+                reason = self._stop_reason(counts)
+                max_evals = self.ctx.config.budget.max_evals
+                while (reason is None and self._has_slot() and loop.evaluations_left(
+                        max_evals, counts.attempted, len(self.unsettled)) > 0):
                     if holes:  # a proposal lost in flight, unless it reached the archive
                         self._launch(holes.pop(0), proposed=False)
                     else:  # past every number the archive held: nothing to look up
@@ -149,6 +137,11 @@ class Pipeline:
         finally:
             await self._cancel_all()
             self.clock.save()
+
+    def _stop_reason(self, counts: NodeCounts) -> str | None:
+        """The Goodhart guard's stop, else the loop's budget gate on the archive's counts."""
+        return self.goodhart_stop or loop.stop_reason(self.ctx.config.budget, counts,
+                                                      self.clock.active_s)
 
     def _has_slot(self) -> bool:
         """Whether another candidate may start: a slot is free (or, with more than one slot,
@@ -189,29 +182,43 @@ class Pipeline:
 
     async def _candidate(self, seq: int, proposed: bool | None) -> None:
         """One candidate from its selection to its record; each step idempotent."""
-        state: CampaignState = {"round": seq}
+        ctx = self.ctx
         try:
-            if proposed is None or (not proposed and self.ctx.archive.node_at(
-                    self.ctx.campaign_id, seq, SLOT) is None):
+            if proposed is None or (not proposed and ctx.archive.node_at(
+                    ctx.campaign_id, seq, SLOT) is None):
                 parent_id, context = await asyncio.to_thread(self._prepare, seq)
                 if not await self._take_slot(seq, fresh=True):
                     return
-                await self._propose(seq, parent_id, context)
+                ctx.reporter.step(Step.PROPOSE, seq)
+                await loop.propose(ctx, seq, SLOT, parent_id, seq - 1, ctx.scope(), context)
             else:
                 await self._take_slot(seq, fresh=False)
-            await self._step(NodeName.MATERIALIZE, state, seq)
+            ctx.reporter.step(Step.MATERIALIZE, seq)
+            node = self._node(seq)
+            if loop.needs_materializing(node):
+                node = await asyncio.to_thread(loop.materialize, ctx, node, ctx.scope().paths)
             self.unsettled.discard(seq)  # the archive now says whether it spends the budget
-            await self._evaluate(seq)
+            ctx.reporter.step(Step.EVALUATE, seq)
+            # with more than one in flight the slot frees as soon as the run is over, before
+            # the verdict is recorded
+            freed = (lambda _: self._free_slot(seq)) if self.release_early else None
+            await loop.evaluate(ctx, [node], ran=freed)
             async with self.judging:
-                update = await self._step(NodeName.JUDGE, state, seq)
-                self.goodhart_stop = self.goodhart_stop or update.get("goodhart_stop")
-                await self._step(NodeName.RECORD, state, seq)
-                self._tell(seq)
+                ctx.reporter.step(Step.JUDGE, seq)
+                stop = await loop.judge(ctx, [self._node(seq)])
+                self.goodhart_stop = self.goodhart_stop or stop
+                ctx.reporter.step(Step.RECORD, seq)
+                node = self._node(seq)
+                loop.tell_proposers(ctx, [node])
+                tell_chooser(ctx, node)
         finally:
             self.unsettled.discard(seq)
             self.preparing.discard(seq)
             self._free_slot(seq)
             self.clock.save()
+
+    def _node(self, seq: int) -> Node:
+        return self.ctx.archive.node(self.ctx.node_id(seq, SLOT))
 
     async def _take_slot(self, seq: int, *, fresh: bool) -> bool:
         """Wait until a slot is free and give it to candidate ``seq``. False when ``fresh``
@@ -226,27 +233,13 @@ class Pipeline:
         self.working.add(seq)
         if not (fresh and self.ahead):
             return True
-        ctx = self.ctx
-        counts = ctx.archive.counts(ctx.campaign_id)
-        return (self.goodhart_stop or stop_reason(ctx, counts, self.clock.active_s)) is None
+        return self._stop_reason(self.ctx.archive.counts(self.ctx.campaign_id)) is None
 
     def _free_slot(self, seq: int) -> None:
         if seq in self.working:
             self.working.discard(seq)
             self.slot_freed.set()
         self.freed.set()
-
-    async def _evaluate(self, seq: int) -> None:
-        """The ``evaluate`` node's work for candidate ``seq`` (through the same service,
-        :func:`~recursor.orchestrator.scoring.evaluate_nodes`); with more than one in flight
-        the slot is freed as soon as its run is over, before the verdict is recorded."""
-        ctx = self.ctx
-        ctx.reporter.step(NodeName.EVALUATE, seq)
-        node = ctx.archive.node_at(ctx.campaign_id, seq, SLOT)
-        if node is None or not needs_evaluation(node):
-            return
-        freed = (lambda _: self._free_slot(seq)) if self.release_early else None
-        await evaluate_nodes(ctx, [node], ran=freed)
 
     def _prepare(self, seq: int) -> tuple[str, ProposalContext]:
         """Candidate ``seq``'s parent, chosen among the scored nodes as they stand now, and
@@ -258,53 +251,14 @@ class Pipeline:
 
     def _prepare_now(self, seq: int) -> tuple[str, ProposalContext]:
         ctx = self.ctx
-        ctx.reporter.step(NodeName.SELECT, seq)
-        rng = random.Random(f"{ctx.config.seed}-select-{seq}")  # as select's, round = seq
-        scored = ctx.archive.scored(ctx.campaign_id)
-        parent_id = ctx.selection.choose(scored, ctx.task.objective, rng, 1)[0]
+        ctx.reporter.step(Step.SELECT, seq)
+        parent_id = loop.choose_parents(ctx, seq, 1)[0]
         return parent_id, context_for(ctx, seq, SLOT, parent_id, ctx.scope())
 
-    async def _propose(self, seq: int, parent_id: str, context: ProposalContext) -> None:
-        ctx = self.ctx
-        ctx.reporter.step(NodeName.PROPOSE, seq)
-        node = await propose_one(ctx, seq, SLOT, parent_id, seq - 1, ctx.scope(), context)
-        stored = ctx.archive.add_node(node)
-        if stored.status == NodeStatus.FAILED:
-            ctx.reporter.node(describe(stored))
 
-    def _tell_settled(self) -> None:
-        """On (re)start: the chooser learns every outcome settled so far, in creation order."""
-        told = past_outcomes(self.ctx)
-        self.ctx.chooser.replay(told)
-        self.told = {outcome.node_id for outcome in told}
-
-    def _tell(self, seq: int) -> None:
-        """After candidate ``seq``'s record: the chooser learns its outcome (so, with several
-        in flight, outcomes arrive in the order candidates settle; one at a time, in creation
-        order, as in rounds)."""
-        ctx = self.ctx
-        node = ctx.archive.node_at(ctx.campaign_id, seq, SLOT)
-        if node is None or node.id in self.told or node.proposer not in ctx.proposers \
-                or node.status not in (NodeStatus.DONE, NodeStatus.FAILED):
-            return
-        parent = ctx.archive.node(node.parent_id) if node.parent_id else None
-        ctx.chooser.update(outcome_of(node, parent, ctx))
-        self.told.add(node.id)
-
-    async def _step(self, name: NodeName, state: CampaignState, seq: int) -> dict[str, Any]:
-        self.ctx.reporter.step(name, seq)
-        return await STEPS[name](state, self.runtime)
-
-
-STEPS: dict[NodeName, Step] = {
-    NodeName.SEED: seed, NodeName.MATERIALIZE: materialize, NodeName.JUDGE: judge,
-    NodeName.RECORD: record}
-
-
-async def drive_pipeline(ctx: CampaignContext) -> CampaignState:
-    """Run ``ctx``'s async campaign to its end; the final state, as the graph's would be."""
-    reason = await Pipeline(ctx).run()
-    return {"done": True, "stop_reason": reason}
+async def drive_pipeline(ctx: CampaignContext) -> str:
+    """Run ``ctx``'s async campaign to its end; why it stopped."""
+    return await Pipeline(ctx).run()
 
 
 __all__ = ["Pipeline", "drive_pipeline", "max_in_flight", "unfinished"]

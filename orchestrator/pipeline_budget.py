@@ -1,8 +1,9 @@
-"""The asynchronous pipeline's budget gate: may another candidate start, and has the campaign
-reached a budget?
+"""How the asynchronous pipeline applies the loop's budget gate, and its active-seconds clock.
 
-The gate counts what the archive shows plus what is in flight, so the evaluation budget is
-never overshot at all and every other budget by at most the in-flight bound:
+The gate is the loop's (:func:`~recursor.orchestrator.loop.stop_reason`,
+:func:`~recursor.orchestrator.loop.evaluations_left`); the pipeline applies it to what the
+archive shows plus what is in flight, so the evaluation budget is never overshot at all and
+every other budget by at most the in-flight bound:
 
 * ``max_evals``: a candidate starts only while ``attempted + unsettled < max_evals``, where
   ``unsettled`` counts the in-flight candidates not yet known to spend nothing (before their
@@ -25,53 +26,8 @@ import json
 import os
 import time
 from pathlib import Path
-from typing import Protocol
-
-from recursor.orchestrator.context import CampaignContext
-from recursor.orchestrator.nodes.select import MIN_UNEVALUATED_CAP
 
 CLOCK_FILE = "pipeline.json"
-
-
-class NodeCounts(Protocol):
-    """What the gate reads of ``Archive.counts`` (rounds 1 on)."""
-
-    @property
-    def attempted(self) -> int: ...
-    @property
-    def finished(self) -> int: ...
-    @property
-    def evaluated(self) -> int: ...
-    @property
-    def tokens(self) -> int: ...
-    @property
-    def cost(self) -> float: ...
-
-
-def stop_reason(ctx: CampaignContext, counts: NodeCounts, active_s: float) -> str | None:
-    """Why no candidate may start any more (a budget reached), or None, from the archive's
-    ``counts`` of rounds 1 on. Candidates already in flight still finish."""
-    budget = ctx.config.budget
-    if counts.attempted >= budget.max_evals:
-        return f"evaluation budget reached ({budget.max_evals})"
-    unevaluated = counts.finished - counts.evaluated  # failed proposals and duplicates
-    cap = budget.max_unevaluated or max(budget.max_evals, MIN_UNEVALUATED_CAP)
-    if unevaluated >= cap:
-        return (f"{unevaluated} proposals failed or duplicated an evaluated node "
-                f"(budget.max_unevaluated {cap})")
-    if budget.wall_time_s is not None and active_s >= budget.wall_time_s:
-        return f"wall-time budget reached ({budget.wall_time_s:.0f} s)"
-    if budget.max_tokens is not None and counts.tokens >= budget.max_tokens:
-        return f"token budget reached ({counts.tokens} of {budget.max_tokens})"
-    if budget.max_cost is not None and counts.cost >= budget.max_cost:
-        return f"money budget reached (${counts.cost:.4f} of ${budget.max_cost:g})"
-    return None
-
-
-def evaluations_left(ctx: CampaignContext, counts: NodeCounts, unsettled: int) -> int:
-    """How many more candidates may start without any chance of passing ``max_evals``:
-    ``unsettled`` in-flight candidates may each still spend one evaluation."""
-    return ctx.config.budget.max_evals - counts.attempted - unsettled
 
 
 class ActiveClock:
@@ -102,4 +58,4 @@ class ActiveClock:
         os.replace(tmp, self._path)
 
 
-__all__ = ["CLOCK_FILE", "ActiveClock", "evaluations_left", "stop_reason"]
+__all__ = ["CLOCK_FILE", "ActiveClock"]

@@ -1,7 +1,7 @@
 """Asking a proposer for one change: :func:`propose_one`, shared by the ``propose`` node and
 the training slots of a schedule (``coevolution``).
 
-The result is a node row, not yet stored: pending with the proposal, or failed with the reason
+The result is a node record, not yet stored: pending with the proposal, or failed with the reason
 and whatever the proposer left (its raw answer, its model usage, which is charged either way).
 A proposer's failure never ends the campaign.
 """
@@ -13,9 +13,10 @@ import json
 import math
 import traceback
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
-from recursor.archive import NodeRow
+from recursor.archive import Node
 from recursor.errors import ProposerError, ProposerUnavailable
 from recursor.orchestrator.context import CampaignContext, Scope
 from recursor.orchestrator.views import proposal_context, slot_seed
@@ -33,7 +34,7 @@ def context_for(ctx: CampaignContext, round_: int, slot: int, parent_id: str,
 
 async def propose_one(ctx: CampaignContext, round_: int, slot: int, parent_id: str,
                       choice_step: int, scope: Scope,
-                      context: ProposalContext | None = None) -> NodeRow:
+                      context: ProposalContext | None = None) -> Node:
     """One proposal on ``parent_id`` within ``scope`` as the node for ``(round_, slot)``.
 
     ``choice_step`` is the step the proposer chooser decides at. ``context``: the proposal
@@ -46,23 +47,21 @@ async def propose_one(ctx: CampaignContext, round_: int, slot: int, parent_id: s
     while True:
         paused = await _wait_for_a_proposer(ctx)
         name, reason = ctx.chooser.choose(choice_step, paused)
-        node = NodeRow(id=ctx.node_id(round_, slot), campaign_id=ctx.campaign_id,
-                       parent_id=parent_id, round=round_, slot=slot, proposer=name,
-                       proposer_reason=reason, status=NodeStatus.PENDING.value,
-                       kind=(scope.kinds or [ChangeKind.ALGORITHM])[0].value)
+        node = Node(id=ctx.node_id(round_, slot), campaign_id=ctx.campaign_id,
+                    parent_id=parent_id, round=round_, slot=slot, proposer=name,
+                    proposer_reason=reason, status=NodeStatus.PENDING,
+                    kind=(scope.kinds or [ChangeKind.ALGORITHM])[0])
         try:
             proposal = await asyncio.to_thread(ctx.proposers[name].propose, context)
         except ProposerUnavailable:
             await asyncio.sleep(PAUSE_POLL_S)
             continue
         except ProposerError as exc:
-            _failed(node, f"proposer: {exc}", getattr(exc, "metadata", None))
+            return _failed(node, f"proposer: {exc}", getattr(exc, "metadata", None))
         except Exception as exc:  # a proposer bug must not end the campaign
-            _failed(node, f"proposer {name} raised {type(exc).__name__}: {exc}",
-                    {"traceback": traceback.format_exc()[-8000:]})
-        else:
-            _accepted(node, proposal)
-        return node
+            return _failed(node, f"proposer {name} raised {type(exc).__name__}: {exc}",
+                           {"traceback": traceback.format_exc()[-8000:]})
+        return _accepted(node, proposal)
 
 
 async def _wait_for_a_proposer(ctx: CampaignContext) -> set[str]:
@@ -81,36 +80,34 @@ async def _wait_for_a_proposer(ctx: CampaignContext) -> set[str]:
         await asyncio.sleep(PAUSE_POLL_S)
 
 
-def _accepted(node: NodeRow, proposal: Proposal) -> None:
-    node.kind = ChangeKind(proposal.kind)
-    node.rationale = proposal.rationale
-    node.proposal = {"files": dict(proposal.files), "metadata": dict(proposal.metadata)}
+def _accepted(node: Node, proposal: Proposal) -> Node:
+    """``node`` carrying ``proposal`` (failed if its metadata is not JSON)."""
+    stored = {"files": dict(proposal.files), "metadata": dict(proposal.metadata)}
     try:
-        json.dumps(node.proposal)  # the archive stores it as JSON: fail here, not there
+        json.dumps(stored)  # the archive stores it as JSON: fail here, not there
     except (TypeError, ValueError) as exc:
-        _failed(node, f"proposer: its metadata is not JSON ({exc})", None)
-        return
-    _charge(node, proposal.metadata)
+        return _failed(node, f"proposer: its metadata is not JSON ({exc})", None)
+    return replace(node, kind=ChangeKind(proposal.kind), rationale=proposal.rationale,
+                   proposal=stored, **_charge(proposal.metadata))
 
 
-def _failed(node: NodeRow, error: str, record: Any) -> None:
-    """Mark ``node`` failed at the proposal, keeping what the proposer left (e.g. the raw
+def _failed(node: Node, error: str, record: Any) -> Node:
+    """``node`` failed at the proposal, keeping what the proposer left (e.g. the raw
     response that did not apply) and charging its model usage."""
-    node.status, node.error = NodeStatus.FAILED, error
+    node = replace(node, status=NodeStatus.FAILED, error=error)
     if isinstance(record, dict):
         kept = json.loads(json.dumps(record, default=str))
-        node.proposal = {"files": {}, "metadata": kept}
-        _charge(node, kept)
+        node = replace(node, proposal={"files": {}, "metadata": kept}, **_charge(kept))
+    return node
 
 
-def _charge(node: NodeRow, metadata: Mapping[str, Any]) -> None:
-    """Book a proposal's model usage (``metadata["usage"]``: tokens, cost) on its node;
-    values that are not finite non-negative numbers count as 0."""
+def _charge(metadata: Mapping[str, Any]) -> dict[str, Any]:
+    """A proposal's model usage (``metadata["usage"]``: tokens, cost) as node fields; values
+    that are not finite non-negative numbers count as 0."""
     usage = metadata.get("usage")
     if not isinstance(usage, Mapping):
-        return
-    node.tokens = int(_amount(usage.get("tokens")))
-    node.cost = _amount(usage.get("cost"))
+        return {}
+    return {"tokens": int(_amount(usage.get("tokens"))), "cost": _amount(usage.get("cost"))}
 
 
 def _amount(value: Any) -> float:

@@ -12,17 +12,17 @@ import asyncio
 import json
 from collections.abc import Callable
 
-from recursor.archive import EvaluationRow, NodeRow
+from recursor.archive import Evaluation, Node
 from recursor.orchestrator.context import CampaignContext
 from recursor.orchestrator.evaluation import EvaluationOutcome, run_evaluation
 from recursor.orchestrator.progress import Snapshot
 from recursor.types import RunStatus, Split
 
 
-def spends_budget(node: NodeRow) -> bool:
+def spends_budget(node: Node) -> bool:
     """Whether a node counts against ``budget.max_evals``: it reached a proposal (its proposer
     produced files, so it was materialized) and was not a duplicate answered from the cache."""
-    return node.commit is not None and not (node.proposal or {}).get("duplicate_of")
+    return node.commit is not None and not node.duplicate_of
 
 
 def snapshot(ctx: CampaignContext) -> Snapshot:
@@ -34,7 +34,7 @@ def snapshot(ctx: CampaignContext) -> Snapshot:
                     promotions=max(0, progress.promoted - 1))
 
 
-def describe(node: NodeRow) -> str:
+def describe(node: Node) -> str:
     """One progress line for a finished node."""
     score = "-" if node.score is None else f"{node.score:.4f}"
     detail = node.rationale if node.status == "done" else (node.error or "")
@@ -43,15 +43,15 @@ def describe(node: NodeRow) -> str:
             f"score {score}  {detail}")
 
 
-async def evaluate_nodes(ctx: CampaignContext, nodes: list[NodeRow],
-                         ran: Callable[[NodeRow], None] | None = None) -> None:
+async def evaluate_nodes(ctx: CampaignContext, nodes: list[Node],
+                         ran: Callable[[Node], None] | None = None) -> None:
     """Evaluate ``nodes`` on dev (up to ``concurrency`` at once) unless already evaluated, and
     finish each (its status and score from the dev verdict). ``ran(node)`` is called as soon
     as the node's evaluation is over (before it is recorded), or at once when it had been
     recorded before."""
     limit = asyncio.Semaphore(ctx.config.concurrency)
 
-    async def one(node: NodeRow) -> None:
+    async def one(node: Node) -> None:
         dev = ctx.archive.evaluation(node.id, Split.DEV.value)
         running = dev is None  # this call runs it, and so knows the node is unfinished
         if dev is None:
@@ -69,7 +69,7 @@ async def evaluate_nodes(ctx: CampaignContext, nodes: list[NodeRow],
     ctx.reporter.update(snapshot(ctx))
 
 
-def score_split(ctx: CampaignContext, node: NodeRow, split: Split) -> float | None:
+def score_split(ctx: CampaignContext, node: Node, split: Split) -> float | None:
     """The node's score on ``split`` (evaluating it unless already recorded); None if failed.
     Synchronous: call it from a worker thread."""
     row = ctx.archive.evaluation(node.id, split.value)
@@ -80,26 +80,26 @@ def score_split(ctx: CampaignContext, node: NodeRow, split: Split) -> float | No
     return float(row.metrics[ctx.task.objective.metric])
 
 
-def _run(ctx: CampaignContext, node: NodeRow, split: Split) -> EvaluationOutcome:
+def _run(ctx: CampaignContext, node: Node, split: Split) -> EvaluationOutcome:
     files = ctx.store.read(node.commit or "")
     return run_evaluation(ctx.task, ctx.sandbox, ctx.config.sandbox, files, split,
                           ctx.cache_dir)
 
 
-def record_evaluation(ctx: CampaignContext, node: NodeRow, split: Split,
-                      outcome: EvaluationOutcome) -> EvaluationRow:
+def record_evaluation(ctx: CampaignContext, node: Node, split: Split,
+                      outcome: EvaluationOutcome) -> Evaluation:
     """Store one evaluation of ``node`` on ``split`` with its logs (stdout, stderr, the
     error, where it ran), in one transaction: a crash keeps both or neither."""
     logs = [(f"{split.value}.stdout", outcome.stdout), (f"{split.value}.stderr", outcome.stderr),
             (f"{split.value}.error", outcome.error or "")]
     if outcome.placement:  # which Ray node ran it (sandbox.ray); shown by `archive show`
         logs.append((f"{split.value}.placement", json.dumps(outcome.placement)))
-    return ctx.archive.add_evaluation(EvaluationRow(
-        node_id=node.id, split=split.value, seed=0, run_status=outcome.run_status.value,
+    return ctx.archive.add_evaluation(Evaluation(
+        node_id=node.id, split=split, seed=0, run_status=outcome.run_status,
         metrics=outcome.metrics, instances=outcome.instances, wall_s=outcome.wall_s), logs)
 
 
-def _finish_node(ctx: CampaignContext, node_id: str, dev: EvaluationRow,
+def _finish_node(ctx: CampaignContext, node_id: str, dev: Evaluation,
                  unfinished: bool = False) -> None:
     """Set the node's final status from its dev evaluation ``dev`` (idempotent: a node
     already finished is left as it is; ``unfinished``: the caller knows it is not)."""

@@ -16,7 +16,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from recursor.archive import Archive, GitStore
+from recursor.archive import ArchiveReader, GitStore
 from recursor.errors import ArchiveError
 from recursor.orchestrator import goodhart
 from recursor.orchestrator.final_report import test_result
@@ -64,7 +64,7 @@ class CampaignSummary:
         return asdict(self)
 
 
-def node_report(archive: Archive, node_id: str) -> NodeReport:
+def node_report(archive: ArchiveReader, node_id: str) -> NodeReport:
     node = archive.node(node_id)
     report = NodeReport(node.id, node.commit, node.proposer, node.rationale, node.status)
     by_split = {Split.DEV.value: report.dev, Split.HELDOUT.value: report.heldout,
@@ -79,7 +79,8 @@ def node_report(archive: Archive, node_id: str) -> NodeReport:
     return report
 
 
-def campaign_summary(archive: Archive, campaign_id: str, stop_reason: str = "") -> CampaignSummary:
+def campaign_summary(archive: ArchiveReader, campaign_id: str,
+                     stop_reason: str = "") -> CampaignSummary:
     """The summary of a campaign as its archive stands."""
     campaign = archive.campaign(campaign_id)
     if campaign.root_node_id is None:

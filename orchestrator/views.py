@@ -11,7 +11,7 @@ import hashlib
 from collections.abc import Iterator, Mapping, Sequence
 from typing import overload
 
-from recursor.archive import EvaluationRow, GitStore, NodeRow, Settled
+from recursor.archive import Evaluation, GitStore, Node, Settled
 from recursor.errors import ArchiveError
 from recursor.orchestrator.context import CampaignContext, Scope
 from recursor.proposers import NodeHistory, NodeView, Outcome, ProposalContext
@@ -29,7 +29,7 @@ def slot_seed(seed: int, round_: int, slot: int) -> int:
     return int.from_bytes(digest[:4], "big")
 
 
-def dev_evaluations(ctx: CampaignContext, nodes: Sequence[NodeRow]) -> dict[str, EvaluationRow]:
+def dev_evaluations(ctx: CampaignContext, nodes: Sequence[Node]) -> dict[str, Evaluation]:
     rows = ctx.archive.evaluations([n.id for n in nodes], split=Split.DEV)
     return {r.node_id: r for r in rows}
 
@@ -74,7 +74,7 @@ class History(NodeHistory):
             self._views = self._viewed(nodes)
         return self._views
 
-    def _viewed(self, nodes: list[NodeRow]) -> list[NodeView]:
+    def _viewed(self, nodes: list[Node]) -> list[NodeView]:
         devs = dev_evaluations(self._ctx, nodes)
         return [node_view(self._ctx, n, devs.get(n.id)) for n in nodes]
 
@@ -109,7 +109,7 @@ class History(NodeHistory):
         return len(self._load())
 
 
-def node_view(ctx: CampaignContext, node: NodeRow, dev: EvaluationRow | None) -> NodeView:
+def node_view(ctx: CampaignContext, node: Node, dev: Evaluation | None) -> NodeView:
     """What a proposer sees of ``node``: dev metrics only; files read when first used."""
     return NodeView(
         id=node.id, parent_id=node.parent_id, kind=ChangeKind(node.kind),
@@ -140,7 +140,7 @@ def proposal_context(ctx: CampaignContext, parent_id: str, seed: int,
     queries; ``history`` loads when a proposer first reads it."""
     archive, cid = ctx.archive, ctx.campaign_id
     parent = archive.node(parent_id)
-    best = archive.best(cid, ctx.task.objective.direction, exclude=parent_id)
+    best = archive.best(cid, ctx.task.objective.minimizes, exclude=parent_id)
     newest = archive.newest(cid, DIVERSITY_WINDOW, scored=True, exclude=parent_id)[::-1]
     failed = archive.newest(cid, RECENT_FAILURES, status=NodeStatus.FAILED)  # newest first
     pool = [best] if best is not None and best.id not in {n.id for n in newest} else []
@@ -184,12 +184,12 @@ def _text(view: NodeView) -> str:
     return "\n".join(view.files[path] for path in sorted(view.files))
 
 
-def outcome_of(node: NodeRow, parent: NodeRow | None, ctx: CampaignContext) -> Outcome:
+def outcome_of(node: Node, parent: Node | None, ctx: CampaignContext) -> Outcome:
     """The outcome a proposer and the chooser learn from (dev score against the parent's)."""
     return _outcome(node, parent.score if parent is not None else None, ctx)
 
 
-def _outcome(node: NodeRow | Settled, parent_score: float | None,
+def _outcome(node: Node | Settled, parent_score: float | None,
              ctx: CampaignContext) -> Outcome:
     ok = node.status == NodeStatus.DONE and node.score is not None
     improvement = None
@@ -224,11 +224,26 @@ def catch_up_chooser(ctx: CampaignContext) -> None:
     else:
         new = archive.settled(cid)
         ctx.chooser.replay(_outcomes(ctx, new))
-        told.chooser, told.count, told.last = ctx.chooser, 0, (0, -1)
+        told.chooser, told.count, told.last, told.ids = ctx.chooser, 0, (0, -1), set()
     told.count += len(new)
+    told.ids.update(n.id for n in new)
     if new:
         told.last = new[-1].key
 
 
+def tell_chooser(ctx: CampaignContext, node: Node) -> None:
+    """Tell ``ctx.chooser`` one node's outcome as it settles (the async pipeline's order),
+    unless it was told already or has not settled; ``ctx.told`` keeps the record."""
+    told = ctx.told
+    if told.chooser is not ctx.chooser:
+        catch_up_chooser(ctx)  # a fresh record: every settled node, in creation order
+    if node.id in told.ids or node.proposer not in ctx.proposers \
+            or node.status not in (NodeStatus.DONE, NodeStatus.FAILED):
+        return
+    parent = ctx.archive.node(node.parent_id) if node.parent_id else None
+    ctx.chooser.update(outcome_of(node, parent, ctx))
+    told.ids.add(node.id)
+
+
 __all__ = ["catch_up_chooser", "node_view", "outcome_of", "past_outcomes", "proposal_context",
-           "slot_seed"]
+           "slot_seed", "tell_chooser"]

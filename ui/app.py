@@ -226,7 +226,7 @@ def _api(app: FastAPI, catalog: Catalog, trees: TreeCache) -> None:
         version = source.archive.version(campaign_id)
         cached = drawn.get(campaign_id)
         if cached is None or cached[0] != version:
-            figures = campaign_figures(source.archive.nodes(campaign_id),
+            figures = campaign_figures(source.archive.tree(campaign_id),
                                        source.archive.promotions(campaign_id),
                                        objective_of(source.row()))
             cached = drawn[campaign_id] = (version, json.dumps(jsonable(figures)).encode())
@@ -237,7 +237,7 @@ def _api(app: FastAPI, catalog: Catalog, trees: TreeCache) -> None:
         curves: list[Any] = []
         for cid in request.query_params.getlist("c") or list(catalog.campaigns):
             source = _source(catalog, cid)
-            curves.append((f"{source.label} ({cid})", source.archive.nodes(cid),
+            curves.append((f"{source.label} ({cid})", source.archive.tree(cid),
                            objective_of(source.row())))
         return JSONResponse(jsonable(compare_figure(curves)))
 

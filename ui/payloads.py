@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from recursor.archive.models import CampaignRow, JobRow, NodeRow, PromotionRow
+from recursor.archive import Campaign, Job, Node, Promotion
 from recursor.errors import ArchiveError
 from recursor.types import Objective
 from recursor.ui import gitview
@@ -31,7 +31,7 @@ def _direction(value: object, default: Literal["minimize", "maximize"]
     return "maximize" if value == "maximize" else "minimize" if value == "minimize" else default
 
 
-def objective_of(campaign: CampaignRow) -> Objective:
+def objective_of(campaign: Campaign) -> Objective:
     """The campaign's objective, from its stored config: a built-in task's is built (the UI
     runs no plug-in code), a ``program`` task's is its ``metric`` and ``direction`` (maximize
     unless set); a plug-in task's is assumed to be ``score``, minimized, unless the config says
@@ -68,7 +68,7 @@ def _title(node: Any) -> str:
 
 def node_brief(node: Any) -> dict[str, Any]:
     """One tree row (short keys: 10,000 of them travel in one response) of a node or of a
-    :meth:`~recursor.ui.source.ReadOnlyArchive.tree_rows` row."""
+    :class:`~recursor.archive.TreeEntry`."""
     return {"id": node.id, "p": node.parent_id, "r": node.round, "sl": node.slot,
             "st": node.status, "rs": node.run_status, "sc": _finite(node.score),
             "h": _finite(node.heldout_score), "pr": strip_controls(node.proposer),
@@ -91,7 +91,7 @@ def _stamp(moment: datetime | None) -> str | None:
     return naive_utc(moment).isoformat() if moment else None
 
 
-def progress(campaign: CampaignRow, nodes: list[Any]) -> dict[str, Any]:
+def progress(campaign: Campaign, nodes: list[Any]) -> dict[str, Any]:
     """Counts for the live header: the current round's state and the budget."""
     attempted = [n for n in nodes if n.round > 0]
     current = max((n.round for n in attempted), default=0)
@@ -124,7 +124,7 @@ def tree_payload(source: CampaignSource, since: datetime | None = None) -> dict[
     """
     version = source.archive.version(source.campaign_id)  # first: never newer than the data
     campaign = source.row()
-    all_nodes = source.archive.tree_rows(source.campaign_id)
+    all_nodes = source.archive.tree(source.campaign_id)
     changed = all_nodes if since is None else [
         n for n in all_nodes if naive_utc(n.updated_at) >= naive_utc(since)]
     promotions = source.archive.promotions(source.campaign_id)
@@ -146,21 +146,21 @@ def tree_payload(source: CampaignSource, since: datetime | None = None) -> dict[
 class NodeDetail:
     """Everything the node page shows (untrusted text already stripped of controls)."""
 
-    node: NodeRow
+    node: Node
     evaluations: list[dict[str, Any]]
     logs: list[tuple[str, str]]
     judge: dict[str, Any] | None
     training: dict[str, Any] | None
-    promotions: list[PromotionRow]
+    promotions: list[Promotion]
     jobs: list[dict[str, Any]]
     prompt: list[dict[str, str]]
     response: str | None
     diff_parent: str
     diff_start: str
-    parent: NodeRow | None
-    start: NodeRow | None
+    parent: Node | None
+    start: Node | None
     incumbent: str | None = None
-    children: list[NodeRow] = field(default_factory=list)
+    children: list[Node] = field(default_factory=list)
 
 
 def _parsed(text: str) -> dict[str, Any] | None:
@@ -171,7 +171,7 @@ def _parsed(text: str) -> dict[str, Any] | None:
     return data if isinstance(data, dict) else {"value": data}
 
 
-def _exchange(node: NodeRow) -> tuple[list[dict[str, str]], str | None]:
+def _exchange(node: Node) -> tuple[list[dict[str, str]], str | None]:
     metadata = (node.proposal or {}).get("metadata") or {}
     messages = metadata.get("prompt") or []
     prompt = [{"role": strip_controls(str(m.get("role", "?"))),
@@ -181,7 +181,7 @@ def _exchange(node: NodeRow) -> tuple[list[dict[str, str]], str | None]:
     return prompt, None if response is None else strip_controls(str(response))
 
 
-def _diff(source: CampaignSource, old: NodeRow | None, new: NodeRow) -> str:
+def _diff(source: CampaignSource, old: Node | None, new: Node) -> str:
     try:
         return strip_controls(gitview.diff(source.repo_path, old.commit if old else None,
                                            new.commit))
@@ -189,7 +189,7 @@ def _diff(source: CampaignSource, old: NodeRow | None, new: NodeRow) -> str:
         return f"(no diff: {exc})"
 
 
-def _job(job: JobRow) -> dict[str, Any]:
+def _job(job: Job) -> dict[str, Any]:
     return {"id": job.id, "kind": job.kind, "executor": job.executor, "status": job.status,
             "metrics": jsonable(job.metrics), "artifacts": jsonable(job.artifacts),
             "costs": jsonable(job.costs), "provenance": jsonable(job.provenance),
@@ -199,12 +199,12 @@ def _job(job: JobRow) -> dict[str, Any]:
 def node_detail(source: CampaignSource, node_id: str) -> NodeDetail:
     """The node page's data; ArchiveError when the node is not in this campaign."""
     archive = source.archive
-    node = archive.node(node_id)
+    node = archive.node_or_none(node_id)
     if node is None or node.campaign_id != source.campaign_id:
         raise ArchiveError(f"no node {node_id!r} in campaign {source.campaign_id}")
     campaign = source.row()
-    start = archive.node(campaign.root_node_id) if campaign.root_node_id else None
-    parent = archive.node(node.parent_id) if node.parent_id else None
+    start = archive.node_or_none(campaign.root_node_id) if campaign.root_node_id else None
+    parent = archive.node_or_none(node.parent_id) if node.parent_id else None
     logs = archive.logs(node.id)
     judge = [entry for entry in logs if entry.stream == "judge"]
     training = [entry for entry in logs if entry.stream == "training"]

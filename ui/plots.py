@@ -16,7 +16,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from recursor.archive.models import NodeRow, PromotionRow
+from recursor.archive import Promotion, TreeEntry
 from recursor.types import Objective
 from recursor.ui.escape import for_html
 
@@ -40,12 +40,12 @@ def _array(values: Sequence[float | None]) -> np.ndarray[Any, Any]:
     return np.array([np.nan if v is None else v for v in values], dtype=float)
 
 
-def evaluated(nodes: Sequence[NodeRow]) -> list[NodeRow]:
+def evaluated(nodes: Sequence[TreeEntry]) -> list[TreeEntry]:
     """The finished nodes in the order the campaign attempted them (the start first)."""
     return [n for n in nodes if n.status in ("done", "failed")]
 
 
-def best_so_far(nodes: Sequence[NodeRow], objective: Objective) -> list[float | None]:
+def best_so_far(nodes: Sequence[TreeEntry], objective: Objective) -> list[float | None]:
     """The best dev score among the first k finished nodes, for each k."""
     sign = objective.sign
     out: list[float | None] = []
@@ -57,7 +57,7 @@ def best_so_far(nodes: Sequence[NodeRow], objective: Objective) -> list[float | 
     return out
 
 
-def progress_figure(nodes: Sequence[NodeRow], promotions: Sequence[PromotionRow],
+def progress_figure(nodes: Sequence[TreeEntry], promotions: Sequence[Promotion],
                     objective: Objective) -> dict[str, Any]:
     """Best-so-far dev score against evaluations, evaluation wall time and model cost, with
     each finished node's score and the promoted nodes marked."""
@@ -93,11 +93,11 @@ def progress_figure(nodes: Sequence[NodeRow], promotions: Sequence[PromotionRow]
     return _figure_json(fig)
 
 
-def goodhart_figure(nodes: Sequence[NodeRow], promotions: Sequence[PromotionRow],
+def goodhart_figure(nodes: Sequence[TreeEntry], promotions: Sequence[Promotion],
                     objective: Objective) -> dict[str, Any]:
     """Dev against held-out score at each promotion: a widening gap is overfitting to dev."""
     by_id = {n.id: n for n in nodes}
-    order: list[NodeRow] = []
+    order: list[TreeEntry] = []
     for row in promotions:
         node = by_id.get(row.node_id)
         if node is not None and node not in order:
@@ -116,9 +116,9 @@ def goodhart_figure(nodes: Sequence[NodeRow], promotions: Sequence[PromotionRow]
     return _figure_json(fig)
 
 
-def proposer_scores_figure(nodes: Sequence[NodeRow], objective: Objective) -> dict[str, Any]:
+def proposer_scores_figure(nodes: Sequence[TreeEntry], objective: Objective) -> dict[str, Any]:
     """The distribution of dev scores of each proposer's nodes."""
-    groups: dict[str, list[NodeRow]] = {}
+    groups: dict[str, list[TreeEntry]] = {}
     for node in nodes:
         if node.round > 0 and node.score is not None:
             groups.setdefault(node.proposer, []).append(node)
@@ -131,7 +131,7 @@ def proposer_scores_figure(nodes: Sequence[NodeRow], objective: Objective) -> di
     return _figure_json(fig)
 
 
-def proposer_shares_figure(nodes: Sequence[NodeRow]) -> dict[str, Any]:
+def proposer_shares_figure(nodes: Sequence[TreeEntry]) -> dict[str, Any]:
     """Which proposers the campaign chose, as shares of each round's nodes."""
     counts: dict[int, Counter[str]] = {}
     for node in nodes:
@@ -147,7 +147,7 @@ def proposer_shares_figure(nodes: Sequence[NodeRow]) -> dict[str, Any]:
     return _figure_json(fig)
 
 
-def campaign_figures(nodes: Sequence[NodeRow], promotions: Sequence[PromotionRow],
+def campaign_figures(nodes: Sequence[TreeEntry], promotions: Sequence[Promotion],
                      objective: Objective) -> dict[str, dict[str, Any]]:
     """Every plot of one campaign, by element id."""
     return {"plot-progress": progress_figure(nodes, promotions, objective),
@@ -156,7 +156,7 @@ def campaign_figures(nodes: Sequence[NodeRow], promotions: Sequence[PromotionRow
             "plot-shares": proposer_shares_figure(nodes)}
 
 
-def compare_figure(curves: Sequence[tuple[str, Sequence[NodeRow], Objective]]) -> dict[str, Any]:
+def compare_figure(curves: Sequence[tuple[str, Sequence[TreeEntry], Objective]]) -> dict[str, Any]:
     """Several campaigns' best-so-far dev curves against evaluations, on one plot."""
     fig = go.Figure()
     for name, nodes, objective in curves:

@@ -33,7 +33,7 @@ def _inline_script(text: str) -> Markup:
 def report_html(source: CampaignSource) -> str:
     """The report page of one campaign, as a string."""
     payload = tree_payload(source)
-    nodes = source.archive.nodes(source.campaign_id)
+    nodes = source.archive.tree(source.campaign_id)
     figures = campaign_figures(nodes, source.archive.promotions(source.campaign_id),
                                objective_of(source.row()))
     best = node_detail(source, payload["incumbent"]) if payload["incumbent"] else None

@@ -3,26 +3,14 @@
 from __future__ import annotations
 
 import operator
-from enum import StrEnum
 from typing import Annotated, TypedDict
 
 from langgraph.runtime import Runtime
 
 from recursor.orchestrator.context import CampaignContext, Scope
+from recursor.orchestrator.loop import Step
 
-
-class NodeName(StrEnum):
-    """The graph's nodes, in the order a round visits them (``train`` replaces ``propose``
-    in a schedule's training steps)."""
-
-    SEED = "seed"
-    SELECT = "select"
-    PROPOSE = "propose"
-    TRAIN = "train"
-    MATERIALIZE = "materialize"
-    EVALUATE = "evaluate"
-    JUDGE = "judge"
-    RECORD = "record"
+NodeName = Step  # the graph's nodes are the loop's steps
 
 
 class CampaignState(TypedDict, total=False):

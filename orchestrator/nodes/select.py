@@ -1,14 +1,15 @@
-"""``select``: end the campaign when a budget is spent, else pick each slot's parent; while a
-schedule runs, advance it and return the step's editable set and search set as state."""
+"""``select``: end the campaign when a budget is spent, else pick each slot's parent (the rules:
+:mod:`recursor.orchestrator.loop`); while a schedule runs, advance it and return the step's
+editable set and search set as state."""
 
 from __future__ import annotations
 
-import random
 import time
 from typing import Any
 
 from langgraph.graph import END
 
+from recursor.orchestrator import loop
 from recursor.orchestrator.context import CampaignContext
 from recursor.orchestrator.nodes._state import CampaignState, Ctx, NodeName
 from recursor.orchestrator.schedule import (
@@ -18,8 +19,6 @@ from recursor.orchestrator.schedule import (
     phase_of,
 )
 from recursor.types import Split
-
-MIN_UNEVALUATED_CAP = 10  # budget.max_unevaluated's default: max(max_evals, this)
 
 
 async def select(state: CampaignState, runtime: Ctx) -> dict[str, Any]:
@@ -31,10 +30,7 @@ async def select(state: CampaignState, runtime: Ctx) -> dict[str, Any]:
         return {"done": True, "stop_reason": reason, "parents": []}
     if ctx.config.schedule is not None:
         return {**_select_scheduled(ctx, state, left), "active_s": time.monotonic() - started}
-    scored = ctx.archive.scored(ctx.campaign_id)  # (id, score) of the done nodes, in order
-    rng = random.Random(f"{ctx.config.seed}-select-{state['round']}")
-    k = min(ctx.config.concurrency, left)
-    parents = ctx.selection.choose(scored, ctx.task.objective, rng, k)
+    parents = loop.choose_parents(ctx, state["round"], min(ctx.config.concurrency, left))
     return {"parents": parents, "done": False, "active_s": time.monotonic() - started}
 
 
@@ -46,28 +42,13 @@ def after_select(state: CampaignState) -> str:
 
 
 def _budget_left(ctx: CampaignContext, state: CampaignState) -> tuple[int, str | None]:
+    """How many candidates the round may start, and why none (a budget reached), from the
+    earlier rounds' counts (every one of them finished)."""
     earlier = ctx.archive.counts(ctx.campaign_id, 1, state.get("round", 1))
-    attempted = earlier.attempted  # the nodes scoring.spends_budget counts
-    budget = ctx.config.budget
-    left = budget.max_evals - attempted
-    if left <= 0:
-        return 0, f"evaluation budget reached ({budget.max_evals})"
-    unevaluated = earlier.nodes - attempted
-    cap = budget.max_unevaluated or max(budget.max_evals, MIN_UNEVALUATED_CAP)
-    if unevaluated >= cap:
-        return 0, (f"{unevaluated} proposals failed or duplicated an evaluated node "
-                   f"(budget.max_unevaluated {cap})")
-    wall = budget.wall_time_s
-    if wall is not None and state.get("active_s", 0.0) >= wall:
-        return 0, f"wall-time budget reached ({wall:.0f} s)"
-    if budget.max_tokens is None and budget.max_cost is None:
-        return left, None
-    spent = ctx.archive.counts(ctx.campaign_id, first_round=0)  # every node, the root too
-    if budget.max_tokens is not None and spent.tokens >= budget.max_tokens:
-        return 0, f"token budget reached ({spent.tokens} of {budget.max_tokens})"
-    if budget.max_cost is not None and spent.cost >= budget.max_cost:
-        return 0, f"money budget reached (${spent.cost:.4f} of ${budget.max_cost:g})"
-    return left, None
+    reason = loop.stop_reason(ctx.config.budget, earlier, state.get("active_s", 0.0))
+    if reason is not None:
+        return 0, reason
+    return loop.evaluations_left(ctx.config.budget.max_evals, earlier.attempted), None
 
 
 def _select_scheduled(ctx: CampaignContext, state: CampaignState, left: int) -> dict[str, Any]:
@@ -105,4 +86,4 @@ def _used(ctx: CampaignContext, phase_round: int, round_: int) -> int:
     return ctx.archive.counts(ctx.campaign_id, phase_round, round_).nodes
 
 
-__all__ = ["MIN_UNEVALUATED_CAP", "after_select", "select"]
+__all__ = ["after_select", "select"]

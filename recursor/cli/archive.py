@@ -29,9 +29,7 @@ from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
-from recursor.archive.gitstore import GitStore
-from recursor.archive.models import NodeRow
-from recursor.archive.store import Archive
+from recursor.archive import ArchiveReader, GitStore, Node, upgrade_archive
 from recursor.errors import ConfigError
 from recursor.untrusted import for_terminal, rich_text
 
@@ -45,22 +43,27 @@ CampaignId = Annotated[str | None, typer.Option("--campaign", help="campaign id 
 Json = Annotated[bool, typer.Option("--json", help="print JSON")]
 
 
-@contextmanager
-def _open(directory: Path | None, url: str | None) -> Iterator[Archive]:
+def _url(directory: Path | None, url: str | None) -> str:
     if directory is None and url is None:
         raise ConfigError("give the campaign directory (--dir DIR) or an archive URL (--archive)")
     if url is None:
         from recursor.orchestrator.context import read_manifest
 
         url = read_manifest(Path(directory or "."))["archive_url"]
-    archive = Archive(url)
+    return url
+
+
+@contextmanager
+def _open(directory: Path | None, url: str | None) -> Iterator[ArchiveReader]:
+    """The archive, read-only (these commands never write)."""
+    archive = ArchiveReader.open(_url(directory, url))
     try:
         yield archive
     finally:
         archive.close()
 
 
-def _campaign_id(archive: Archive, directory: Path | None, campaign: str | None) -> str:
+def _campaign_id(archive: ArchiveReader, directory: Path | None, campaign: str | None) -> str:
     if campaign is not None:
         return str(archive.campaign(campaign).id)
     if directory is not None:
@@ -70,14 +73,14 @@ def _campaign_id(archive: Archive, directory: Path | None, campaign: str | None)
     return str(archive.only_campaign().id)
 
 
-def _store(archive: Archive, campaign_id: str) -> GitStore:
+def _store(archive: ArchiveReader, campaign_id: str) -> GitStore:
     return GitStore(Path(archive.campaign(campaign_id).repo_path))
 
 
-def _node_dict(node: NodeRow) -> dict[str, Any]:
+def _node_dict(node: Node) -> dict[str, Any]:
     keys = ("id", "parent_id", "round", "slot", "kind", "proposer", "proposer_reason",
             "rationale", "status", "run_status", "score", "heldout_score", "error", "commit",
-            "wall_s", "tokens", "cost")
+            "duplicate_of", "wall_s", "tokens", "cost")
     out = {k: getattr(node, k) for k in keys}
     out["created_at"] = node.created_at.isoformat() if node.created_at else None
     return out
@@ -118,7 +121,7 @@ def list_campaigns(directory: Dir = None, url: Url = None, as_json: Json = False
     console.print(table)
 
 
-def _label(node: NodeRow, best: str | None) -> Text:
+def _label(node: Node, best: str | None) -> Text:
     """One line per node; the rationale or error is the candidate's text, so it stays literal."""
     score = "-" if node.score is None else f"{node.score:.4f}"
     colour = {"done": "green", "failed": "red"}.get(node.status, "yellow")
@@ -142,12 +145,12 @@ def tree(directory: Dir = None, url: Url = None, campaign: CampaignId = None,
     if as_json:
         _emit_json([_node_dict(n) for n in nodes])
         return
-    children: dict[str | None, list[NodeRow]] = {}
+    children: dict[str | None, list[Node]] = {}
     for n in nodes:
         children.setdefault(n.parent_id, []).append(n)
     root = Tree(rich_text(f"campaign {cid}"))
 
-    def add(parent: Tree, node: NodeRow) -> None:
+    def add(parent: Tree, node: Node) -> None:
         branch = parent.add(_label(node, best))
         for child in children.get(node.id, []):
             add(branch, child)
@@ -293,8 +296,6 @@ def export(fmt: Annotated[str, typer.Option("--format", help="json or csv")] = "
     _emit_raw(buffer.getvalue())
 
 
-__all__ = ["app"]
-
 
 @app.command()
 def report(out: Annotated[Path, typer.Option("--out", help="the HTML file to write")],
@@ -306,3 +307,21 @@ def report(out: Annotated[Path, typer.Option("--out", help="the HTML file to wri
         raise ConfigError("give the campaign directory (--dir DIR) or an archive URL (--archive)")
     written = write_report(directory, out, url=url, campaign_id=campaign)
     console.print(f"wrote {written} ({written.stat().st_size // 1024} KiB)", highlight=False)
+
+
+@app.command()
+def upgrade(directory: Dir = None, url: Url = None) -> None:
+    """Upgrade an archive made by an older Recursor to this version's schema (a SQLite
+    archive is first copied aside, next to it). Reading commands refuse an older archive
+    and name this command; `recursor resume` upgrades on its own and says so."""
+    prepared = upgrade_archive(_url(directory, url))
+    if not prepared.upgraded:
+        console.print(f"the archive is at schema version {prepared.after} already: nothing "
+                      "to do", highlight=False)
+        return
+    kept = f"; the old one is kept at {prepared.backup}" if prepared.backup else ""
+    console.print(f"archive upgraded from schema version {prepared.before} to "
+                  f"{prepared.after}{kept}", highlight=False)
+
+
+__all__ = ["app"]

@@ -98,7 +98,7 @@ def run(
     as_json: Annotated[bool, typer.Option("--json", help="Print the record as JSON.")] = False,
 ) -> None:
     """Run the job SPEC_FILE describes to the end and print its record."""
-    from recursor.archive.store import Archive
+    from recursor.archive import Archive
     from recursor.executors import build_executor
     from recursor.executors.spec import JobStatus, load_spec
 

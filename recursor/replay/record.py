@@ -18,7 +18,7 @@ from recursor.errors import ConfigError
 from recursor.types import Objective
 
 if TYPE_CHECKING:
-    from recursor.archive.models import CampaignRow
+    from recursor.archive import Campaign
 
 
 @dataclass(frozen=True)
@@ -96,13 +96,13 @@ def load_from_archive(url: str, campaign_id: str | None = None,
                       label: str | None = None) -> RecordedCampaign:
     """Read one campaign of the archive at SQLAlchemy ``url`` (the only one when
     ``campaign_id`` is None)."""
-    from recursor.archive.store import Archive
+    from recursor.archive import ArchiveReader
     from recursor.tasks.loading import build_task
 
-    archive = Archive(url)
+    archive = ArchiveReader.open(url)
     try:
         if campaign_id is None:
-            row: CampaignRow | None = archive.only_campaign()
+            row: Campaign | None = archive.only_campaign()
         else:
             row = next((c for c in archive.campaigns() if c.id == campaign_id), None)
         if row is None:
@@ -119,7 +119,7 @@ def load_from_archive(url: str, campaign_id: str | None = None,
 
 
 def _recorded(row: Any) -> RecordedNode:
-    duplicate = bool((row.proposal or {}).get("duplicate_of"))
+    duplicate = bool(row.duplicate_of)
     ok = row.status == "done" and row.score is not None
     return RecordedNode(id=row.id, parent_id=row.parent_id, round=row.round, slot=row.slot,
                         proposer=row.proposer, ok=ok, score=row.score if ok else None,

@@ -1,11 +1,12 @@
 """The replay simulator: the controller's select/propose loop run over a recorded tree.
 
-Each simulated round mirrors the controller's nodes (``orchestrator/nodes/``): the budget check
-(``budget.max_evals`` and ``budget.max_unevaluated``), ``k = min(concurrency, left)`` parents
-drawn by the selection policy with ``Random(f"{seed}-select-{round}")``, and one proposer
-choice per slot at step ``proposals so far + slot`` after the chooser has seen every earlier
-outcome. The outcome of an expansion comes from the record when it has one (a recorded child of
-that node by that proposer, not used yet in this run) and from the :class:`OutcomeModel`
+Each simulated round follows the loop's rules (:mod:`recursor.orchestrator.loop`, imported,
+not copied): the budget gate (``budget.max_evals`` and ``budget.max_unevaluated``),
+``k = min(concurrency, evaluations left)`` parents drawn by the selection policy with
+``loop.selection_seed(seed, round)``, and one proposer choice per slot at
+``loop.choice_step(proposals so far, slot)`` after the chooser has seen every earlier outcome.
+The outcome of an expansion comes from the record when it has one (a recorded child of that
+node by that proposer, not used yet in this run) and from the :class:`OutcomeModel`
 otherwise. With ``ordered=True`` recorded children are taken in creation order, which is what
 makes replaying a campaign's own settings and seed reproduce it exactly; otherwise they are
 drawn at random (from ``Random(f"{seed}-outcomes")``).
@@ -29,7 +30,7 @@ from recursor.archive.selection import (
     score_key,
 )
 from recursor.config import CampaignConfig
-from recursor.orchestrator.nodes.select import MIN_UNEVALUATED_CAP
+from recursor.orchestrator import loop
 from recursor.proposers.ensemble import ProposerChoicePolicy, build_proposer_choice
 from recursor.replay.fast import Picker, below, chooser, fast_picker, seed_from_text
 from recursor.replay.model import OutcomeModel
@@ -111,11 +112,11 @@ class Simulator:
         ``details=False`` leaves the trace's per-node ``choices`` and ``results`` empty
         (reports need only the curves; the run itself is the same)."""
         run = _Run(self, policy, seed, ordered, details)
-        cap = max_unevaluated or max(budget, MIN_UNEVALUATED_CAP)
+        cap = loop.unevaluated_cap(budget, max_unevaluated)
         round_ = 1
-        while run.attempted < budget and run.unevaluated < cap:
-            k = min(policy.concurrency, budget - run.attempted)
-            run.round(round_, k)
+        while (left := loop.evaluations_left(budget, run.attempted)) > 0 \
+                and run.unevaluated < cap:
+            run.round(round_, min(policy.concurrency, left))
             round_ += 1
         return run.trace
 
@@ -185,10 +186,10 @@ class _Run:
     def round(self, round_: int, k: int) -> None:
         # every slot's proposer is chosen and expanded before any outcome is told (as the
         # controller proposes a round, then evaluates it)
-        step, choose, expand = self.created, self.chooser.choose, self._expand
+        before, choose, expand = self.created, self.chooser.choose, self._expand
         children = []
         for slot, parent in enumerate(self._parents(round_, k)):
-            name = choose(step + slot)
+            name = choose(loop.choice_step(before, slot))
             children.append((parent, name, expand(parent, name)))
         self.created += k
         record = self._record
@@ -196,15 +197,15 @@ class _Run:
             record(round_, slot, parent, name, outcome)
 
     def _parents(self, round_: int, k: int) -> list[int]:
-        """The numbers of ``k`` parents, drawn with ``Random(f"{seed}-select-{round}")``."""
+        """The numbers of ``k`` parents, drawn with ``loop.selection_seed(seed, round_)``."""
         ranking, picker = self.ranking, self.picker
         if picker is not None:
             rng = self.select_rng
             if self.seeded:
-                seed_from_text(rng, f"{self.seed}-select-{round_}")
+                seed_from_text(rng, loop.selection_seed(self.seed, round_))
             n = len(ranking)
             return [ranking[-1 - picker(n, rng)][2] for _ in range(k)]
-        rng = random.Random(f"{self.seed}-select-{round_}")
+        rng = random.Random(loop.selection_seed(self.seed, round_))
         selection = self.policy.selection
         if isinstance(selection, RankedSelectionPolicy):
             chosen = [selection.pick(self.order_ids, rng) for _ in range(k)]

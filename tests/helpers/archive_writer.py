@@ -14,12 +14,11 @@ import json
 import sys
 import time
 
-from recursor.archive.models import EvaluationRow, NodeRow
-from recursor.archive.store import Archive
+from recursor.archive import Archive, Evaluation, Node
 
 
-def _node(campaign: str, round_: int, slot: int, writer: int) -> NodeRow:
-    return NodeRow(id=f"{campaign}-{round_:03d}-{slot}", campaign_id=campaign, round=round_,
+def _node(campaign: str, round_: int, slot: int, writer: int) -> Node:
+    return Node(id=f"{campaign}-{round_:03d}-{slot}", campaign_id=campaign, round=round_,
                    slot=slot, kind="algorithm", proposer="writer", status="pending",
                    rationale=f"written by {writer}")
 
@@ -34,7 +33,7 @@ def main(url: str, campaign: str, writer: int, writers: int, rounds: int,
             stored = archive.add_node(_node(campaign, round_, slot, writer))
             seen[f"{round_}/{slot}"] = stored.rationale
             for _ in range(2):
-                archive.add_evaluation(EvaluationRow(
+                archive.add_evaluation(Evaluation(
                     node_id=stored.id, split="dev", seed=0, run_status="ok",
                     metrics={"writer": writer}, instances={}))
             archive.add_promotion(campaign, "algorithm", stored.id, None, {"writer": writer})

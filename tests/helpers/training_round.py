@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from recursor.archive import NodeRow
+from recursor.archive import Node
 from recursor.config import TrainStep, parse_config
 from recursor.executors.local import LocalExecutor
 from recursor.orchestrator.coevolution import train_round, training_concurrency
@@ -88,7 +88,7 @@ class RecipeEdits(Proposer):
 
 @dataclass
 class Round:
-    nodes: list[NodeRow]  # in the archive's (round, slot) order
+    nodes: list[Node]  # in the archive's (round, slot) order
     recorded: list[int]  # the slots in the order their nodes were recorded
     jobs: dict[int, tuple[float, float]]  # slot -> (start, end) of its training job, epoch s
     corpora: dict[int, str]  # slot -> its corpus file's name (content hash)
@@ -127,7 +127,7 @@ def run_round(directory: Path, dashboard: str, train_concurrency: int | None) ->
     ctx = open_campaign(directory, {"kind": "ray", "address": dashboard}, train_concurrency)
     try:
         commit = ctx.store.commit(dict(ctx.task.seed_files()), [], "seed")
-        root = ctx.archive.add_node(NodeRow(
+        root = ctx.archive.add_node(Node(
             id=ctx.node_id(0, 0), campaign_id=ctx.campaign_id, parent_id=None, round=0, slot=0,
             kind="root", proposer="seed", status="done", commit=commit))
         phase = TrainPhase(TrainStep(step="train", evals=3))

@@ -11,9 +11,8 @@ import json
 import os
 from pathlib import Path
 
+from recursor.archive import Archive, Evaluation, Node, sqlite_url
 from recursor.archive.gitstore import GitStore
-from recursor.archive.models import EvaluationRow, NodeRow
-from recursor.archive.store import Archive, sqlite_url
 
 CAMPAIGN_ID = "feedc0ffee01"
 ROOT, GOOD, BAD, GRANDCHILD = "feedc0-000-0", "feedc0-001-0", "feedc0-001-1", "feedc0-002-0"
@@ -23,17 +22,17 @@ IMG = '<img src=x onerror="window.__pwned = 2">'
 CONFIG = {"name": "synthetic", "task": {"kind": "cfr"}, "budget": {"max_evals": 10}}
 
 
-def _node(archive: Archive, store: GitStore, node_id: str, parent: NodeRow | None,
-          round_: int, slot: int, files: dict[str, str], **fields: object) -> NodeRow:
+def _node(archive: Archive, store: GitStore, node_id: str, parent: Node | None,
+          round_: int, slot: int, files: dict[str, str], **fields: object) -> Node:
     commit = store.commit(files, [parent.commit] if parent and parent.commit else [], node_id)
     store.set_ref(node_id, commit)
-    return archive.add_node(NodeRow(id=node_id, campaign_id=CAMPAIGN_ID,
+    return archive.add_node(Node(id=node_id, campaign_id=CAMPAIGN_ID,
                                     parent_id=parent.id if parent else None, round=round_,
                                     slot=slot, commit=commit, **fields))
 
 
 def _evaluate(archive: Archive, node_id: str, split: str, score: float, wall: float) -> None:
-    archive.add_evaluation(EvaluationRow(
+    archive.add_evaluation(Evaluation(
         node_id=node_id, split=split, seed=0, run_status="ok", metrics={"score": score},
         instances={"kuhn_poker": score / 2, f"game {IMG}": score / 2}, wall_s=wall))
 

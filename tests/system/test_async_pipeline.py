@@ -19,8 +19,7 @@ from typing import Any
 import pytest
 import yaml
 
-from recursor.archive.models import NodeRow
-from recursor.archive.store import Archive
+from recursor.archive import Archive, Node
 from recursor.config import parse_config
 from recursor.errors import ConfigError
 from recursor.orchestrator.graph import resume_campaign, run_campaign
@@ -114,9 +113,9 @@ def test_a_candidate_waiting_for_its_judgement_holds_no_slot(
     """Judging is slow here (0.6 s each, one at a time): with two in flight, proposals go on
     while evaluated candidates wait to be judged, never more than two at once, and the
     candidates waiting for their judgement are bounded too (at most two)."""
-    from recursor.orchestrator.nodes import judge as judge_step
+    from recursor.orchestrator import loop
 
-    real_judge, real_propose = judge_step.judge_node, SeededMargin.propose
+    real_judge, real_propose = loop.judge_one, SeededMargin.propose
     judging: list[tuple[float, float]] = []
     proposing: list[tuple[float, float]] = []
 
@@ -127,10 +126,10 @@ def test_a_candidate_waiting_for_its_judgement_holds_no_slot(
         finally:
             into.append((started, time.monotonic()))
 
-    def slow_judge(ctx: Any, node: NodeRow) -> None:
+    def slow_judge(ctx: Any, node: Node) -> None:
         timed(judging, lambda: (time.sleep(0.6), real_judge(ctx, node)))
 
-    monkeypatch.setattr(judge_step, "judge_node", slow_judge)
+    monkeypatch.setattr(loop, "judge_one", slow_judge)
     monkeypatch.setattr(SeededMargin, "propose",
                         lambda self, context: timed(proposing, real_propose, self, context))
     SeededMargin.peak = 0
@@ -278,7 +277,7 @@ def test_resume_proposes_a_lost_sequence_number_again_and_finishes_a_recorded_on
     try:
         root = next(n for n in archive.nodes(cid) if n.round == 0)
         source = (EXAMPLE / "initial.py").read_text().replace("margin = 0.1", "margin = 0.05")
-        archive.add_node(NodeRow(
+        archive.add_node(Node(
             id=f"{cid[:6]}-003-0", campaign_id=cid, parent_id=root.id, round=3, slot=0,
             kind="algorithm", proposer=SeededMargin.name, rationale="margin 0.05",
             status="pending", proposal={"files": {"initial.py": source}, "metadata": {}}))

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 
-from recursor.archive.store import Archive
+from recursor.archive import Archive
 from recursor.config import parse_config
 from recursor.orchestrator.graph import run_campaign
 from recursor.orchestrator.summary import campaign_summary

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from recursor.archive.store import Archive
+from recursor.archive import Archive
 from recursor.cli import app
 from recursor.config import parse_config
 from recursor.orchestrator.graph import run_campaign

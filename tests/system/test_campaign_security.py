@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from recursor.archive.store import Archive
+from recursor.archive import Archive
 
 pytestmark = pytest.mark.timeout(600)
 SECRET_NAME = "RECURSOR_TEST_CONTROLLER_SECRET"

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from recursor.archive.models import EvaluationRow, NodeRow
+from recursor.archive import Evaluation, Node
 from recursor.config import parse_config
 from recursor.content import content_id
 from recursor.orchestrator.context import create_campaign_dir, open_context
 from recursor.orchestrator.graph import run_campaign
-from recursor.orchestrator.judging import judge_node
+from recursor.orchestrator.loop import judge_one
 from recursor.orchestrator.progress import NullReporter
 from tests.helpers.worlds_harnesses import ORACLE
 
@@ -40,13 +40,13 @@ def test_promoting_one_component_leaves_the_others_incumbent(tmp_path: Path) -> 
         commit = ctx.store.commit(base, [], "root")
         cid = ctx.campaign_id
 
-        def add(node_id: str, parent: str | None, files: dict[str, str], wins: int) -> NodeRow:
+        def add(node_id: str, parent: str | None, files: dict[str, str], wins: int) -> Node:
             commit_ = ctx.store.commit(files, [], node_id)
-            node = ctx.archive.add_node(NodeRow(
+            node = ctx.archive.add_node(Node(
                 id=node_id, campaign_id=cid, parent_id=parent, round=len(node_id), slot=0,
                 kind="policy", proposer="test", status="done", run_status="ok",
                 score=wins / 40, commit=commit_, heldout_score=wins / 40))
-            ctx.archive.add_evaluation(EvaluationRow(
+            ctx.archive.add_evaluation(Evaluation(
                 node_id=node_id, split="dev", seed=0, run_status="ok",
                 metrics={"success": wins / 40},
                 instances={f"q{i}": float(i < wins) for i in range(40)}))
@@ -57,14 +57,14 @@ def test_promoting_one_component_leaves_the_others_incumbent(tmp_path: Path) -> 
         for component in ("harness", "policy", "data", "curriculum"):
             ctx.archive.add_promotion(cid, component, root.id, None, {"reason": "start"})
         policy_node = add("pp", "r", {**base, "policy.json": json.dumps({"policy": "p1"})}, 16)
-        assert judge_node(ctx, policy_node, lambda c, n, s: 0.4)
+        assert judge_one(ctx, policy_node, lambda c, n, s: 0.4)
         latest = {p.component: p.node_id for p in ctx.archive.promotions(cid)}
         assert latest == {"harness": "r", "policy": "pp", "data": "r", "curriculum": "r"}
 
         harness_files = {**base, "policy.json": json.dumps({"policy": "p1"}),
                          "harness.py": ORACLE}
         harness_node = add("hhh", "pp", harness_files, 36)
-        assert judge_node(ctx, harness_node, lambda c, n, s: 0.9)
+        assert judge_one(ctx, harness_node, lambda c, n, s: 0.9)
         latest = {p.component: p.node_id for p in ctx.archive.promotions(cid)}
         assert latest == {"harness": "hhh", "policy": "pp", "data": "r", "curriculum": "r"}
         # the harness promotion kept the promoted policy
@@ -72,7 +72,7 @@ def test_promoting_one_component_leaves_the_others_incumbent(tmp_path: Path) -> 
             ctx.store.read(policy_node.commit or "")["policy.json"]
         # no paired evidence of a gain: refused, and nothing changes
         tie = add("tie1", "hhh", {**harness_files, "recipe.py": "# x\n" + base["recipe.py"]}, 36)
-        assert not judge_node(ctx, tie, lambda c, n, s: 0.9)
+        assert not judge_one(ctx, tie, lambda c, n, s: 0.9)
         assert len(ctx.archive.promotions(cid)) == 6
     finally:
         ctx.close()

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from recursor.archive import NodeRow
+from recursor.archive import Node
 from recursor.orchestrator.coevolution import training_concurrency
 from tests.helpers.training_round import DashboardCluster, open_campaign, overlap_s, run_round
 
@@ -63,7 +63,7 @@ def test_training_slots_run_at_once_on_ray_and_match_a_sequential_round(
     assert overlap_s(alone.jobs[0], alone.jobs[1]) == 0.0, alone.jobs
 
     # the same nodes, recorded in slot order: the failing slot did not stop the others
-    def summary(nodes: list[NodeRow]) -> list[tuple[object, ...]]:
+    def summary(nodes: list[Node]) -> list[tuple[object, ...]]:
         return [(n.slot, n.status, n.run_status, n.proposer, (n.parent_id or "")[6:],
                  (n.error or "")[:60]) for n in nodes]
 

@@ -21,13 +21,12 @@ from typing import Any
 import pytest
 import yaml
 
-from recursor.archive.models import EvaluationRow, NodeRow
-from recursor.archive.store import Archive
+from recursor.archive import Archive, Evaluation, Node
 from recursor.config import parse_config
 from recursor.orchestrator.context import create_campaign_dir, open_context
 from recursor.orchestrator.final_report import test_result as sealed_test_result
 from recursor.orchestrator.graph import run_campaign
-from recursor.orchestrator.judging import judge_node
+from recursor.orchestrator.loop import judge_one
 from recursor.orchestrator.nodes import NodeName
 from recursor.orchestrator.progress import NullReporter
 
@@ -82,7 +81,7 @@ def canonical_tree(directory: Path) -> dict[str, Any]:
                 "parent": at.get(node.parent_id or ""), "proposer": node.proposer,
                 "proposer_reason": node.proposer_reason, "kind": node.kind,
                 "rationale": node.rationale, "proposal": hashlib.sha256(files).hexdigest(),
-                "duplicate_of": at.get(proposal.get("duplicate_of") or ""),
+                "duplicate_of": at.get(node.duplicate_of or ""),
                 "status": node.status, "run_status": node.run_status,
                 "score": _hex(node.score), "heldout": _hex(node.heldout_score),
                 "judge": [{"promoted": j.get("promoted"),
@@ -166,12 +165,12 @@ def test_a_judge_killed_between_its_promotion_and_its_log_decides_alike(
         cid, files = ctx.campaign_id, dict(ctx.task.seed_files())
 
         def add(node_id: str, parent: str | None, source: dict[str, str], score: float,
-                heldout: float) -> NodeRow:
-            node = ctx.archive.add_node(NodeRow(
+                heldout: float) -> Node:
+            node = ctx.archive.add_node(Node(
                 id=node_id, campaign_id=cid, parent_id=parent, round=len(node_id) - 1, slot=0,
                 kind="algorithm", proposer="test", status="done", run_status="ok", score=score,
                 heldout_score=heldout, commit=ctx.store.commit(source, [], node_id)))
-            ctx.archive.add_evaluation(EvaluationRow(
+            ctx.archive.add_evaluation(Evaluation(
                 node_id=node_id, split="dev", seed=0, run_status="ok", metrics={"score": score},
                 instances={"kuhn_poker": score, "leduc_poker": score}))
             return node
@@ -182,7 +181,7 @@ def test_a_judge_killed_between_its_promotion_and_its_log_decides_alike(
         node = add("rn", "r", better, -2.0, -1.9)
         # the run that died had recorded this much of its decision
         ctx.archive.add_promotion(cid, "algorithm", node.id, root.id, {"promoted": True})
-        assert judge_node(ctx, node, lambda c, n, s: -1.9)
+        assert judge_one(ctx, node, lambda c, n, s: -1.9)
         verdict = json.loads(ctx.archive.logs(node.id, "judge")[0].content)
         assert verdict["promoted"] and verdict["incumbent"] == root.id, verdict
         assert [(p.node_id, p.previous_node_id) for p in ctx.archive.promotions(cid)] == [

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from recursor.archive.store import Archive
+from recursor.archive import Archive
 from recursor.config import parse_config
 from recursor.orchestrator.graph import run_campaign
 from tests.helpers.scripted import GIT_PATHS

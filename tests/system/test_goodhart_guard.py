@@ -11,8 +11,7 @@ from pathlib import Path
 import pytest
 
 from recursor.api import program_campaign
-from recursor.archive.models import NodeRow
-from recursor.archive.store import Archive
+from recursor.archive import Archive, Node
 from recursor.config import GoodhartConfig, parse_config
 from recursor.orchestrator.goodhart import decoupling
 from recursor.orchestrator.graph import run_campaign
@@ -88,9 +87,9 @@ def test_decoupling_needs_dev_gain_without_heldout_gain() -> None:
     maximize = Objective("score", "maximize")
     config = GoodhartConfig(window=2)
 
-    def path(*points: tuple[float, float]) -> list[NodeRow]:
-        return [NodeRow(id=f"n{i}", score=d, heldout_score=h) for i, (d, h) in
-                enumerate(points)]
+    def path(*points: tuple[float, float]) -> list[Node]:
+        return [Node(id=f"n{i}", campaign_id="c", round=i, slot=0, kind=ChangeKind.ALGORITHM,
+                     proposer="p", score=d, heldout_score=h) for i, (d, h) in enumerate(points)]
 
     assert decoupling(path((0, 1), (1, 1)), maximize, config) is None  # one promotion only
     assert decoupling(path((0, 1), (1, 1), (2, 0.9)), maximize, config) is not None
@@ -106,9 +105,9 @@ def test_a_solved_heldout_split_is_not_read_as_decoupled() -> None:
     cfr = CFRTask().objective
     config = GoodhartConfig(window=2)
 
-    def path(*points: tuple[float, float]) -> list[NodeRow]:
-        return [NodeRow(id=f"n{i}", score=d, heldout_score=h) for i, (d, h) in
-                enumerate(points)]
+    def path(*points: tuple[float, float]) -> list[Node]:
+        return [Node(id=f"n{i}", campaign_id="c", round=i, slot=0, kind=ChangeKind.ALGORITHM,
+                     proposer="p", score=d, heldout_score=h) for i, (d, h) in enumerate(points)]
 
     assert decoupling(path((-1.5, -1.8), (-2.0, floor), (-2.1, floor), (-2.3, floor)),
                       cfr, config) is None

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from recursor.archive.store import Archive
+from recursor.archive import Archive
 from recursor.config import parse_config
 from recursor.orchestrator.graph import run_campaign
 from tests.helpers.llm_server import scripted_llm_server

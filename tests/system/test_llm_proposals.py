@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from recursor.archive.store import Archive
+from recursor.archive import Archive
 from recursor.config import LLMProposerConfig, parse_config
 from recursor.orchestrator.graph import run_campaign
 from recursor.proposers import NodeView, ProposalContext
@@ -125,13 +125,13 @@ def test_only_identical_files_are_a_duplicate(tmp_path: Path, provider: str) -> 
     archive, nodes = _nodes(tmp_path / "c")
     # duplicates spend no evaluation: the model's last answer repeats until another budget
     commented, first, again, *more = sorted(nodes, key=lambda n: n.id)
-    assert all(n.proposal.get("duplicate_of") == first.id for n in more)
+    assert all(n.duplicate_of == first.id for n in more)
     root = summary.root.id
-    assert "duplicate_of" not in commented.proposal and commented.status == "done"
+    assert commented.duplicate_of is None and commented.status == "done"
     ran = archive.evaluation(commented.id, "dev")
     assert ran is not None and ran.wall_s > 0 and commented.score == archive.node(root).score
     assert first.status == "done" and first.score > archive.node(root).score  # worse: greedy
-    assert again.proposal["duplicate_of"] == first.id and again.score == first.score
+    assert again.duplicate_of == first.id and again.score == first.score
     streams = [log.stream for log in archive.logs(again.id)]
     assert "duplicate" in streams and "dev.stdout" not in streams and "judge" not in streams
     dev = archive.evaluation(again.id, "dev")

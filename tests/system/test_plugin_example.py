@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from recursor.archive.store import Archive
+from recursor.archive import Archive
 from recursor.config import PluginProposerConfig, parse_config
 from recursor.errors import ConfigError
 from recursor.proposers.registry import build_proposer

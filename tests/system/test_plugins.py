@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from recursor.archive.store import Archive
+from recursor.archive import Archive
 
 pytestmark = pytest.mark.timeout(600)
 PACKAGE = Path(__file__).resolve().parents[1] / "plugins" / "recursor-test-plugins"

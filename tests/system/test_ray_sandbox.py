@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from recursor.archive.store import Archive
+from recursor.archive import Archive
 from tests.helpers.ray_cluster import LocalCluster, _cmdline, kill_tree, with_descendants
 
 pytest.importorskip("ray", reason="Ray is not installed: pip install -e '.[ray]'")

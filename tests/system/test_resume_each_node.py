@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import yaml
 
-from recursor.archive.store import Archive
+from recursor.archive import Archive
 from recursor.config import parse_config
 from recursor.orchestrator.graph import run_campaign
 from recursor.orchestrator.nodes import NodeName

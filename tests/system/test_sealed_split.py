@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-from recursor.archive.store import Archive
+from recursor.archive import Archive
 from recursor.config import parse_config
 from recursor.orchestrator.final_report import REPORT_STREAM
 from recursor.orchestrator.graph import resume_campaign, run_campaign

@@ -14,8 +14,7 @@ import pytest
 import yaml
 
 import recursor
-from recursor.archive.models import NodeRow
-from recursor.archive.store import Archive
+from recursor.archive import Archive, Node
 from recursor.errors import ConfigError
 from recursor.proposers import Proposal, ProposalContext, Proposer
 from recursor.types import ChangeKind
@@ -52,7 +51,7 @@ class OtherProposer(MarginProposer):
     name = "other"
 
 
-def _nodes(directory: Path) -> list[NodeRow]:
+def _nodes(directory: Path) -> list[Node]:
     manifest = json.loads((directory / "campaign.json").read_text())
     archive = Archive(manifest["archive_url"])
     try:

@@ -11,10 +11,9 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from sqlalchemy import func, select
+from sqlalchemy import text
 
-from recursor.archive.models import EvaluationRow, NodeRow, PromotionRow
-from recursor.archive.store import Archive, sqlite_url
+from recursor.archive import Archive, Node, sqlite_url
 
 WRITERS, ROUNDS = 4, 50
 
@@ -63,7 +62,7 @@ def test_two_campaigns_share_one_archive(archive_url: str, tmp_path: Path) -> No
     for archive, cid in ((first, "c1"), (second, "c2")):
         archive.create_campaign(cid, cid, "cfr", {"seed": cid}, str(tmp_path / cid))
         for slot in range(3):  # the same (round, slot) keys in both campaigns
-            archive.add_node(NodeRow(id=f"{cid}-001-{slot}", campaign_id=cid, round=1,
+            archive.add_node(Node(id=f"{cid}-001-{slot}", campaign_id=cid, round=1,
                                      slot=slot, kind="algorithm", proposer="p",
                                      status="pending"))
         archive.add_promotion(cid, "algorithm", f"{cid}-001-0", None, {})
@@ -72,9 +71,8 @@ def test_two_campaigns_share_one_archive(archive_url: str, tmp_path: Path) -> No
     assert first.incumbent("c1") == "c1-001-0" and second.incumbent("c2") == "c2-001-0"
     assert {c.id: c.config for c in second.campaigns()} == {"c1": {"seed": "c1"},
                                                             "c2": {"seed": "c2"}}
-    with first.session() as s:
-        assert s.scalar(select(func.count()).select_from(NodeRow)) == 6
-        assert s.scalar(select(func.count()).select_from(PromotionRow)) == 2
-        assert s.scalar(select(func.count()).select_from(EvaluationRow)) == 0
+    with first.engine.connect() as conn:
+        for table, rows in (("nodes", 6), ("promotions", 2), ("evaluations", 0)):
+            assert conn.execute(text(f"SELECT count(*) FROM {table}")).scalar() == rows
     first.close()
     second.close()

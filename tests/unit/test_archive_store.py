@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 from sqlalchemy import JSON, Column, DateTime, Integer, MetaData, String, Table, text
 
+from recursor.archive import Archive, Evaluation, Node, sqlite_url
 from recursor.archive.migrations import LATEST
-from recursor.archive.models import EvaluationRow, NodeRow, SchemaVersion
-from recursor.archive.store import Archive, sqlite_url
 from recursor.errors import ArchiveError
+from tests.helpers.old_archives import pretend_version, set_version
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
@@ -35,20 +35,20 @@ def archive(archive_url: str, tmp_path: Path) -> Iterator[Archive]:
     store.close()
 
 
-def _node(round_: int, slot: int, **fields: object) -> NodeRow:
-    return NodeRow(id=f"c1-{round_:03d}-{slot}", campaign_id="c1", round=round_, slot=slot,
+def _node(round_: int, slot: int, **fields: object) -> Node:
+    return Node(id=f"c1-{round_:03d}-{slot}", campaign_id="c1", round=round_, slot=slot,
                    kind="algorithm", proposer="mutation", status="pending", **fields)
 
 
 def test_round_trip_survives_reopening(archive: Archive, archive_url: str) -> None:
     archive.add_node(_node(0, 0, rationale="root", proposal={"files": {"a.py": "x = 1"}}))
-    archive.add_evaluation(EvaluationRow(node_id="c1-000-0", split="dev", seed=0,
+    archive.add_evaluation(Evaluation(node_id="c1-000-0", split="dev", seed=0,
                                          run_status="ok", metrics={"score": -1.5},
                                          instances={"kuhn": 0.01}, wall_s=0.5))
     archive.add_log("c1-000-0", "dev.stdout", "hello")
     archive.add_promotion("c1", "algorithm", "c1-000-0", None, {"reason": "start"})
     archive.close()
-    again = Archive(archive_url)
+    again = Archive(archive_url, upgrade=True)
     node = again.node("c1-000-0")
     assert node.rationale == "root" and node.proposal == {"files": {"a.py": "x = 1"}}
     evaluation = again.evaluation("c1-000-0", "dev")
@@ -63,10 +63,10 @@ def test_writes_are_idempotent(archive: Archive) -> None:
     first = archive.add_node(_node(1, 0, rationale="first"))
     second = archive.add_node(_node(1, 0, rationale="second"))
     assert second.rationale == first.rationale == "first"
-    row = EvaluationRow(node_id=first.id, split="dev", seed=0, run_status="ok",
+    row = Evaluation(node_id=first.id, split="dev", seed=0, run_status="ok",
                         metrics={"score": 1.0}, instances={})
     archive.add_evaluation(row)
-    archive.add_evaluation(EvaluationRow(node_id=first.id, split="dev", seed=0,
+    archive.add_evaluation(Evaluation(node_id=first.id, split="dev", seed=0,
                                          run_status="crashed", metrics={}, instances={}))
     assert len(archive.evaluations([first.id])) == 1
     archive.add_promotion("c1", "algorithm", first.id, None, {})
@@ -77,11 +77,11 @@ def test_writes_are_idempotent(archive: Archive) -> None:
 def test_an_evaluation_and_its_logs_land_together_once(archive: Archive) -> None:
     node = archive.add_node(_node(1, 0))
     logs = [("dev.stdout", "out"), ("dev.stderr", "err"), ("dev.error", "")]
-    first = archive.add_evaluation(EvaluationRow(
+    first = archive.add_evaluation(Evaluation(
         node_id=node.id, split="dev", seed=0, run_status="ok", metrics={"score": 1.0},
         instances={}), logs)
     # a repeat (a resumed node, or a retry after a dropped connection) adds nothing
-    again = archive.add_evaluation(EvaluationRow(
+    again = archive.add_evaluation(Evaluation(
         node_id=node.id, split="dev", seed=0, run_status="crashed", metrics={},
         instances={}), [("dev.stdout", "other"), ("dev.error", "boom")])
     assert again.id == first.id and again.run_status == "ok"
@@ -120,7 +120,7 @@ def test_find_node_accepts_unique_parts(archive: Archive) -> None:
 
 def test_a_newer_schema_is_refused(archive: Archive, archive_url: str) -> None:
     with archive.engine.begin() as conn:
-        conn.execute(SchemaVersion.__table__.insert().values(version=LATEST + 1))
+        set_version(conn, LATEST + 1)
     archive.close()
     with pytest.raises(ArchiveError, match="newer than this Recursor"):
         Archive(archive_url)
@@ -153,9 +153,9 @@ def test_v2_promotions_are_migrated_to_one_row_per_component(archive: Archive,
         conn.execute(old.insert().values(campaign_id="c1", component="algorithm",
                                          node_id="c1-000-0", evidence={},
                                          created_at=datetime(2026, 1, 1, tzinfo=UTC)))
-        conn.execute(SchemaVersion.__table__.delete().where(SchemaVersion.version > 2))
+        pretend_version(conn, 2)
     archive.close()
-    again = Archive(archive_url)
+    again = Archive(archive_url, upgrade=True)
     again.add_promotion("c1", "policy", "c1-000-0", None, {})  # a new id after the copied one
     again.add_promotion("c1", "policy", "c1-000-0", None, {})  # still idempotent
     assert [p.component for p in again.promotions("c1")] == ["algorithm", "policy"]
@@ -164,7 +164,7 @@ def test_v2_promotions_are_migrated_to_one_row_per_component(archive: Archive,
 
 def test_processes_opening_a_new_archive_at_once_all_succeed(
         archive_url: str, request: pytest.FixtureRequest) -> None:
-    code = ("import sys; from recursor.archive.store import Archive; "
+    code = ("import sys; from recursor.archive import Archive; "
             "Archive(sys.argv[1]).close()")
     for round_ in range(4):
         if archive_url.startswith("sqlite"):
@@ -184,7 +184,7 @@ def _evaluated(archive: Archive, round_: int, slot: int, fingerprint: str | None
                parent: str | None = None) -> str:
     node = archive.add_node(_node(round_, slot, parent_id=parent))
     archive.mark_materialized(node.id, f"sha-{round_}-{slot}", "", fingerprint=fingerprint)
-    archive.add_evaluation(EvaluationRow(node_id=node.id, split="dev", seed=0,
+    archive.add_evaluation(Evaluation(node_id=node.id, split="dev", seed=0,
                                          run_status="ok", metrics={"score": 1.0}, instances={}))
     return node.id
 
@@ -212,9 +212,9 @@ def test_v4_archives_get_the_fingerprint_column_and_keep_their_nodes(
     with archive.engine.begin() as conn:  # the nodes table as v4 made it
         conn.execute(text("DROP INDEX ix_nodes_campaign_fingerprint"))
         conn.execute(text("ALTER TABLE nodes DROP COLUMN fingerprint"))
-        conn.execute(SchemaVersion.__table__.delete().where(SchemaVersion.version > 4))
+        pretend_version(conn, 4)
     archive.close()
-    again = Archive(archive_url)
+    again = Archive(archive_url, upgrade=True)
     try:
         assert again.node(node.id).rationale == "kept" and again.node(node.id).fingerprint is None
         again.mark_materialized(node.id, "sha", "", fingerprint="f")

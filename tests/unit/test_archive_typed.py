@@ -11,10 +11,10 @@ import pytest
 from sqlalchemy import Column, MetaData, String, Table, inspect, text
 from sqlalchemy.exc import StatementError
 
-from recursor.archive.models import EvaluationRow, NodeRow, SchemaVersion
-from recursor.archive.store import Archive, sqlite_url
+from recursor.archive import Archive, Evaluation, Node, sqlite_url
 from recursor.errors import ArchiveError
 from recursor.types import CampaignStatus, ChangeKind, NodeStatus, RunStatus, Split
+from tests.helpers.old_archives import pretend_version
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
@@ -32,9 +32,9 @@ def archive(archive_url: str, tmp_path: Path) -> Iterator[Archive]:
     store.close()
 
 
-def _node(round_: int, slot: int, parent: str | None = None, **fields: object) -> NodeRow:
+def _node(round_: int, slot: int, parent: str | None = None, **fields: object) -> Node:
     values: dict[str, object] = {"status": NodeStatus.PENDING, **fields}
-    return NodeRow(id=f"c1-{round_:03d}-{slot}", campaign_id="c1", round=round_, slot=slot,
+    return Node(id=f"c1-{round_:03d}-{slot}", campaign_id="c1", round=round_, slot=slot,
                    parent_id=parent, kind=ChangeKind.ALGORITHM, proposer="mutation", **values)
 
 
@@ -51,7 +51,7 @@ def test_status_columns_read_back_as_enums(archive: Archive) -> None:
     node = archive.node(node_id)
     assert node.status is NodeStatus.DONE and node.run_status is RunStatus.OK
     assert node.kind is ChangeKind.ALGORITHM and node.status == "done"  # still a str
-    archive.add_evaluation(EvaluationRow(node_id=node_id, split="dev", seed=0,
+    archive.add_evaluation(Evaluation(node_id=node_id, split="dev", seed=0,
                                          run_status="ok", metrics={}, instances={}))
     evaluation = archive.evaluation(node_id, Split.DEV)
     assert evaluation is not None and evaluation.split is Split.DEV
@@ -88,7 +88,7 @@ def test_transitions_only_move_forward(archive: Archive) -> None:
     archive.mark_duplicate(twin.id, node.id)
     archive.mark_materialized(twin.id, "abc", "")
     assert archive.mark_evaluated(twin.id, 0.25, wall_s=0.0).status is NodeStatus.DONE
-    assert (archive.node(twin.id).proposal or {})["duplicate_of"] == node.id
+    assert archive.node(twin.id).duplicate_of == node.id
 
 
 def test_the_legacy_field_setters_are_gone(archive: Archive) -> None:
@@ -165,8 +165,8 @@ def test_queries_answer_what_the_round_asks(archive: Archive) -> None:
     archive.mark_evaluated(third, 0.2, wall_s=0.0)
     failed = archive.add_node(_node(2, 1, root))
     archive.mark_failed(failed.id, RunStatus.CRASHED, "boom")
-    assert archive.best("c1", "minimize").id == first  # type: ignore[union-attr]
-    assert archive.best("c1", "maximize", exclude=second).id == root  # type: ignore[union-attr]
+    assert archive.best("c1", minimize=True).id == first  # type: ignore[union-attr]
+    assert archive.best("c1", minimize=False, exclude=second).id == root  # type: ignore[union-attr]
     assert [n.id for n in archive.newest("c1", 2, scored=True)] == [third, second]
     assert [n.id for n in archive.newest("c1", 5, status=NodeStatus.FAILED)] == [failed.id]
     assert archive.scored("c1") == [(root, 0.5), (first, 0.2), (second, 0.9), (third, 0.2)]
@@ -217,9 +217,9 @@ def test_v3_archives_lose_artifacts_and_unused_columns(archive: Archive,
         for name in ("cpu_s", "gpu_s"):
             conn.execute(text(f"ALTER TABLE nodes ADD COLUMN {name} FLOAT NOT NULL DEFAULT 0"))
         conn.execute(text("DROP INDEX ix_nodes_campaign_status_score"))
-        conn.execute(SchemaVersion.__table__.delete().where(SchemaVersion.version > 3))
+        pretend_version(conn, 3)
     archive.close()
-    again = Archive(archive_url)
+    again = Archive(archive_url, upgrade=True)
     try:
         found = inspect(again.engine)
         assert not found.has_table("artifacts")

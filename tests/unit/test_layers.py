@@ -10,6 +10,8 @@ Layers, bottom to top (docs/architecture.md):
   ``from recursor.tasks import Task``), never a component's module (``recursor.tasks.worlds``).
 - **front ends**: ``recursor`` itself, ``recursor.api``, ``recursor.cli``, ``recursor.replay``,
   ``recursor.ui``: anything below them.
+- **the archive's insides**: nothing outside ``recursor.archive`` imports its tables
+  (``models``) or migrations; readers and writers deal in its frozen records.
 
 Every import counts, including those inside functions and under ``TYPE_CHECKING``: a lazy import
 is still a dependency. ``import recursor`` alone is allowed everywhere (it names the installed
@@ -33,6 +35,9 @@ COMPONENTS = frozenset({"archive", "sandbox", "executors", "proposers", "tasks"}
 CORE_PACKAGES = frozenset({"config", "guest"})
 ORCHESTRATOR = "orchestrator"
 FRONT_ENDS = frozenset({"api", "cli", "replay", "ui"})
+# the archive's tables and migrations: read and written only through its reader and writer
+ARCHIVE_PRIVATE = frozenset({"recursor.archive.models", "recursor.archive.migrations",
+                             "recursor.archive.schema_v5"})
 
 
 def package_folders(root: Path) -> dict[str, Path]:
@@ -95,6 +100,10 @@ def rule_broken(source: str, target: str, modules: Mapping[str, Path]) -> str | 
     """The rule that ``source`` importing ``target`` breaks, or None."""
     if target != "recursor" and not target.startswith("recursor."):
         return None
+    if target in ARCHIVE_PRIVATE and not source.startswith("recursor.archive"):
+        return ("the archive's tables and migrations stay inside it: read through "
+                "recursor.archive.ArchiveReader, write through recursor.archive.Archive "
+                "(both deal in the frozen records of recursor.archive)")
     mine, theirs = layer(source, modules), layer(target, modules)
     if theirs == "root" or mine in ("root", "front end") or theirs == "core":
         return None
@@ -201,6 +210,19 @@ def test_planted_core_and_orchestrator_violations_are_caught(tmp_path: Path) -> 
     assert ("recursor.orchestrator.run imports recursor.tasks.loading: the orchestrator imports "
             "a component only through its package") in found[0]
     assert "imports recursor.cli: the orchestrator imports no front end" in found[1]
+
+
+def test_a_planted_read_of_the_archive_tables_is_caught(tmp_path: Path) -> None:
+    folders = _plant(tmp_path, {
+        "recursor/__init__.py": "", "recursor/ui.py": "", "orch/__init__.py": "",
+        "archive/__init__.py": "from recursor.archive.models import NodeRow\n",
+        "archive/models.py": "",
+        "recursor/cli/__init__.py": "from recursor.archive.models import NodeRow\n",
+    })
+    folders["recursor.archive"] = tmp_path / "archive"
+    [found] = violations(folders)
+    assert "recursor.cli imports recursor.archive.models" in found
+    assert "the archive's tables and migrations stay inside it" in found
 
 
 def test_a_package_of_no_layer_is_reported(tmp_path: Path) -> None:

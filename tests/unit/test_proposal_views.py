@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from recursor.api import program_campaign
-from recursor.archive.models import EvaluationRow, NodeRow
+from recursor.archive import Evaluation, Node
 from recursor.orchestrator import views
 from recursor.orchestrator.context import CampaignContext, create_campaign_dir, open_context
 from recursor.orchestrator.nodes.select import _budget_left
@@ -45,7 +45,7 @@ def ctx(tmp_path: Path) -> Iterator[CampaignContext]:
                                       f"n{index}") if committed else None
         failed = index > 0 and (commit is None or rng.random() < 0.2)
         score = None if failed else round(rng.uniform(0.0, 1.0), 1)  # ties happen
-        node = context.archive.add_node(NodeRow(
+        node = context.archive.add_node(Node(
             id=context.node_id(round_, slot), campaign_id=context.campaign_id, round=round_,
             slot=slot, parent_id=ids[parent] if parent is not None else None,
             kind=ChangeKind.ALGORITHM, proposer="mutation", status=NodeStatus.PENDING,
@@ -55,7 +55,7 @@ def ctx(tmp_path: Path) -> Iterator[CampaignContext]:
         if failed:
             context.archive.mark_failed(node.id, RunStatus.CRASHED, f"boom {index}")
             continue
-        context.archive.add_evaluation(EvaluationRow(
+        context.archive.add_evaluation(Evaluation(
             node_id=node.id, split=Split.DEV, seed=0, run_status=RunStatus.OK,
             metrics={"score": score}, instances={}))
         context.archive.mark_evaluated(node.id, score or 0.0, wall_s=1.0)
@@ -160,7 +160,7 @@ class RecordingChoice(ProposerChoicePolicy):
 
 def _settle(ctx: CampaignContext, round_: int, slot: int, score: float | None) -> str:
     """A new node at (round_, slot), failed (score None) or done."""
-    node = ctx.archive.add_node(NodeRow(
+    node = ctx.archive.add_node(Node(
         id=ctx.node_id(round_, slot), campaign_id=ctx.campaign_id, round=round_, slot=slot,
         parent_id=ctx.node_id(0, 0), kind=ChangeKind.ALGORITHM, proposer="mutation",
         status=NodeStatus.PENDING, commit=ctx.archive.node(ctx.node_id(0, 0)).commit))
@@ -184,7 +184,7 @@ def test_the_chooser_catches_up_with_only_the_new_outcomes(ctx: CampaignContext)
     views.catch_up_chooser(ctx)
     assert chooser.told == views.past_outcomes(ctx) and chooser.resets == 1  # appended
     assert [o.node_id for o in chooser.told[-2:]] == [ctx.node_id(40, 0), ctx.node_id(40, 1)]
-    late = ctx.archive.add_node(NodeRow(
+    late = ctx.archive.add_node(Node(
         id=ctx.node_id(39, 0), campaign_id=ctx.campaign_id, round=39, slot=0,
         parent_id=ctx.node_id(0, 0), kind=ChangeKind.ALGORITHM, proposer="mutation",
         status=NodeStatus.PENDING))
@@ -203,7 +203,7 @@ def test_the_chooser_catches_up_with_only_the_new_outcomes(ctx: CampaignContext)
 def test_round_bookkeeping_from_queries_matches_a_scan(ctx: CampaignContext) -> None:
     """The progress snapshot and the budget check (aggregate queries) give what a scan of
     every node gives, duplicates, failures and model spending included."""
-    twin = ctx.archive.add_node(NodeRow(
+    twin = ctx.archive.add_node(Node(
         id=ctx.node_id(30, 0), campaign_id=ctx.campaign_id, round=30, slot=0,
         parent_id=ctx.node_id(0, 0), kind=ChangeKind.ALGORITHM, proposer="mutation",
         status=NodeStatus.PENDING, tokens=120, cost=0.25))

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from recursor.archive.store import Archive
+from recursor.archive import Archive
 from recursor.config import PsroTaskConfig, parse_config
 from recursor.errors import ConfigError
 from recursor.orchestrator.graph import run_campaign

@@ -104,11 +104,14 @@ def test_the_default_heldout_tolerance_is_the_tasks_and_refuses_a_tripled_exploi
 
 
 def test_the_bootstrap_seed_does_not_depend_on_the_random_node_id() -> None:
-    from recursor.archive.models import NodeRow
-    from recursor.orchestrator.judging import bootstrap_seed
+    from recursor.archive import Node
+    from recursor.orchestrator.loop import bootstrap_seed
+    from recursor.types import ChangeKind
 
-    a = NodeRow(id="aaaaaa-003-1", round=3, slot=1)
-    b = NodeRow(id="bbbbbb-003-1", round=3, slot=1)
+    a = Node(id="aaaaaa-003-1", campaign_id="c", round=3, slot=1, kind=ChangeKind.ALGORITHM,
+             proposer="p")
+    b = Node(id="bbbbbb-003-1", campaign_id="c", round=3, slot=1, kind=ChangeKind.ALGORITHM,
+             proposer="p")
     assert bootstrap_seed(7, a) == bootstrap_seed(7, b) != bootstrap_seed(8, a)
 
 

@@ -14,12 +14,12 @@ from sqlalchemy import text
 from sqlalchemy.exc import OperationalError
 from typer.testing import CliRunner
 
+from recursor.archive import ArchiveReader
 from recursor.cli import app as cli_app
 from recursor.cli.ui import is_loopback
 from recursor.errors import ConfigError
 from recursor.ui import Catalog, create_app
 from recursor.ui.escape import for_html, json_for_script, strip_controls
-from recursor.ui.source import ReadOnlyArchive
 from tests.helpers import ui_archive
 
 TOKEN = "s3cret-token-0123456789"
@@ -91,8 +91,8 @@ def test_the_ui_never_writes_to_the_archive(campaign: Path) -> None:
                  f"&b={ui_archive.GOOD}"):
         assert client.get(path).status_code == 200, path
     assert _digest(campaign) == before
-    readonly = ReadOnlyArchive(json.loads((campaign / "campaign.json").read_text())
-                               ["archive_url"])
+    readonly = ArchiveReader.open(json.loads((campaign / "campaign.json").read_text())
+                                  ["archive_url"])
     with pytest.raises(OperationalError, match="readonly|read-only"), \
             readonly.engine.begin() as conn:
         conn.execute(text("DELETE FROM nodes"))
@@ -101,7 +101,7 @@ def test_the_ui_never_writes_to_the_archive(campaign: Path) -> None:
 
 def test_an_open_read_does_not_block_the_campaign(tmp_path: Path) -> None:
     directory = ui_archive.build(tmp_path / "campaign")
-    readonly = ReadOnlyArchive(f"sqlite:///{directory / 'archive.sqlite'}")
+    readonly = ArchiveReader.open(f"sqlite:///{directory / 'archive.sqlite'}")
     with readonly.engine.connect() as conn:
         conn.execute(text("BEGIN"))
         assert conn.execute(text("SELECT count(*) FROM nodes")).scalar() == 4
@@ -178,9 +178,9 @@ def test_an_archive_url_shows_every_campaign_in_it(campaign: Path) -> None:
 def test_the_ui_reads_each_task_kinds_objective(task: dict[str, object],
                                                  expected: tuple[str, str]) -> None:
     """A program campaign maximizes by default: the plots and the best node follow it."""
-    from recursor.archive.models import CampaignRow
+    from recursor.archive import Campaign
     from recursor.ui.payloads import objective_of
 
-    found = objective_of(CampaignRow(id="c", name="c", task=str(task["kind"]),
+    found = objective_of(Campaign(id="c", name="c", task=str(task["kind"]),
                                      config={"task": task}))
     assert (found.metric, found.direction) == expected
