@@ -23,17 +23,18 @@ import bisect
 import itertools
 import random
 from collections.abc import Sequence
-from typing import Any
 
 from recursor.config import (
     EpsilonGreedySelectionConfig,
     GreedySelectionConfig,
+    InstanceSelectionConfig,
     PluginSelectionConfig,
     RankSelectionConfig,
+    SelectionConfig,
     TournamentSelectionConfig,
 )
 from recursor.errors import RecursorError
-from recursor.plugins import build_plugin
+from recursor.plugins import build_plugin, object_needed
 from recursor.types import Objective
 
 # Two scores that agree to this many significant digits are one behaviour (a deterministic
@@ -163,8 +164,9 @@ class CheckedSelection(SelectionPolicy):
         return parents
 
 
-def build_selection(config: Any) -> SelectionPolicy:
-    """The policy a ``selection`` config names (a plug-in is imported and checked here)."""
+def build_selection(config: SelectionConfig) -> SelectionPolicy:
+    """The policy a ``selection`` config names (a plug-in is imported and checked here);
+    ConfigError for one that records a Python object (only that object can stand there)."""
     if isinstance(config, GreedySelectionConfig):
         return GreedySelection()
     if isinstance(config, RankSelectionConfig):
@@ -177,10 +179,12 @@ def build_selection(config: Any) -> SelectionPolicy:
         policy: SelectionPolicy = build_plugin("selection", config)
         label = config.class_path or f"entry point {config.entry_point!r}"
         return CheckedSelection(policy, label)
+    if isinstance(config, InstanceSelectionConfig):
+        raise object_needed("selection", config.name)
     raise TypeError(f"not a selection config: {config!r}")
 
 
-def choose_parents(candidates: Sequence[tuple[str, float]], config: Any,
+def choose_parents(candidates: Sequence[tuple[str, float]], config: SelectionConfig,
                    objective: Objective, rng: random.Random, k: int) -> list[str]:
     """Parents for ``k`` slots under a ``selection`` config (builds the policy each call)."""
     return build_selection(config).choose(candidates, objective, rng, k)

@@ -31,6 +31,7 @@ from recursor.archive import (
 )
 from recursor.config import CampaignConfig, config_to_dict, parse_config
 from recursor.errors import ConfigError
+from recursor.orchestrator.instances import Instances, check_choice_names
 from recursor.orchestrator.progress import Reporter
 from recursor.orchestrator.schedule import check_schedule
 from recursor.orchestrator.trial import ProposalCheck
@@ -151,14 +152,14 @@ def read_manifest(directory: Path) -> dict[str, str]:
 
 def open_context(directory: Path, reporter: Reporter,
                  overrides: dict[str, Any] | None = None,
-                 proposers: Sequence[Proposer] | None = None) -> CampaignContext:
+                 instances: Instances | None = None) -> CampaignContext:
     """Open an existing campaign directory (created by :func:`create_campaign_dir`).
 
-    ``proposers``: proposer objects to use instead of building them from the config; the
-    config must have recorded exactly these (``{kind: instance, name}`` entries, see
-    ``recursor.proposers.registry.instance_configs``), else ConfigError.
+    ``instances``: objects to use instead of building seams from the config; the config must
+    have recorded exactly these (``Instances.record``), else ConfigError.
     """
     directory = Path(directory).resolve()
+    given = instances or Instances()
     manifest = read_manifest(directory)
     campaign_id, url = manifest["campaign_id"], manifest["archive_url"]
     archive = Archive(url, upgrade=True)
@@ -174,7 +175,8 @@ def open_context(directory: Path, reporter: Reporter,
         if overrides:
             data = _merge(data, overrides)
         config = parse_config(data, str(directory / "campaign.yaml"))
-        task = build_task(config.task)
+        given.check(config)
+        task = given.task or build_task(config.task)
         _check_components(config, task)
         cache_dir = directory / "cache"
         task.prepare(cache_dir)
@@ -184,13 +186,16 @@ def open_context(directory: Path, reporter: Reporter,
                                     config_to_dict(config), str(directory / "repo"))
         elif overrides:
             archive.set_campaign_config(campaign_id, config_to_dict(config))
-        sandbox = build_sandbox(config.sandbox, hidden_paths=[directory])
+        sandbox = given.sandbox or build_sandbox(config.sandbox, hidden_paths=[directory])
         check = ProposalCheck(task, sandbox, config.sandbox, cache_dir)
-        built = (use_instances(config.proposers, proposers) if proposers is not None
+        built = (use_instances(config.proposers, given.proposers)
+                 if given.proposers is not None
                  else build_proposers(config.proposers, task, config.seed, check))
         by_name = {p.name: p for p in built}
-        chooser = build_proposer_choice(config.proposer_choice, list(by_name), config.seed)
-        selection = build_selection(config.selection)
+        chooser = given.proposer_choice or build_proposer_choice(
+            config.proposer_choice, list(by_name), config.seed)
+        check_choice_names(chooser, list(by_name))
+        selection = given.selection or build_selection(config.selection)
     except BaseException:
         archive.close()
         raise

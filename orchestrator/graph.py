@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import dataclasses
 from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from pathlib import Path
 from typing import Any, cast
@@ -32,9 +33,11 @@ from typing import Any, cast
 from langgraph.graph import END, START, StateGraph
 
 from recursor.config import AsyncPipelineConfig, CampaignConfig
+from recursor.errors import ConfigError
 from recursor.orchestrator import final_report
 from recursor.orchestrator.checkpoints import open_checkpointer
 from recursor.orchestrator.context import CampaignContext, create_campaign_dir, open_context
+from recursor.orchestrator.instances import Instances
 from recursor.orchestrator.nodes import CampaignState, NodeName
 from recursor.orchestrator.nodes._state import Ctx
 from recursor.orchestrator.nodes.evaluate import evaluate
@@ -48,7 +51,7 @@ from recursor.orchestrator.nodes.train import train
 from recursor.orchestrator.pipeline import drive_pipeline
 from recursor.orchestrator.progress import NullReporter, Reporter
 from recursor.orchestrator.summary import CampaignSummary, summarize
-from recursor.proposers import Proposer, instance_configs
+from recursor.proposers import Proposer
 from recursor.types import CampaignStatus
 
 RECURSION_LIMIT = 1_000_000  # the loop ends by budget, never by LangGraph's step limit
@@ -139,16 +142,18 @@ def execute(ctx: CampaignContext) -> CampaignSummary:
 
 def run_campaign(config: CampaignConfig, directory: Path,
                  reporter: Reporter | None = None,
-                 proposers: Sequence[Proposer] | None = None) -> CampaignSummary:
+                 proposers: Sequence[Proposer] | None = None,
+                 instances: Instances | None = None) -> CampaignSummary:
     """Start a new campaign in ``directory`` (which must not hold one) and run it.
 
-    ``proposers``: proposer objects that replace the config's ``proposers:``; the stored
-    config names them (``{kind: instance, name}``), so a resume needs the same objects.
+    ``instances``: objects that replace config sections (``proposers`` alone: the same as
+    ``Instances(proposers=...)``); the stored config records them (``{kind: instance,
+    name}``), so a resume needs the same objects.
     """
-    if proposers is not None:
-        config = config.model_copy(update={"proposers": instance_configs(proposers)})
+    given = _given(instances, proposers)
+    config = given.record(config)
     create_campaign_dir(directory, config)
-    ctx = open_context(directory, reporter or NullReporter(), proposers=proposers)
+    ctx = open_context(directory, reporter or NullReporter(), instances=given)
     try:
         return execute(ctx)
     finally:
@@ -157,15 +162,26 @@ def run_campaign(config: CampaignConfig, directory: Path,
 
 def resume_campaign(directory: Path, reporter: Reporter | None = None,
                     overrides: dict[str, Any] | None = None,
-                    proposers: Sequence[Proposer] | None = None) -> CampaignSummary:
+                    proposers: Sequence[Proposer] | None = None,
+                    instances: Instances | None = None) -> CampaignSummary:
     """Continue the campaign in ``directory``; ``overrides`` may raise its budget;
-    ``proposers``: the same objects the campaign was started with, if it was."""
+    ``instances`` (or ``proposers``): the same objects the campaign was started with."""
     ctx = open_context(directory, reporter or NullReporter(), overrides=overrides,
-                       proposers=proposers)
+                       instances=_given(instances, proposers))
     try:
         return execute(ctx)
     finally:
         ctx.close()
+
+
+def _given(instances: Instances | None, proposers: Sequence[Proposer] | None) -> Instances:
+    """One :class:`Instances` from both spellings; ConfigError when both name proposers."""
+    given = instances or Instances()
+    if proposers is None:
+        return given
+    if given.proposers is not None:
+        raise ConfigError("proposers given twice (proposers= and instances.proposers)")
+    return dataclasses.replace(given, proposers=proposers)
 
 
 __all__ = ["NODES", "build_graph", "execute", "resume_campaign", "run_campaign"]

@@ -26,15 +26,16 @@ import math
 import random
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from recursor.config import (
     AlternateChoiceConfig,
+    InstanceChoiceConfig,
     PluginChoiceConfig,
+    ProposerChoiceConfig,
     ThompsonChoiceConfig,
     UcbChoiceConfig,
 )
-from recursor.plugins import build_plugin
+from recursor.plugins import build_plugin, object_needed
 from recursor.proposers._base import Outcome
 
 POLICIES = ("alternate", "ucb", "thompson")
@@ -195,8 +196,10 @@ def ProposerChooser(names: Sequence[str], policy: str = "ucb",  # noqa: N802 - t
     raise ValueError(f"unknown proposer choice policy {policy!r} ({', '.join(POLICIES)})")
 
 
-def build_proposer_choice(config: Any, names: Sequence[str], seed: int) -> ProposerChoicePolicy:
-    """The policy a ``proposer_choice`` config names, over proposers ``names``."""
+def build_proposer_choice(config: ProposerChoiceConfig, names: Sequence[str],
+                          seed: int) -> ProposerChoicePolicy:
+    """The policy a ``proposer_choice`` config names, over proposers ``names``; ConfigError
+    for one that records a Python object (only that object can stand there)."""
     if isinstance(config, UcbChoiceConfig):
         return UcbChoice(names, seed, config.cost_weight, config.exploration)
     if isinstance(config, ThompsonChoiceConfig):
@@ -207,6 +210,8 @@ def build_proposer_choice(config: Any, names: Sequence[str], seed: int) -> Propo
         policy: ProposerChoicePolicy = build_plugin(
             "proposer_choice", config, {"names": list(names), "seed": seed})
         return policy
+    if isinstance(config, InstanceChoiceConfig):
+        raise object_needed("proposer_choice", config.name)
     raise TypeError(f"not a proposer_choice config: {config!r}")
 
 

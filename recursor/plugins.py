@@ -173,6 +173,21 @@ def build_plugin(kind: str, source: PluginSource,
                           plugin_kind.section)
 
 
+def instance_name(obj: object) -> str:
+    """How a campaign records an object given for a seam: its class, ``module.qualname``."""
+    kind = type(obj)
+    return f"{kind.__module__}.{kind.__qualname__}"
+
+
+def object_needed(seam: str, name: str) -> ConfigError:
+    """The error for building a seam whose config records a Python object: only the object
+    itself can stand there."""
+    return ConfigError(
+        f"{seam}: this campaign was given a Python object ({name}), which a config cannot "
+        f"rebuild; pass the same kind of object again (e.g. recursor.resume(DIR, {seam}=...))")
+
+
 __all__ = ["KINDS", "PluginKind", "PluginSource", "build_instance", "build_plugin",
+           "instance_name", "object_needed",
            "distribution_of", "entry_point_names", "installed",
            "load_class_path", "load_entry_point", "load_plugin"]

@@ -7,12 +7,13 @@ from pathlib import Path
 
 from recursor.config import (
     DockerSandboxConfig,
+    InstanceSandboxConfig,
     PluginSandboxConfig,
     ProcessSandboxConfig,
     SandboxConfig,
 )
 from recursor.errors import ConfigError
-from recursor.plugins import build_plugin
+from recursor.plugins import build_plugin, object_needed
 from recursor.sandbox._base import Sandbox, SandboxLimits
 
 
@@ -22,6 +23,8 @@ def build_sandbox(config: SandboxConfig, hidden_paths: Sequence[Path] = ()) -> S
     With ``config.ray`` set, the sandbox of ``config.kind`` runs on the nodes of that Ray
     cluster (``recursor.sandbox.ray_remote``), built there by this same function.
     """
+    if isinstance(config, InstanceSandboxConfig):
+        raise object_needed("sandbox", config.name)
     if config.ray is not None:
         from recursor.sandbox.ray_remote import RaySandbox
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from recursor.config import (
     CfrTaskConfig,
+    InstanceTaskConfig,
     PluginTaskConfig,
     ProgramTaskConfig,
     PsroTaskConfig,
@@ -12,8 +13,8 @@ from recursor.config import (
     WorldsTaskConfig,
 )
 from recursor.errors import ConfigError
-from recursor.plugins import build_plugin
-from recursor.tasks._base import Task
+from recursor.plugins import build_plugin, object_needed
+from recursor.tasks._base import Objective, Task
 
 
 def build_task(config: TaskConfig) -> Task:
@@ -38,7 +39,17 @@ def build_task(config: TaskConfig) -> Task:
     if isinstance(config, PluginTaskConfig):
         task: Task = build_plugin("task", config)
         return task
+    if isinstance(config, InstanceTaskConfig):
+        raise object_needed("task", config.name)
     raise ConfigError(f"unknown task kind {config!r}")
 
 
-__all__ = ["build_task"]
+def task_objective(config: TaskConfig) -> Objective:
+    """The objective of the task ``config`` names: built, or as recorded for a task that was
+    given as a Python object."""
+    if isinstance(config, InstanceTaskConfig):
+        return Objective(config.metric, config.direction, config.heldout_tolerance, config.best)
+    return build_task(config).objective
+
+
+__all__ = ["build_task", "task_objective"]

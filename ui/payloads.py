@@ -31,11 +31,15 @@ def _direction(value: object, default: Literal["minimize", "maximize"]
     return "maximize" if value == "maximize" else "minimize" if value == "minimize" else default
 
 
+def _number(value: object) -> float | None:
+    return float(value) if isinstance(value, int | float) and math.isfinite(value) else None
+
+
 def objective_of(campaign: Campaign) -> Objective:
     """The campaign's objective, from its stored config: a built-in task's is built (the UI
     runs no plug-in code), a ``program`` task's is its ``metric`` and ``direction`` (maximize
-    unless set); a plug-in task's is assumed to be ``score``, minimized, unless the config says
-    otherwise under ``task.options.objective``."""
+    unless set), a task object's is as recorded; a plug-in task's is assumed to be
+    ``score``, minimized, unless the config says otherwise under ``task.options.objective``."""
     return _objective(json.dumps(campaign.config or {}, sort_keys=True, default=str))
 
 
@@ -46,6 +50,11 @@ def _objective(config_json: str) -> Objective:
     if task.get("kind") == "program":
         return Objective(str(task.get("metric") or "score"),
                          _direction(task.get("direction"), "maximize"))
+    if task.get("kind") == "instance":  # a Task object: its objective was recorded
+        return Objective(str(task.get("metric") or "score"),
+                         _direction(task.get("direction"), "minimize"),
+                         float(task.get("heldout_tolerance") or 0.0),
+                         _number(task.get("best")))
     if task.get("kind", "cfr") in BUILTIN_TASKS:
         try:
             from recursor.config import parse_config

@@ -162,9 +162,9 @@ def _program_config(base: Any, program: Path | None, evaluator: Path | None,
 
 
 def _metric(config: Any) -> str:
-    from recursor.tasks.loading import build_task
+    from recursor.tasks.loading import task_objective
 
-    return str(build_task(config.task).objective.metric)
+    return str(task_objective(config.task).metric)
 
 
 def main() -> None:

@@ -76,8 +76,17 @@ class PluginSandboxConfig(_SandboxLimitsConfig, _PluginSource):
     kind: Literal["plugin"]
 
 
-SandboxConfig = Annotated[ProcessSandboxConfig | DockerSandboxConfig | PluginSandboxConfig,
-                          Field(discriminator="kind")]
+class InstanceSandboxConfig(_SandboxLimitsConfig):
+    """A ``Sandbox`` passed as a Python object (``recursor.run(sandbox=...)``): its class is
+    recorded, so a resumed campaign must be given the same kind of object again. The limits
+    apply to it as to any sandbox."""
+
+    kind: Literal["instance"]
+    name: str = Field(min_length=1, description="the object's class (module.qualname)")
+
+
+SandboxConfig = Annotated[ProcessSandboxConfig | DockerSandboxConfig | PluginSandboxConfig
+                          | InstanceSandboxConfig, Field(discriminator="kind")]
 
 
 

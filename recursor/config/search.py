@@ -108,6 +108,14 @@ class PluginChoiceConfig(_PluginSource):
     kind: Literal["plugin"]
 
 
+class InstanceChoiceConfig(_Model):
+    """A ``ProposerChoicePolicy`` passed as a Python object (``recursor.run(proposer_choice=
+    ...)``): its class is recorded, so a resumed campaign must be given it again."""
+
+    kind: Literal["instance"]
+    name: str = Field(min_length=1, description="the object's class (module.qualname)")
+
+
 def _choice_kind(data: Any) -> str | None:
     """The variant of a proposer_choice mapping: ``kind``, or the older spelling ``policy``."""
     if isinstance(data, dict):
@@ -118,7 +126,8 @@ def _choice_kind(data: Any) -> str | None:
 ProposerChoiceConfig = Annotated[
     Annotated[UcbChoiceConfig, Tag("ucb")] | Annotated[ThompsonChoiceConfig, Tag("thompson")]
     | Annotated[AlternateChoiceConfig, Tag("alternate")]
-    | Annotated[PluginChoiceConfig, Tag("plugin")],
+    | Annotated[PluginChoiceConfig, Tag("plugin")]
+    | Annotated[InstanceChoiceConfig, Tag("instance")],
     Discriminator(_choice_kind),
 ]
 
@@ -157,9 +166,17 @@ class PluginSelectionConfig(_PluginSource):
     kind: Literal["plugin"]
 
 
+class InstanceSelectionConfig(_Model):
+    """A ``SelectionPolicy`` passed as a Python object (``recursor.run(selection=...)``): its
+    class is recorded, so a resumed campaign must be given it again."""
+
+    kind: Literal["instance"]
+    name: str = Field(min_length=1, description="the object's class (module.qualname)")
+
+
 SelectionConfig = Annotated[
     GreedySelectionConfig | RankSelectionConfig | EpsilonGreedySelectionConfig
-    | TournamentSelectionConfig | PluginSelectionConfig,
+    | TournamentSelectionConfig | PluginSelectionConfig | InstanceSelectionConfig,
     Field(discriminator="kind"),
 ]
 SELECTION_ADAPTER: TypeAdapter[Any] = TypeAdapter(SelectionConfig)

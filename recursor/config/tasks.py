@@ -83,7 +83,20 @@ class ProgramTaskConfig(_Model):
             "evaluator_files": [absolute(p) for p in self.evaluator_files]})
 
 
+class InstanceTaskConfig(_Model):
+    """A ``Task`` passed as a Python object (``recursor.run(task=...)``): its class and
+    objective are recorded (readers such as the UI and replay need the objective without the
+    object), so a resumed campaign must be given the same kind of object again."""
+
+    kind: Literal["instance"]
+    name: str = Field(min_length=1, description="the object's class (module.qualname)")
+    metric: str = Field(min_length=1, description="its objective's metric")
+    direction: Literal["minimize", "maximize"]
+    heldout_tolerance: float = 0.0
+    best: float | None = None
+
+
 TaskConfig = Annotated[
-    CfrTaskConfig | WorldsTaskConfig | PsroTaskConfig | ProgramTaskConfig | PluginTaskConfig,
-    Field(discriminator="kind")]
+    CfrTaskConfig | WorldsTaskConfig | PsroTaskConfig | ProgramTaskConfig | PluginTaskConfig
+    | InstanceTaskConfig, Field(discriminator="kind")]
 

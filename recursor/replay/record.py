@@ -97,7 +97,7 @@ def load_from_archive(url: str, campaign_id: str | None = None,
     """Read one campaign of the archive at SQLAlchemy ``url`` (the only one when
     ``campaign_id`` is None)."""
     from recursor.archive import ArchiveReader
-    from recursor.tasks.loading import build_task
+    from recursor.tasks.loading import task_objective
 
     archive = ArchiveReader.open(url)
     try:
@@ -113,7 +113,7 @@ def load_from_archive(url: str, campaign_id: str | None = None,
     finally:
         archive.close()
     nodes = [_recorded(n) for n in rows]
-    objective = build_task(config.task).objective
+    objective = task_objective(config.task)
     return RecordedCampaign(label or f"{row.name} ({row.id})", config, objective, nodes,
                             proposer_names(config, [n.proposer for n in nodes]), promoted)
 

@@ -26,6 +26,7 @@ from recursor.orchestrator.context import (
     create_campaign_dir,
     open_context,
 )
+from recursor.orchestrator.instances import Instances
 from recursor.orchestrator.progress import NullReporter
 from recursor.orchestrator.schedule import TrainPhase
 from recursor.proposers import Proposal, ProposalContext, Proposer
@@ -119,7 +120,8 @@ def open_campaign(directory: Path, executor: dict[str, Any],
                            "proposers": [{"kind": "instance", "name": "recipes"}],
                            "schedule": schedule})
     create_campaign_dir(directory, config)
-    return open_context(directory, NullReporter(), proposers=[RecipeEdits()])
+    return open_context(directory, NullReporter(),
+                        instances=Instances(proposers=[RecipeEdits()]))
 
 
 def run_round(directory: Path, dashboard: str, train_concurrency: int | None) -> Round:
