@@ -5,9 +5,10 @@ packages the built-in tasks need), imports it through the engine's API and tags 
 hash of its recipe, so a second build is a no-op. A campaign may name any other image that
 has ``python3`` instead.
 
-``stage_source`` copies the ``recursor`` package (whose subpackages live in separate folders
-of the project, ``recursor.layout``) into one importable tree, mounted read-only into every
-container.
+``stage_source`` copies the guest side of ``recursor`` (``recursor.layout.guest_files``: the
+guest-side core, the container agent and the built-in tasks' evaluator parts; their packages
+get empty ``__init__.py`` files) into one importable tree, mounted read-only into every
+container. Nothing of the controller, the archive, the proposers or the front ends is there.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ import docker
 import docker.errors
 
 from recursor.errors import SandboxError
-from recursor.layout import package_dirs
+from recursor.layout import guest_files, package_dirs
 
 IMAGE_REPOSITORY = "localhost/recursor-sandbox"
 RECIPE_LABEL = "recursor.recipe"
@@ -144,9 +145,9 @@ def source_tree() -> dict[str, Path]:
 
 
 def stage_source(cache_root: Path, hide: Sequence[str] = ()) -> Path:
-    """A directory holding an importable copy of ``recursor``, keyed by the source's hash;
-    without the modules or packages ``hide`` names (those inside ``recursor``; an image's
-    own packages are the image's), for candidate runs that must not import them."""
+    """A directory holding an importable copy of ``recursor``'s guest side, keyed by the
+    source's hash; without the modules or packages ``hide`` names (those inside ``recursor``;
+    an image's own packages are the image's), for candidate runs that must not import them."""
     full = _stage_full(cache_root)
     hidden = sorted({name for name in hide if name.startswith("recursor.")})
     if not hidden:
@@ -169,26 +170,33 @@ def stage_source(cache_root: Path, hide: Sequence[str] = ()) -> Path:
     return target
 
 
+STAGED_PACKAGE_DOC = ('"""Staged by Recursor\'s docker sandbox: the guest side only '
+                      '(recursor.layout.guest_files)."""\n')
+
+
 def _stage_full(cache_root: Path) -> Path:
-    tree = source_tree()
-    files = sorted(
-        (name, folder, path.relative_to(folder))
-        for name, folder in tree.items()
-        for path in folder.rglob("*.py")
-        if "__pycache__" not in path.parts
-    )
+    """The staged guest side (see the module docstring), keyed by its files' hash."""
+    for name, folder in source_tree().items():
+        if not folder.is_dir():
+            raise SandboxError(f"cannot locate the {name} package ({folder}) to stage it")
+    files = sorted(guest_files().items())
     digest = hashlib.sha256()
-    for name, folder, rel in files:
-        digest.update(f"{name}/{rel}\0".encode())
-        digest.update((folder / rel).read_bytes())
-    target = cache_root / f"recursor-src-{digest.hexdigest()[:16]}"
+    for rel, source in files:
+        digest.update(f"{rel}\0".encode())
+        digest.update(source.read_bytes())
+    target = cache_root / f"recursor-guest-{digest.hexdigest()[:16]}"
     if target.is_dir():
         return target
     building = Path(tempfile.mkdtemp(prefix="staging-", dir=cache_root))
-    for name, folder, rel in files:
-        dest = building.joinpath(*name.split("."), rel)
+    for rel, source in files:
+        dest = building / rel
         dest.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(folder / rel, dest)
+        shutil.copy2(source, dest)
+    for folder in sorted({p for rel, _ in files for p in (building / rel).parents
+                          if p != building and building in p.parents}):
+        init = folder / "__init__.py"
+        if not init.exists():  # a package above a guest module: import runs nothing
+            init.write_text(STAGED_PACKAGE_DOC)
     make_readable(building)
     try:
         building.rename(target)

@@ -128,7 +128,7 @@ def unmentioned(text: str, root: Path, folders: Mapping[str, Path]) -> list[str]
     for path in sorted(nodes.glob("*.py")):
         rel = path.relative_to(root).as_posix()
         if not path.name.startswith("_") and rel not in text:
-            out.append(f"graph node {rel}: describe it in 'The campaign graph', in order")
+            out.append(f"graph node {rel}: describe it in 'The rounds driver', in order")
     return out
 
 
@@ -168,5 +168,5 @@ def test_a_doc_without_a_package_or_a_node_is_reported() -> None:
     text = re.sub(r"\brecursor\.ui\b", "the UI", text).replace("ui/", "")
     found = unmentioned(text, ROOT, folders)
     assert found == ["package recursor.ui (folder ui/): say what it owns",
-                     "graph node orchestrator/nodes/judge.py: describe it in 'The campaign "
-                     "graph', in order"], found
+                     "graph node orchestrator/nodes/judge.py: describe it in 'The rounds "
+                     "driver', in order"], found
