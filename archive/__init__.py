@@ -19,12 +19,14 @@ from recursor.archive.records import (
     LogEntry,
     Node,
     Promotion,
+    SearchPolicy,
     TreeEntry,
 )
 from recursor.archive.selection import SelectionPolicy, TournamentSelection, build_selection
 from recursor.archive.store import Archive, upgrade_archive
 
 __all__ = ["SCHEMA_VERSION", "Archive", "ArchiveReader", "Campaign", "Evaluation", "GitStore",
-           "Job", "LogEntry", "Node", "NodeCounts", "Progress", "Promotion", "SelectionPolicy",
+           "Job", "LogEntry", "Node", "NodeCounts", "Progress", "Promotion", "SearchPolicy",
+           "SelectionPolicy",
            "Settled", "TournamentSelection", "TreeEntry", "build_selection", "sqlite_url",
            "upgrade_archive", "Prepared"]

@@ -29,11 +29,15 @@ from sqlalchemy import (
     JSON,
     Column,
     Connection,
+    DateTime,
     Engine,
+    ForeignKey,
+    Integer,
     MetaData,
     String,
     Table,
     Text,
+    UniqueConstraint,
     cast,
     insert,
     inspect,
@@ -137,7 +141,33 @@ def _v6_duplicate_of(conn: Connection) -> None:
             duplicate_of=str(proposal["duplicate_of"]), proposal=rest))
 
 
-STEPS: dict[int, Step] = {6: _v6_duplicate_of}
+_V7 = MetaData()
+_V7_POLICIES = Table(
+    "search_policies", _V7,
+    Column("id", String(64), primary_key=True),
+    Column("campaign_id", String(64), ForeignKey("campaigns.id"), nullable=False, index=True),
+    Column("seq", Integer, nullable=False),
+    Column("parent_id", String(64)),
+    Column("source", String(16), nullable=False),
+    Column("reason", Text, nullable=False),
+    Column("settings", JSON, nullable=False),
+    Column("prediction", JSON),
+    Column("realized", JSON),
+    Column("at_evals", Integer, nullable=False),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+    UniqueConstraint("campaign_id", "seq", name="uq_policy_seq"))
+Table("campaigns", _V7, Column("id", String(64), primary_key=True))  # the key's target
+
+
+def _v7_search_policies(conn: Connection) -> None:
+    """The search policy as versioned state: a ``search_policies`` table (one row per
+    version) and ``nodes.policy_id``, the version in force when a node was recorded (left
+    empty for the nodes of earlier versions, which recorded none)."""
+    _V7_POLICIES.create(conn)  # with its index
+    conn.execute(text("ALTER TABLE nodes ADD COLUMN policy_id VARCHAR(64)"))
+
+
+STEPS: dict[int, Step] = {6: _v6_duplicate_of, 7: _v7_search_policies}
 LATEST = max(STEPS)
 
 

@@ -25,7 +25,14 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-from recursor.types import CampaignStatus, ChangeKind, NodeStatus, RunStatus, Split
+from recursor.types import (
+    CampaignStatus,
+    ChangeKind,
+    NodeStatus,
+    PolicySource,
+    RunStatus,
+    Split,
+)
 
 
 def utcnow() -> datetime:
@@ -98,6 +105,8 @@ class NodeRow(Base):
     fingerprint: Mapped[str | None] = mapped_column(String(80), nullable=True)
     # the evaluated node whose files this one's equal (answered from its evaluation)
     duplicate_of: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    # the search-policy version in force when the node was recorded (None: before v7)
+    policy_id: Mapped[str | None] = mapped_column(String(64), nullable=True)
     status: Mapped[NodeStatus] = mapped_column(enum_column(NodeStatus, 16),
                                                default=NodeStatus.PENDING)
     run_status: Mapped[RunStatus | None] = mapped_column(enum_column(RunStatus, 16),
@@ -164,4 +173,23 @@ class PromotionRow(Base):
     node_id: Mapped[str] = mapped_column(ForeignKey("nodes.id"), index=True)
     previous_node_id: Mapped[str | None] = mapped_column(String(64), nullable=True)
     evidence: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class SearchPolicyRow(Base):
+    """One version of a campaign's search policy (selection, proposer choice): its parent,
+    where it came from, the settings and the prediction that justified adopting it."""
+
+    __tablename__ = "search_policies"
+    __table_args__ = (UniqueConstraint("campaign_id", "seq", name="uq_policy_seq"),)
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    campaign_id: Mapped[str] = mapped_column(ForeignKey("campaigns.id"), index=True)
+    seq: Mapped[int] = mapped_column(Integer)
+    parent_id: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    source: Mapped[PolicySource] = mapped_column(enum_column(PolicySource, 16))
+    reason: Mapped[str] = mapped_column(CleanText, default="")
+    settings: Mapped[dict[str, Any]] = mapped_column(JSON)
+    prediction: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+    realized: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+    at_evals: Mapped[int] = mapped_column(Integer, default=0)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)

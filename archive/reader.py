@@ -46,6 +46,7 @@ from recursor.archive.models import (
     LogRow,
     NodeRow,
     PromotionRow,
+    SearchPolicyRow,
 )
 from recursor.archive.records import (
     Campaign,
@@ -55,6 +56,7 @@ from recursor.archive.records import (
     Node,
     Promotion,
     Record,
+    SearchPolicy,
     TreeEntry,
     field_names,
 )
@@ -189,6 +191,13 @@ _EVALUATION = _columns(Evaluation, EvaluationRow)
 _LOG = _columns(LogEntry, LogRow)
 _JOB = _columns(Job, JobRow)
 _PROMOTION = _columns(Promotion, PromotionRow)
+_POLICY = _columns(SearchPolicy, SearchPolicyRow)
+# the hottest reads, built once (building a statement of every column costs more than
+# running it on a small archive)
+_NODE_BY_ID = select(*_NODE).where(NodeRow.id == bindparam("id")).limit(1)
+_NODE_AT = select(*_NODE).where(
+    NodeRow.campaign_id == bindparam("campaign"), NodeRow.round == bindparam("round"),
+    NodeRow.slot == bindparam("slot")).limit(1)
 
 
 class ArchiveReader:
@@ -258,14 +267,17 @@ class ArchiveReader:
 
     @retried
     def node_or_none(self, node_id: str) -> Node | None:
-        found: Node | None = self._first(Node, select(*_NODE).where(NodeRow.id == node_id))
-        return found
+        return self._one_node(_NODE_BY_ID, {"id": node_id})
 
     @retried
     def node_at(self, campaign_id: str, round_: int, slot: int) -> Node | None:
-        found: Node | None = self._first(Node, select(*_NODE).where(
-            NodeRow.campaign_id == campaign_id, NodeRow.round == round_, NodeRow.slot == slot))
-        return found
+        return self._one_node(_NODE_AT, {"campaign": campaign_id, "round": round_,
+                                         "slot": slot})
+
+    def _one_node(self, query: Select[Any], params: dict[str, Any]) -> Node | None:
+        with self._read() as conn:
+            row = conn.execute(query, params).first()
+        return None if row is None else Node(**row._mapping)
 
     @retried
     def find_node(self, campaign_id: str, ref: str) -> Node:
@@ -530,6 +542,20 @@ class ArchiveReader:
                  .where(PromotionRow.campaign_id == campaign_id))
         with self._read() as conn:
             return int(conn.scalar(query) or 0)
+
+    # the search policy's versions ------------------------------------------------------
+    @retried
+    def policies(self, campaign_id: str) -> list[SearchPolicy]:
+        """The campaign's search-policy versions, oldest first (its lineage)."""
+        query = (select(*_POLICY).where(SearchPolicyRow.campaign_id == campaign_id)
+                 .order_by(SearchPolicyRow.seq))
+        return self._all(SearchPolicy, query)
+
+    @retried
+    def policy(self, policy_id: str) -> SearchPolicy | None:
+        found: SearchPolicy | None = self._first(SearchPolicy, select(*_POLICY).where(
+            SearchPolicyRow.id == policy_id))
+        return found
 
 
 __all__ = ["ArchiveReader", "NodeCounts", "Progress", "Settled"]

@@ -13,7 +13,14 @@ from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
-from recursor.types import CampaignStatus, ChangeKind, NodeStatus, RunStatus, Split
+from recursor.types import (
+    CampaignStatus,
+    ChangeKind,
+    NodeStatus,
+    PolicySource,
+    RunStatus,
+    Split,
+)
 
 
 def utcnow() -> datetime:
@@ -40,7 +47,8 @@ class Node:
     """A node of the discovery tree: one proposal, its commit and its outcome.
 
     ``duplicate_of``: the evaluated node whose files this node's equal (it was answered from
-    that node's evaluation, spent no budget and is never judged)."""
+    that node's evaluation, spent no budget and is never judged). ``policy_id``: the
+    :class:`SearchPolicy` version in force when it was recorded (None in older archives)."""
 
     id: str
     campaign_id: str
@@ -56,6 +64,7 @@ class Node:
     commit: str | None = None
     fingerprint: str | None = None
     duplicate_of: str | None = None
+    policy_id: str | None = None
     status: NodeStatus = NodeStatus.PENDING
     run_status: RunStatus | None = None
     score: float | None = None
@@ -137,6 +146,27 @@ class Promotion:
     created_at: datetime
 
 
+@dataclass(frozen=True, kw_only=True, slots=True)
+class SearchPolicy:
+    """One version of a campaign's search policy: ``settings`` (``selection`` and
+    ``proposer_choice``, as config mappings) adopted after ``at_evals`` evaluations, from
+    ``source`` for ``reason``; ``parent_id`` the version it replaced. ``prediction``: what
+    justified it (self-tuning: the simulator's gain and interval); ``realized``: what
+    followed, recorded after the next window of evaluations."""
+
+    id: str
+    campaign_id: str
+    seq: int
+    source: PolicySource
+    settings: dict[str, Any]
+    parent_id: str | None = None
+    reason: str = ""
+    prediction: dict[str, Any] | None = None
+    realized: dict[str, Any] | None = None
+    at_evals: int = 0
+    created_at: datetime = field(default_factory=utcnow)
+
+
 @dataclass(frozen=True, slots=True)
 class TreeEntry:
     """The columns the tree view shows of a node (no patch, proposal or reasons: lighter than
@@ -157,10 +187,12 @@ class TreeEntry:
     wall_s: float
     cost: float
     updated_at: datetime
+    policy_id: str | None = None
 
 
-Record = Campaign | Node | Evaluation | LogEntry | Job | Promotion | TreeEntry
-_R = TypeVar("_R", Campaign, Node, Evaluation, LogEntry, Job, Promotion, TreeEntry)
+Record = Campaign | Node | Evaluation | LogEntry | Job | Promotion | SearchPolicy | TreeEntry
+_R = TypeVar("_R", Campaign, Node, Evaluation, LogEntry, Job, Promotion, SearchPolicy,
+             TreeEntry)
 
 
 def field_names(kind: type[Record]) -> tuple[str, ...]:
@@ -186,4 +218,4 @@ def column_values(record: Record) -> dict[str, Any]:
 
 
 __all__ = ["Campaign", "Evaluation", "Job", "LogEntry", "Node", "Promotion", "Record",
-           "TreeEntry", "column_values", "field_names", "record_of", "utcnow"]
+           "SearchPolicy", "TreeEntry", "column_values", "field_names", "record_of", "utcnow"]

@@ -46,6 +46,7 @@ from recursor.archive.models import (
     LogRow,
     NodeRow,
     PromotionRow,
+    SearchPolicyRow,
 )
 from recursor.archive.reader import ArchiveReader, NodeCounts
 from recursor.archive.records import (
@@ -53,13 +54,14 @@ from recursor.archive.records import (
     Evaluation,
     Job,
     Node,
+    SearchPolicy,
     column_values,
     record_of,
 )
 from recursor.errors import ArchiveError
 from recursor.types import CampaignStatus, NodeStatus, RunStatus
 
-_Row = TypeVar("_Row", NodeRow, EvaluationRow, PromotionRow)
+_Row = TypeVar("_Row", NodeRow, EvaluationRow, PromotionRow, SearchPolicyRow)
 _Out = TypeVar("_Out")
 _UNMATERIALIZED = frozenset({NodeStatus.PENDING})
 _UNFINISHED = frozenset({NodeStatus.PENDING, NodeStatus.RUNNING})
@@ -363,6 +365,27 @@ class Archive(ArchiveReader):
         row = PromotionRow(campaign_id=campaign_id, component=component, node_id=node_id,
                            previous_node_id=previous, evidence=evidence)
         self._insert_once(row, lambda: self.promotion(node_id, component), lambda _row: None)
+
+    # the search policy's versions ------------------------------------------------------
+    @retried
+    def add_policy(self, policy: SearchPolicy) -> SearchPolicy:
+        """Record a version of the campaign's search policy; if its (campaign, seq) is
+        stored already (a resumed step), return the stored one."""
+        def stored() -> SearchPolicy | None:
+            return next((p for p in self.policies(policy.campaign_id)
+                         if p.seq == policy.seq), None)
+        return self._insert_once(SearchPolicyRow(**column_values(policy)), stored,
+                                 lambda _row: policy)
+
+    @retried
+    def set_policy_realized(self, policy_id: str, realized: dict[str, Any]) -> SearchPolicy:
+        """Record what followed a version's adoption (its prediction's outcome)."""
+        with self.session() as s, s.begin():
+            row = s.get(SearchPolicyRow, policy_id)
+            if row is None:
+                raise ArchiveError(f"no search-policy version {policy_id!r}")
+            row.realized = dict(realized)
+            return record_of(SearchPolicy, row)
 
 
 def upgrade_archive(url: str) -> Prepared:

@@ -24,13 +24,16 @@ import yaml
 from recursor.archive import (
     Archive,
     GitStore,
+    SearchPolicy,
     SelectionPolicy,
     TournamentSelection,
     build_selection,
     sqlite_url,
 )
 from recursor.config import CampaignConfig, config_to_dict, parse_config
+from recursor.config.overrides import merge_overrides
 from recursor.errors import ConfigError
+from recursor.orchestrator import search_policy
 from recursor.orchestrator.instances import Instances, check_choice_names
 from recursor.orchestrator.progress import Reporter
 from recursor.orchestrator.schedule import check_schedule
@@ -93,6 +96,7 @@ class CampaignContext:
     check: ProposalCheck  # static check, then the task's trial in ``sandbox``
     selection: SelectionPolicy = field(default_factory=TournamentSelection)
     told: OutcomesTold = field(default_factory=OutcomesTold)  # what the chooser learned
+    policy: SearchPolicy | None = None  # the search-policy version in force
 
     def scope(self, editable: Sequence[str] | None = None,
               search_set: Sequence[str] = ()) -> Scope:
@@ -152,11 +156,14 @@ def read_manifest(directory: Path) -> dict[str, str]:
 
 def open_context(directory: Path, reporter: Reporter,
                  overrides: dict[str, Any] | None = None,
-                 instances: Instances | None = None) -> CampaignContext:
+                 instances: Instances | None = None,
+                 reason: str = "changed at resume") -> CampaignContext:
     """Open an existing campaign directory (created by :func:`create_campaign_dir`).
 
-    ``instances``: objects to use instead of building seams from the config; the config must
-    have recorded exactly these (``Instances.record``), else ConfigError.
+    ``overrides``: config changes (:func:`~recursor.config.overrides.merge_overrides`); a
+    changed search policy is recorded as a new version, for ``reason``. ``instances``:
+    objects to use instead of building seams from the config; the config must have recorded
+    exactly these (``Instances.record``), else ConfigError.
     """
     directory = Path(directory).resolve()
     given = instances or Instances()
@@ -173,7 +180,7 @@ def open_context(directory: Path, reporter: Reporter,
         data = row.config if row is not None else yaml.safe_load(
             (directory / "campaign.yaml").read_text())
         if overrides:
-            data = _merge(data, overrides)
+            data = merge_overrides(data, overrides)
         config = parse_config(data, str(directory / "campaign.yaml"))
         given.check(config)
         task = given.task or build_task(config.task)
@@ -196,21 +203,15 @@ def open_context(directory: Path, reporter: Reporter,
             config.proposer_choice, list(by_name), config.seed)
         check_choice_names(chooser, list(by_name))
         selection = given.selection or build_selection(config.selection)
+        policy, switched = search_policy.settle(archive, campaign_id, config, reason)
     except BaseException:
         archive.close()
         raise
+    if switched:
+        reporter.message(f"search policy switched to {policy.id} ({reason})")
     return CampaignContext(campaign_id, directory, config, archive, store, task, sandbox,
-                           by_name, chooser, reporter, cache_dir, check, selection=selection)
-
-
-def _merge(base: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
-    out = dict(base)
-    for key, value in overrides.items():
-        if isinstance(value, dict) and isinstance(out.get(key), dict):
-            out[key] = _merge(out[key], value)
-        else:
-            out[key] = value
-    return out
+                           by_name, chooser, reporter, cache_dir, check, selection=selection,
+                           policy=policy)
 
 
 __all__ = ["CHECKPOINTS", "CampaignContext", "Scope", "create_campaign_dir", "open_context",

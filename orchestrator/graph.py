@@ -163,11 +163,13 @@ def run_campaign(config: CampaignConfig, directory: Path,
 def resume_campaign(directory: Path, reporter: Reporter | None = None,
                     overrides: dict[str, Any] | None = None,
                     proposers: Sequence[Proposer] | None = None,
-                    instances: Instances | None = None) -> CampaignSummary:
-    """Continue the campaign in ``directory``; ``overrides`` may raise its budget;
-    ``instances`` (or ``proposers``): the same objects the campaign was started with."""
+                    instances: Instances | None = None,
+                    reason: str = "changed at resume") -> CampaignSummary:
+    """Continue the campaign in ``directory``; ``overrides`` may raise its budget or switch
+    its search policy (recorded as a new version, for ``reason``); ``instances`` (or
+    ``proposers``): the same objects the campaign was started with."""
     ctx = open_context(directory, reporter or NullReporter(), overrides=overrides,
-                       instances=_given(instances, proposers))
+                       instances=_given(instances, proposers), reason=reason)
     try:
         return execute(ctx)
     finally:

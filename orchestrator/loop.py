@@ -28,6 +28,7 @@ chooser (:func:`~recursor.orchestrator.views.catch_up_chooser`,
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import random
 from collections.abc import Callable, Sequence
 from enum import StrEnum
@@ -140,8 +141,10 @@ def choose_parents(ctx: CampaignContext, step: int, k: int) -> list[str]:
 
 
 def record_node(ctx: CampaignContext, node: Node) -> Node:
-    """Store a new node (a resumed step gets the stored one back); report it when it failed
-    already (its proposal, or its training)."""
+    """Store a new node with the search-policy version in force (a resumed step gets the
+    stored one back); report it when it failed already (its proposal, or its training)."""
+    if node.policy_id is None and ctx.policy is not None:
+        node = dataclasses.replace(node, policy_id=ctx.policy.id)
     stored = ctx.archive.add_node(node)
     if stored.status == NodeStatus.FAILED:
         ctx.reporter.node(describe(stored))

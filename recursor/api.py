@@ -206,20 +206,30 @@ def resume(directory: PathLike, *, task: Task | None = None,
            selection: SelectionPolicy | None = None,
            proposer_choice: ProposerChoicePolicy | None = None,
            sandbox: Sandbox | None = None,
-           max_evals: int | None = None, reporter: Reporter | None = None
+           max_evals: int | None = None,
+           search_policy: Mapping[str, Any] | None = None,
+           reporter: Reporter | None = None
            ) -> CampaignSummary:
     """Continue the campaign in ``directory`` (after a stop, a crash or with a larger
     ``max_evals``); ``task``, ``proposers``, ``selection``, ``proposer_choice``, ``sandbox``:
-    the same objects it was started with, if it was (ConfigError names a mismatch)."""
+    the same objects it was started with, if it was (ConfigError names a mismatch).
+    ``search_policy``: switch to these settings (``{"selection": {...}, "proposer_choice":
+    {...}}``, either or both), recorded as a new version of the campaign's search policy."""
+    from recursor.config.overrides import merge_overrides, search_policy_mapping
     from recursor.orchestrator.graph import resume_campaign
     from recursor.orchestrator.instances import Instances
     from recursor.orchestrator.progress import NullReporter
 
-    overrides = {"budget": {"max_evals": max_evals}} if max_evals is not None else None
+    overrides: dict[str, Any] = {}
+    if search_policy is not None:
+        overrides = search_policy_mapping(search_policy, "search_policy=")
+    if max_evals is not None:
+        overrides = merge_overrides(overrides, {"budget": {"max_evals": max_evals}})
     given = Instances(task=task, proposers=proposers, selection=selection,
                       proposer_choice=proposer_choice, sandbox=sandbox)
-    return resume_campaign(Path(directory), reporter or NullReporter(), overrides=overrides,
-                           instances=given)
+    return resume_campaign(Path(directory), reporter or NullReporter(),
+                           overrides=overrides or None, instances=given,
+                           reason="recursor.resume(search_policy=...)")
 
 
 __all__ = ["default_directory", "program_campaign", "resume", "run"]

@@ -71,6 +71,18 @@ class Split(StrEnum):
     TEST = "test"
 
 
+class PolicySource(StrEnum):
+    """Where a version of a campaign's search policy came from (docs/recursion.md): its
+    config when it started, a person at ``recursor resume`` (``--set``, ``--search-policy``),
+    the campaign's own ``retune`` step, or a node of a meta campaign (``search_policy:
+    {from: ...}``)."""
+
+    CONFIG = "config"
+    RESUME = "resume"
+    SELF_TUNING = "self-tuning"
+    META = "meta"
+
+
 @dataclass(frozen=True)
 class Objective:
     """What a campaign optimizes. ``heldout_tolerance`` is the largest held-out regression a

@@ -144,7 +144,7 @@ def _pages(app: FastAPI, catalog: Catalog) -> None:
         others = [(cid, s.label) for cid, s in catalog.campaigns.items() if cid != campaign_id]
         return pages.TemplateResponse(request, "campaign.html", {
             "cid": campaign_id, "label": source.label, "campaign": source.row(),
-            "others": others})
+            "others": others, "policies": source.archive.policies(campaign_id)})
 
     @app.get("/c/{campaign_id}/n/{node_id}")
     def node_page(request: Request, campaign_id: str, node_id: str) -> Response:

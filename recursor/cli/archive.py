@@ -29,7 +29,7 @@ from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
-from recursor.archive import ArchiveReader, GitStore, Node, upgrade_archive
+from recursor.archive import ArchiveReader, GitStore, Node, SearchPolicy, upgrade_archive
 from recursor.errors import ConfigError
 from recursor.untrusted import for_terminal, rich_text
 
@@ -80,7 +80,7 @@ def _store(archive: ArchiveReader, campaign_id: str) -> GitStore:
 def _node_dict(node: Node) -> dict[str, Any]:
     keys = ("id", "parent_id", "round", "slot", "kind", "proposer", "proposer_reason",
             "rationale", "status", "run_status", "score", "heldout_score", "error", "commit",
-            "duplicate_of", "wall_s", "tokens", "cost")
+            "duplicate_of", "policy_id", "wall_s", "tokens", "cost")
     out = {k: getattr(node, k) for k in keys}
     out["created_at"] = node.created_at.isoformat() if node.created_at else None
     return out
@@ -121,12 +121,16 @@ def list_campaigns(directory: Dir = None, url: Url = None, as_json: Json = False
     console.print(table)
 
 
-def _label(node: Node, best: str | None) -> Text:
-    """One line per node; the rationale or error is the candidate's text, so it stays literal."""
+def _label(node: Node, best: str | None, versions: int = 0) -> Text:
+    """One line per node; the rationale or error is the candidate's text, so it stays literal.
+    With more than one search-policy ``versions``, the version that chose it leads."""
     score = "-" if node.score is None else f"{node.score:.4f}"
     colour = {"done": "green", "failed": "red"}.get(node.status, "yellow")
     what = (node.rationale or node.error or "").strip()
-    label = Text.assemble(rich_text(node.id), " ",
+    version = ""
+    if versions > 1 and node.policy_id:
+        version = f"[{node.policy_id.rsplit('-', 1)[-1]}] "
+    label = Text.assemble(rich_text(node.id), " ", rich_text(version, "cyan"),
                           rich_text(node.run_status or node.status, colour), f" {score} ",
                           rich_text(f"{node.proposer}: ", "dim"),
                           rich_text(what, "dim", single_line=True, limit=70))
@@ -142,6 +146,7 @@ def tree(directory: Dir = None, url: Url = None, campaign: CampaignId = None,
     with _open(directory, url) as archive:
         cid = _campaign_id(archive, directory, campaign)
         nodes, best = archive.nodes(cid), archive.incumbent(cid)
+        versions = len(archive.policies(cid))
     if as_json:
         _emit_json([_node_dict(n) for n in nodes])
         return
@@ -151,7 +156,7 @@ def tree(directory: Dir = None, url: Url = None, campaign: CampaignId = None,
     root = Tree(rich_text(f"campaign {cid}"))
 
     def add(parent: Tree, node: Node) -> None:
-        branch = parent.add(_label(node, best))
+        branch = parent.add(_label(node, best, versions))
         for child in children.get(node.id, []):
             add(branch, child)
 
@@ -190,9 +195,9 @@ def show(node: Annotated[str, typer.Argument(help="node id (or a unique part of 
 
 def _print_node(data: dict[str, Any]) -> None:
     for key in ("id", "parent_id", "kind", "proposer", "proposer_reason", "status",
-                "run_status", "score", "heldout_score", "commit", "rationale", "error",
-                "tokens", "cost"):
-        if data[key] not in (None, ""):
+                "run_status", "score", "heldout_score", "commit", "policy_id", "rationale",
+                "error", "tokens", "cost"):
+        if data.get(key) not in (None, ""):
             console.print(_field(key, data[key]))
     for ev in data["evaluations"]:
         console.print(_field(f"{ev['split']} ({ev['run_status']}, {ev['wall_s']:.2f} s)",
@@ -248,6 +253,52 @@ def lineage(node: Annotated[str, typer.Argument(help="node id")], directory: Dir
         return
     for depth, n in enumerate(chain):
         console.print(Text("  " * depth) + _label(n, None))
+
+
+def _policy_dict(version: SearchPolicy) -> dict[str, Any]:
+    return {"id": version.id, "seq": version.seq, "parent_id": version.parent_id,
+            "source": version.source.value, "reason": version.reason,
+            "at_evals": version.at_evals, "settings": version.settings,
+            "prediction": version.prediction, "realized": version.realized,
+            "created_at": version.created_at.isoformat()}
+
+
+def _settings_line(settings: dict[str, Any]) -> str:
+    """``selection rank(exponent=3.89); proposer_choice ucb(cost_weight=10, ...)``."""
+    parts = []
+    for section, values in settings.items():
+        rest = ", ".join(f"{k}={v}" for k, v in values.items() if k != "kind")
+        parts.append(f"{section} {values.get('kind')}({rest})")
+    return "; ".join(parts)
+
+
+@app.command()
+def policies(directory: Dir = None, url: Url = None, campaign: CampaignId = None,
+             as_json: Json = False) -> None:
+    """The campaign's search-policy versions (its selection and proposer choice), oldest
+    first: where each came from, after how many evaluations, the prediction that justified
+    it and what followed. ``tree`` and ``show`` name the version that chose each node."""
+    with _open(directory, url) as archive:
+        cid = _campaign_id(archive, directory, campaign)
+        versions = archive.policies(cid)
+        used = {v.id: 0 for v in versions}
+        for entry in archive.tree(cid):
+            if entry.policy_id in used:
+                used[entry.policy_id] += 1
+    if as_json:
+        _emit_json([{**_policy_dict(v), "nodes": used[v.id]} for v in versions])
+        return
+    if not versions:
+        console.print("no search-policy versions recorded (an archive from before they were)")
+        return
+    table = Table("version", "from", "after evals", "nodes", "settings", "why")
+    for v in versions:
+        why = v.reason + (f"; predicted {json.dumps(v.prediction)}" if v.prediction else "")
+        if v.realized:
+            why += f"; realized {json.dumps(v.realized)}"
+        table.add_row(rich_text(v.id), rich_text(v.source.value), str(v.at_evals),
+                      str(used[v.id]), rich_text(_settings_line(v.settings)), rich_text(why))
+    console.print(table)
 
 
 @app.command()

@@ -130,14 +130,23 @@ def run(
 def resume(
     directory: Annotated[Path, typer.Option("--dir", help="campaign directory")],
     max_evals: MaxEvals = None,
+    sets: Annotated[list[str] | None, typer.Option(
+        "--set", help="change a setting, SECTION.KEY=VALUE (selection, proposer_choice, "
+        "budget); repeatable, e.g. --set selection.kind=rank --set selection.exponent=2")
+    ] = None,
+    search_policy: Annotated[Path | None, typer.Option(
+        "--search-policy", help="a YAML file with selection and/or proposer_choice (e.g. "
+        "what `recursor replay tune` prints)")] = None,
     quiet: Quiet = False,
 ) -> None:
-    """Continue a stopped, killed or finished campaign (``--max-evals`` raises its budget)."""
+    """Continue a stopped, killed or finished campaign (``--max-evals`` raises its budget;
+    ``--set`` and ``--search-policy`` switch its search policy, recorded as a new version)."""
     from recursor.orchestrator.context import open_context
     from recursor.orchestrator.graph import execute
 
-    overrides = {"budget": {"max_evals": max_evals}} if max_evals is not None else None
-    ctx = open_context(directory, _reporter(quiet), overrides=overrides)
+    overrides, reason = _resume_overrides(max_evals, sets or [], search_policy)
+    ctx = open_context(directory, _reporter(quiet), overrides=overrides or None,
+                       reason=reason)
     try:
         summary = execute(ctx)
         metric = ctx.task.objective.metric
@@ -146,6 +155,24 @@ def resume(
     finally:
         ctx.close()
     _finish(summary, directory, metric)
+
+
+def _resume_overrides(max_evals: int | None, sets: list[str],
+                      search_policy: Path | None) -> tuple[dict[str, Any], str]:
+    """The config changes of a ``resume`` and how the new search-policy version says why."""
+    from recursor.config.overrides import merge_overrides, parse_sets, read_search_policy
+
+    overrides: dict[str, Any] = {}
+    said: list[str] = []
+    if search_policy is not None:
+        overrides = read_search_policy(search_policy)
+        said.append(f"--search-policy {search_policy}")
+    if sets:
+        overrides = merge_overrides(overrides, parse_sets(sets))
+        said.extend(f"--set {item}" for item in sets)
+    if max_evals is not None:
+        overrides = merge_overrides(overrides, {"budget": {"max_evals": max_evals}})
+    return overrides, "recursor resume " + " ".join(said) if said else "changed at resume"
 
 
 def _program_config(base: Any, program: Path | None, evaluator: Path | None,

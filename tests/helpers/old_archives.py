@@ -20,7 +20,10 @@ FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
 def pretend_version(conn: Connection, version: int) -> None:
     """Make the archive on ``conn`` look as one written at ``version`` (5 or below): no
-    ``nodes.duplicate_of`` (version 6), ``schema_version`` holding ``version`` alone."""
+    ``nodes.duplicate_of`` (version 6), no search-policy versions (version 7),
+    ``schema_version`` holding ``version`` alone."""
+    conn.execute(text("DROP TABLE search_policies"))
+    conn.execute(text("ALTER TABLE nodes DROP COLUMN policy_id"))
     conn.execute(text("ALTER TABLE nodes DROP COLUMN duplicate_of"))
     conn.execute(text("DELETE FROM schema_version"))
     conn.execute(text("INSERT INTO schema_version (version, applied_at) "

@@ -25,7 +25,14 @@ from recursor.archive import (
     upgrade_archive,
 )
 from recursor.archive.models import Base
-from recursor.archive.records import Campaign, Job, LogEntry, Promotion, field_names
+from recursor.archive.records import (
+    Campaign,
+    Job,
+    LogEntry,
+    Promotion,
+    SearchPolicy,
+    field_names,
+)
 from recursor.cli import app
 from recursor.errors import ArchiveError
 from recursor.types import ChangeKind, RunStatus, Split
@@ -71,7 +78,7 @@ def _schema(url: str) -> dict[str, Any]:
                               for i in found.get_indexes(table)),
             "foreign": sorted((tuple(f["constrained_columns"]), f["referred_table"])
                               for f in found.get_foreign_keys(table))}
-            for table in (*TABLES, "schema_version")}
+            for table in (*TABLES, "search_policies", "schema_version")}
     finally:
         engine.dispose()
 
@@ -88,7 +95,8 @@ def test_a_new_archive_has_exactly_the_schema_the_models_describe(
 
 def test_records_have_their_tables_columns() -> None:
     for record, table in ((Campaign, "campaigns"), (Node, "nodes"), (Evaluation, "evaluations"),
-                          (LogEntry, "logs"), (Job, "jobs"), (Promotion, "promotions")):
+                          (LogEntry, "logs"), (Job, "jobs"), (Promotion, "promotions"),
+                          (SearchPolicy, "search_policies")):
         assert set(field_names(record)) == set(Base.metadata.tables[table].columns.keys())
 
 
@@ -137,6 +145,7 @@ def test_a_previous_release_archive_upgrades_with_nothing_lost(
         duplicate_of = proposal.pop("duplicate_of", None)
         flagged += duplicate_of is not None
         assert new.pop("duplicate_of") == duplicate_of
+        assert new.pop("policy_id") is None  # v7: the version that chose it; none recorded
         assert new.pop("proposal") == (proposal if old["proposal"] is not None else None)
         assert new == {k: v for k, v in old.items() if k != "proposal"}
     assert flagged >= 1  # the fixture holds a duplicate: the flag moved to its column
