@@ -22,11 +22,22 @@ from recursor.archive.records import (
     SearchPolicy,
     TreeEntry,
 )
-from recursor.archive.selection import SelectionPolicy, TournamentSelection, build_selection
+from recursor.archive.selection import (
+    EpsilonGreedySelection,
+    GreedySelection,
+    RankedSelectionPolicy,
+    RankSelection,
+    SelectionPolicy,
+    TournamentSelection,
+    build_selection,
+    score_key,
+)
 from recursor.archive.store import Archive, upgrade_archive
 
-__all__ = ["SCHEMA_VERSION", "Archive", "ArchiveReader", "Campaign", "Evaluation", "GitStore",
-           "Job", "LogEntry", "Node", "NodeCounts", "Progress", "Promotion", "SearchPolicy",
-           "SelectionPolicy",
-           "Settled", "TournamentSelection", "TreeEntry", "build_selection", "sqlite_url",
-           "upgrade_archive", "Prepared"]
+__all__ = [
+    "SCHEMA_VERSION", "Archive", "ArchiveReader", "Campaign", "EpsilonGreedySelection",
+    "Evaluation", "GitStore", "GreedySelection", "Job", "LogEntry", "Node", "NodeCounts",
+    "Prepared", "Progress", "Promotion", "RankSelection", "RankedSelectionPolicy",
+    "SearchPolicy", "SelectionPolicy", "Settled", "TournamentSelection", "TreeEntry",
+    "build_selection", "score_key", "sqlite_url", "upgrade_archive",
+]

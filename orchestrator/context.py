@@ -97,6 +97,7 @@ class CampaignContext:
     selection: SelectionPolicy = field(default_factory=TournamentSelection)
     told: OutcomesTold = field(default_factory=OutcomesTold)  # what the chooser learned
     policy: SearchPolicy | None = None  # the search-policy version in force
+    retune_s: float = 0.0  # time the retune steps took in this process
 
     def scope(self, editable: Sequence[str] | None = None,
               search_set: Sequence[str] = ()) -> Scope:

@@ -37,6 +37,7 @@ from typing import Protocol
 from recursor.archive import Node
 from recursor.config import BudgetConfig
 from recursor.orchestrator import goodhart
+from recursor.orchestrator import retune as retune_step
 from recursor.orchestrator.context import CampaignContext, Scope
 from recursor.orchestrator.duplicates import answer_duplicate, fingerprint
 from recursor.orchestrator.judging import SplitScorer, judge_node
@@ -129,6 +130,17 @@ def choice_step(proposed_before: int, slot: int) -> int:
     """The proposer chooser's step for the ``slot``-th proposal after ``proposed_before``
     proposals (of rounds 1 on): the 0-based count of proposals before it."""
     return proposed_before + slot
+
+
+def retune(ctx: CampaignContext, round_: int, active_s: float) -> None:
+    """The self-tuning step before round ``round_`` chooses its parents (rounds driver): due
+    when the evaluations spent by the earlier rounds crossed a multiple of
+    ``self_tuning.every`` during the last round (:mod:`recursor.orchestrator.retune`)."""
+    if not ctx.config.self_tuning.enabled or round_ <= 1:
+        return
+    now = ctx.archive.counts(ctx.campaign_id, 1, round_).attempted
+    before = ctx.archive.counts(ctx.campaign_id, 1, round_ - 1).attempted
+    retune_step.maybe_retune(ctx, before, now, active_s)
 
 
 # one candidate's life ----------------------------------------------------------------------

@@ -50,6 +50,7 @@ from typing import Any
 from recursor.archive import Node, NodeCounts
 from recursor.config import AsyncPipelineConfig
 from recursor.orchestrator import goodhart, loop, root
+from recursor.orchestrator import retune as retune_step
 from recursor.orchestrator.context import CampaignContext
 from recursor.orchestrator.loop import Step
 from recursor.orchestrator.pipeline_budget import ActiveClock
@@ -108,6 +109,17 @@ class Pipeline:
         self.judging = asyncio.Lock()
         self.selecting = threading.Lock()  # one _prepare at a time (it runs in a thread)
         self.goodhart_stop: str | None = None
+        self.retune_seen: int | None = None  # spent evaluations at the last retune check
+
+    def _retune(self, attempted: int) -> None:
+        """The self-tuning step, when the spent evaluations crossed a multiple of
+        ``self_tuning.every`` since the last check (none is due at a (re)start); no candidate
+        is selected meanwhile."""
+        seen, self.retune_seen = self.retune_seen, attempted
+        if seen is None or not self.ctx.config.self_tuning.enabled:
+            return
+        with self.selecting:
+            retune_step.maybe_retune(self.ctx, seen, attempted, self.clock.active_s)
 
     async def run(self) -> str:
         self.ctx.reporter.step(Step.SEED, 1)
@@ -123,6 +135,7 @@ class Pipeline:
                 while again and self._has_slot():  # spent already: finish them
                     self._launch(again.pop(0), proposed=True)
                 counts = self.ctx.archive.counts(self.ctx.campaign_id)  # no launch writes
+                self._retune(counts.attempted)
                 reason = self._stop_reason(counts)
                 max_evals = self.ctx.config.budget.max_evals
                 while (reason is None and self._has_slot() and loop.evaluations_left(

@@ -35,6 +35,7 @@ class Snapshot:
     best: float | None
     failures: int
     promotions: int
+    retune_s: float = 0.0  # the self-tuning steps' time so far
 
 
 class Reporter:
@@ -75,7 +76,8 @@ class RichReporter(Reporter):
     @staticmethod
     def _describe(s: Snapshot) -> str:
         best = "-" if s.best is None else f"{s.best:.4f}"
-        return f"best {best}  failures {s.failures}  promotions {s.promotions}"
+        line = f"best {best}  failures {s.failures}  promotions {s.promotions}"
+        return line + (f"  retune {s.retune_s:.1f} s" if s.retune_s else "")
 
     def start(self, snapshot: Snapshot) -> None:
         self._progress = Progress(

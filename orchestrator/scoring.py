@@ -31,7 +31,7 @@ def snapshot(ctx: CampaignContext) -> Snapshot:
     progress = ctx.archive.progress(ctx.campaign_id)
     return Snapshot(evaluated=progress.counts.evaluated, budget=ctx.config.budget.max_evals,
                     best=progress.best, failures=progress.counts.failed,
-                    promotions=max(0, progress.promoted - 1))
+                    promotions=max(0, progress.promoted - 1), retune_s=ctx.retune_s)
 
 
 def describe(node: Node) -> str:

@@ -11,15 +11,16 @@ from typing import TYPE_CHECKING, Any
 from recursor.tasks._base import Component, EvaluationPlan, Objective, PolicyTask, Task
 
 if TYPE_CHECKING:
-    from recursor.tasks.loading import build_task
+    from recursor.tasks.loading import build_task, task_objective
 
 
 def __getattr__(name: str) -> Any:
-    if name == "build_task":
-        from recursor.tasks.loading import build_task
+    if name in ("build_task", "task_objective"):
+        from recursor.tasks import loading
 
-        return build_task
+        return getattr(loading, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-__all__ = ["Component", "EvaluationPlan", "Objective", "PolicyTask", "Task", "build_task"]
+__all__ = ["Component", "EvaluationPlan", "Objective", "PolicyTask", "Task", "build_task",
+           "task_objective"]

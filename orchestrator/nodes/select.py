@@ -30,6 +30,7 @@ async def select(state: CampaignState, runtime: Ctx) -> dict[str, Any]:
         return {"done": True, "stop_reason": reason, "parents": []}
     if ctx.config.schedule is not None:
         return {**_select_scheduled(ctx, state, left), "active_s": time.monotonic() - started}
+    loop.retune(ctx, state["round"], state.get("active_s", 0.0))
     parents = loop.choose_parents(ctx, state["round"], min(ctx.config.concurrency, left))
     return {"parents": parents, "done": False, "active_s": time.monotonic() - started}
 

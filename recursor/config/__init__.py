@@ -62,6 +62,7 @@ from recursor.config.search import (
     ProposerConfig,
     RankSelectionConfig,
     SelectionConfig,
+    SelfTuningConfig,
     ThompsonChoiceConfig,
     TournamentSelectionConfig,
     UcbChoiceConfig,
@@ -95,6 +96,7 @@ class CampaignConfig(_Model):
     proposer_choice: ProposerChoiceConfig = Field(default_factory=UcbChoiceConfig)
     sandbox: SandboxConfig = Field(default_factory=ProcessSandboxConfig)
     selection: SelectionConfig = Field(default_factory=TournamentSelectionConfig)
+    self_tuning: SelfTuningConfig = Field(default_factory=SelfTuningConfig)
     promotion: PromotionConfig = Field(default_factory=PromotionConfig)
     budget: BudgetConfig = Field(default_factory=BudgetConfig)
     concurrency: int = Field(2, ge=1, le=256)
@@ -242,6 +244,7 @@ __all__ = [
     "ScheduleStep",
     "SearchStep",
     "SelectionConfig",
+    "SelfTuningConfig",
     "TaskConfig",
     "ThompsonChoiceConfig",
     "TournamentSelectionConfig",

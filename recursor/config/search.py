@@ -229,6 +229,28 @@ class PromotionConfig(_Model):
         "score is evaluated at the end either way)")
 
 
+class SelfTuningConfig(_Model):
+    """The campaign re-tunes its own search policy (``orchestrator/retune.py``,
+    docs/recursion.md): every ``every`` evaluations it replays its archive (and ``pool``),
+    tunes selection and proposer choice in the simulator and adopts the result only when the
+    bootstrap interval of the simulated gain, on simulation seeds the tuning never used,
+    excludes zero."""
+
+    enabled: bool = False
+    every: int = Field(20, ge=2, description="evaluations between retune steps")
+    trials: int = Field(30, ge=1, le=1000, description="settings the tuner tries")
+    seeds: int = Field(8, ge=2, le=200, description="simulation seeds per trial; as many "
+                       "other seeds judge the gain")
+    goal: Literal["evals_to_target", "best_at_budget"] = Field(
+        "evals_to_target", description="evals_to_target: reach the campaign's best so far "
+        "in fewer evaluations; best_at_budget: a better best within the budget")
+    pool: list[str] = Field(default_factory=list, description="earlier campaign directories "
+                            "replayed beside this one (their own settings and targets)")
+    max_share: float = Field(0.1, gt=0, le=1, description="largest share of the campaign's "
+                             "active time the retune steps may take; a step due beyond it "
+                             "is skipped and said so")
+
+
 class BudgetConfig(_Model):
     max_evals: int = Field(100, ge=1, description="proposals evaluated or refused (failures "
                            "included); answers that never became a proposal and duplicates "

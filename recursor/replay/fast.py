@@ -21,16 +21,16 @@ from bisect import bisect
 from collections.abc import Callable, Sequence
 from hashlib import sha512
 
-from recursor.archive.selection import (
+from recursor.archive import (
     EpsilonGreedySelection,
     GreedySelection,
     RankSelection,
     SelectionPolicy,
     TournamentSelection,
 )
-from recursor.proposers._base import Outcome
-from recursor.proposers.ensemble import (
+from recursor.proposers import (
     AlternateChoice,
+    Outcome,
     ProposerChoicePolicy,
     ThompsonChoice,
     UcbChoice,

@@ -97,7 +97,7 @@ def load_from_archive(url: str, campaign_id: str | None = None,
     """Read one campaign of the archive at SQLAlchemy ``url`` (the only one when
     ``campaign_id`` is None)."""
     from recursor.archive import ArchiveReader
-    from recursor.tasks.loading import task_objective
+    from recursor.tasks import task_objective
 
     archive = ArchiveReader.open(url)
     try:

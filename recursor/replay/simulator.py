@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from recursor.archive.selection import (
+from recursor.archive import (
     RankedSelectionPolicy,
     SelectionPolicy,
     build_selection,
@@ -31,7 +31,7 @@ from recursor.archive.selection import (
 )
 from recursor.config import CampaignConfig
 from recursor.orchestrator import loop
-from recursor.proposers.ensemble import ProposerChoicePolicy, build_proposer_choice
+from recursor.proposers import ProposerChoicePolicy, build_proposer_choice
 from recursor.replay.fast import Picker, below, chooser, fast_picker, seed_from_text
 from recursor.replay.model import OutcomeModel
 from recursor.replay.record import RecordedCampaign, RecordedNode

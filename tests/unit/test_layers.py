@@ -8,8 +8,9 @@ Layers, bottom to top (docs/architecture.md):
   the core and itself, never another component.
 - **orchestrator**: imports the core and a component only through its package (its contract,
   ``from recursor.tasks import Task``), never a component's module (``recursor.tasks.worlds``).
-- **front ends**: ``recursor`` itself, ``recursor.api``, ``recursor.cli``, ``recursor.replay``,
-  ``recursor.ui``: anything below them.
+- **front ends**: ``recursor`` itself, ``recursor.api``, ``recursor.cli``, ``recursor.ui``:
+  anything below them. ``recursor.replay`` sits with the orchestrator (it runs the loop's rules
+  over a recorded tree, and the loop's retune step replays the campaign's own archive).
 - **the archive's insides**: nothing outside ``recursor.archive`` imports its tables
   (``models``) or migrations; readers and writers deal in its frozen records.
 
@@ -33,8 +34,10 @@ ROOT = Path(__file__).resolve().parents[2]
 COMPONENTS = frozenset({"archive", "sandbox", "executors", "proposers", "tasks"})
 # core modules grown into a package of their own (their submodules are core too)
 CORE_PACKAGES = frozenset({"config", "guest"})
-ORCHESTRATOR = "orchestrator"
-FRONT_ENDS = frozenset({"api", "cli", "replay", "ui"})
+# the loop and its simulator: replay runs the loop's rules over a recorded tree, and the loop's
+# retune step replays its own archive
+ORCHESTRATOR = frozenset({"orchestrator", "replay"})
+FRONT_ENDS = frozenset({"api", "cli", "ui"})
 # the archive's tables and migrations: read and written only through its reader and writer
 ARCHIVE_PRIVATE = frozenset({"recursor.archive.models", "recursor.archive.migrations",
                              "recursor.archive.schema_v5"})
@@ -69,7 +72,7 @@ def layer(module: str, modules: Mapping[str, Path]) -> str:
         return f"component:{top}"
     if top in CORE_PACKAGES:
         return "core"
-    if top == ORCHESTRATOR:
+    if top in ORCHESTRATOR:
         return "orchestrator"
     if top in FRONT_ENDS:
         return "front end"
