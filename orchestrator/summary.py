@@ -59,6 +59,8 @@ class CampaignSummary:
     cost: float = 0.0
     milestones: list[str] = field(default_factory=list)  # the task's reference points
     warnings: list[str] = field(default_factory=list)  # the Goodhart guard's findings
+    policies: list[str] = field(default_factory=list)  # search-policy versions after the first
+    retune_s: float = 0.0  # the retune steps' time in this run (self-tuning)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -106,6 +108,9 @@ def summarize(ctx: Any, stop_reason: str) -> CampaignSummary:
     summary = campaign_summary(ctx.archive, ctx.campaign_id, stop_reason)
     summary.milestones = list(ctx.task.milestones(summary.best.dev.get("metrics", {})))
     summary.warnings = goodhart.recorded(ctx.archive, ctx.campaign_id)
+    summary.policies = [f"{v.id} from {v.source.value} after {v.at_evals} evaluations: "
+                        f"{v.reason}" for v in ctx.archive.policies(ctx.campaign_id)[1:]]
+    summary.retune_s = ctx.retune_s
     return summary
 
 
@@ -143,6 +148,10 @@ def render_summary(summary: CampaignSummary, metric: str, console: Console) -> N
         console.print(Text(line))
     for line in summary.warnings:
         console.print(rich_text(f"warning: {line}"))
+    for line in summary.policies:
+        console.print(rich_text(f"search policy {line}"))
+    if summary.retune_s:
+        console.print(Text(f"Self-tuning: the retune steps took {summary.retune_s:.1f} s."))
 
 
 def _test_line(best: NodeReport, metric: str) -> Text:

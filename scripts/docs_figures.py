@@ -45,7 +45,11 @@ ROOT = Path(__file__).resolve().parents[1]
 # that the search repeats itself exactly.
 SEARCH_FILES: tuple[str, ...] = (
     "archive/selection.py",  # parent selection policies
-    "orchestrator/nodes/select.py",  # budget, slots and the selection rng
+    "orchestrator/loop.py",  # the loop's rules: budget gate, seeds, the chooser's step
+    "orchestrator/root.py",  # the start (round 0)
+    "orchestrator/search_policy.py",  # the search policy's versions
+    "orchestrator/retune.py",  # self-tuning (when enabled)
+    "orchestrator/nodes/select.py",  # the round's slots and the retune check
     "orchestrator/nodes/propose.py",  # which proposer step each slot is
     "orchestrator/nodes/judge.py",  # the order candidates are judged in
     "orchestrator/proposing.py",

@@ -186,4 +186,5 @@ def tune_command(
               f"{result.recorded.evals_to_target.mean:.2f}\n")
     out.write_text(header + yaml.safe_dump(result.fragment, sort_keys=False))
     _print_results([result.recorded, result.tuned], seeds)
-    console.print(f"wrote {out}: use it with `recursor run` by merging it into a campaign file")
+    console.print(f"wrote {out}: merge it into a campaign file for `recursor run`, or switch a "
+                  f"campaign to it with `recursor resume --dir DIR --search-policy {out}`")

@@ -153,21 +153,21 @@ def evaluate_program(sandbox: Sandbox, program_task: tuple[ProgramTask, Path]
     return lambda attack: evaluate(task, sandbox, cache, with_attack(attack))
 
 
-def _honest(outcome: EvaluationOutcome) -> None:
+def assert_honest(outcome: EvaluationOutcome) -> None:
     assert outcome.ok, (outcome.error, outcome.stderr[-2000:])
     assert outcome.metrics == {"score": 1.0, "ran": 1.0, "status": 0.0}
 
 
 def test_the_starting_program_scores_honestly(
         evaluate_program: Callable[[str], EvaluationOutcome]) -> None:
-    _honest(evaluate_program("def attack():\n    pass\n"))
+    assert_honest(evaluate_program("def attack():\n    pass\n"))
 
 
 def test_modules_planted_where_the_candidate_writes_are_never_imported(
         evaluate_program: Callable[[str], EvaluationOutcome]) -> None:
     outcome = evaluate_program(PLANT_MODULES)
     assert "wrote /workspace/scorer.py" in outcome.stdout  # the attack ran and could write
-    _honest(outcome)
+    assert_honest(outcome)
 
 
 def test_the_evaluator_copy_is_out_of_the_candidates_sight(
@@ -180,7 +180,7 @@ def test_the_evaluator_copy_is_out_of_the_candidates_sight(
     assert "evaluator folder visible: False" in outcome.stdout
     assert "refused evaluate.py" in outcome.stdout
     assert "overwrote" not in outcome.stdout
-    _honest(outcome)
+    assert_honest(outcome)
     after = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in copy.iterdir()}
     assert after == before
     task.prepare(cache)  # the frozen copy still matches the user's files
@@ -191,7 +191,7 @@ def test_a_printed_or_smuggled_fake_verdict_is_not_believed(
     outcome = evaluate_program(FAKE_VERDICT)
     assert '"score": 1000000000.0' in outcome.stdout  # the fake was printed
     assert "wrote verdict to" not in outcome.stdout, outcome.stdout[-2000:]
-    _honest(outcome)
+    assert_honest(outcome)
 
 
 @pytest.mark.parametrize(("evaluator", "hint"), [

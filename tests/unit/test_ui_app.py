@@ -184,3 +184,29 @@ def test_the_ui_reads_each_task_kinds_objective(task: dict[str, object],
     found = objective_of(Campaign(id="c", name="c", task=str(task["kind"]),
                                      config={"task": task}))
     assert (found.metric, found.direction) == expected
+
+
+def test_the_campaign_page_shows_the_search_policy_lineage_escaped(tmp_path: Path) -> None:
+    from recursor.archive import Archive, SearchPolicy
+    from recursor.types import PolicySource
+
+    directory = ui_archive.build(tmp_path / "campaign")
+    archive = Archive(f"sqlite:///{directory / 'archive.sqlite'}")
+    try:
+        cid = ui_archive.CAMPAIGN_ID
+        first = archive.add_policy(SearchPolicy(
+            id="feedc0-p1", campaign_id=cid, seq=1, source=PolicySource.CONFIG,
+            settings={"selection": {"kind": "tournament", "tournament_size": 4}}))
+        archive.add_policy(SearchPolicy(
+            id="feedc0-p2", campaign_id=cid, seq=2, parent_id=first.id,
+            source=PolicySource.SELF_TUNING, reason=ui_archive.SCRIPT, at_evals=20,
+            settings={"selection": {"kind": "greedy"}},
+            prediction={"gain": {"mean": 3.0, "low": 1.0, "high": 5.0}, "note": ui_archive.IMG}))
+    finally:
+        archive.close()
+    client = _client(directory)
+    page = client.get(f"/c/{cid}").text
+    assert "Search policy" in page and 'id="policy-feedc0-p2"' in page
+    assert "self-tuning" in page and "greedy" in page
+    assert ui_archive.SCRIPT not in page and ui_archive.IMG not in page
+    assert "&lt;script&gt;" in page

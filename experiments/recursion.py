@@ -1,0 +1,187 @@
+"""Does the loop improve its own search? Fresh online campaigns per arm, seeds never tuned on.
+
+    .venv/bin/python experiments/recursion.py [--seeds 100-109] [--arms default,self-tuning]
+                                              [--max-evals 100] [--jobs 2] [--dir DIR]
+
+Arms (each the built-in default campaign, ``recursor.config.default_campaign``, with only
+``seed`` changed and):
+
+- ``default``: nothing else (the fixed search policy ``make demo`` runs);
+- ``self-tuning``: ``self_tuning: {enabled: true}`` at its defaults (a retune step every 20
+  evaluations; ``orchestrator/retune.py``).
+
+Every arm runs the same seeds, so the comparison is paired. The default seeds (100-109) were
+never used to tune anything: the default's settings came from seeds 0-9, and the retune
+step's own simulation seeds are simulator seeds, not campaign seeds.
+
+Prints one markdown row per campaign, then per arm the rate of reaching each Leduc level
+(CFR+ 0.01342, DCFR 0.00775) with a 95% Wilson interval, the mean evaluations to each level
+with a 95% bootstrap interval (a campaign that never reached it counts as the budget:
+censored, so the mean is a lower bound on the true one), and for each arm against
+``default`` the paired per-seed difference in evaluations to the DCFR level (bootstrap
+interval) with wins/ties/losses. "Evaluations to a level" counts the budget-spending
+candidates created up to the first promoted node whose Leduc value is at or below the level.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import tempfile
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from recursor.archive import ArchiveReader
+from recursor.config import default_campaign, parse_config
+from recursor.orchestrator.context import read_manifest
+from recursor.orchestrator.graph import run_campaign
+from recursor.orchestrator.progress import NullReporter
+from recursor.replay.report import bootstrap
+from recursor.tasks.cfr import LEDUC_REFERENCES
+from recursor.types import PolicySource, Split
+
+LEDUC = "expl_leduc_poker"
+ARMS = {"default": {}, "self-tuning": {"self_tuning": {"enabled": True}}}
+
+
+def _seeds(spec: str) -> list[int]:
+    out: list[int] = []
+    for part in spec.split(","):
+        low, _, high = part.partition("-")
+        out.extend(range(int(low), int(high or low) + 1))
+    return out
+
+
+def run_one(arm: str, seed: int, max_evals: int, base: Path) -> dict[str, Any]:
+    data = default_campaign().model_dump(mode="json")
+    data.update(ARMS[arm], seed=seed)
+    data["budget"]["max_evals"] = max_evals
+    directory = base / f"{arm}-seed-{seed}"
+    started = time.monotonic()
+    summary = run_campaign(parse_config(data), directory, NullReporter())
+    return {"arm": arm, "seed": seed, **read_result(directory, max_evals),
+            "retune_s": summary.retune_s, "wall_s": time.monotonic() - started}
+
+
+def read_result(directory: Path, budget: int) -> dict[str, Any]:
+    """Evaluations to each Leduc level (None: never), the final incumbent's Leduc value and
+    the self-tuning switches."""
+    manifest = read_manifest(directory)
+    reader = ArchiveReader.open(manifest["archive_url"])
+    try:
+        cid = manifest["campaign_id"]
+        nodes = reader.nodes(cid)
+        leduc = {e.node_id: e.metrics.get(LEDUC) for e in reader.evaluations([n.id for n in nodes])
+                 if e.split == Split.DEV}
+        promoted = [p.node_id for p in reader.promotions(cid)]
+        versions = reader.policies(cid)
+        incumbent = reader.incumbent(cid) or ""
+    finally:
+        reader.close()
+    spent, at = 0, {}
+    for node in nodes:  # creation order
+        spent += node.round > 0 and node.spends_budget
+        at[node.id] = spent
+    reached: dict[str, int | None] = {}
+    for name, level in LEDUC_REFERENCES.items():
+        hits = [at[n] for n in promoted if (leduc.get(n) is not None and leduc[n] <= level)]
+        reached[name] = min(hits) if hits else None
+    tuned = [v for v in versions if v.source == PolicySource.SELF_TUNING]
+    return {"leduc": leduc.get(incumbent), "reached": reached, "switches": len(tuned),
+            "adopted": [v.settings for v in tuned]}
+
+
+def wilson(hits: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    if n == 0:
+        return float("nan"), float("nan")
+    p = hits / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def _row(r: dict[str, Any]) -> str:
+    levels = " | ".join(str(r["reached"][name] or "-") for name in LEDUC_REFERENCES)
+    share = r["retune_s"] / r["wall_s"] if r["wall_s"] else 0.0
+    return (f"| {r['arm']} | {r['seed']} | {r['leduc']:.5f} | {levels} | {r['switches']} | "
+            f"{share:.1%} | {r['wall_s'] / 60:.1f} |")
+
+
+def summarize(results: list[dict[str, Any]], budget: int) -> list[str]:
+    lines = []
+    arms = list(dict.fromkeys(r["arm"] for r in results))
+    for arm in arms:
+        rows = [r for r in results if r["arm"] == arm]
+        for name in LEDUC_REFERENCES:
+            hits = sum(r["reached"][name] is not None for r in rows)
+            low, high = wilson(hits, len(rows))
+            evals = [float(r["reached"][name] or budget) for r in rows]
+            ci = bootstrap(evals, seed=0)
+            lines.append(f"- {arm}: {name} level in {hits} of {len(rows)} (95% Wilson "
+                         f"{low:.2f}-{high:.2f}); evaluations to it {ci.mean:.1f} (95% "
+                         f"bootstrap {ci.low:.1f}-{ci.high:.1f}; censored at {budget})")
+    for arm in arms:
+        shares = [r["retune_s"] / r["wall_s"] for r in results if r["arm"] == arm
+                  and r["wall_s"]]
+        if any(shares):
+            ci = bootstrap(shares, seed=0)
+            lines.append(f"- {arm}: retune steps took {ci.mean:.1%} of the wall time (95% "
+                         f"bootstrap {ci.low:.1%}-{ci.high:.1%}; largest {max(shares):.1%})")
+    default = {r["seed"]: r for r in results if r["arm"] == "default"}
+    name = list(LEDUC_REFERENCES)[-1]
+    for arm in arms:
+        if arm == "default":
+            continue
+        pairs = [(default[r["seed"]], r) for r in results if r["arm"] == arm
+                 and r["seed"] in default]
+        diffs = [float(d["reached"][name] or budget) - float(r["reached"][name] or budget)
+                 for d, r in pairs]
+        if not diffs:
+            continue
+        ci = bootstrap(diffs, seed=0)
+        wins = sum(d > 0 for d in diffs)
+        losses = sum(d < 0 for d in diffs)
+        lines.append(f"- {arm} vs default, paired on {len(diffs)} seeds: {ci.mean:+.1f} fewer "
+                     f"evaluations to the {name} level (95% bootstrap {ci.low:+.1f} to "
+                     f"{ci.high:+.1f}); fewer in {wins}, more in {losses}, "
+                     f"equal in {len(diffs) - wins - losses}")
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--seeds", default="100-109", help="e.g. 100-109 or 100,105")
+    parser.add_argument("--arms", default=",".join(ARMS))
+    parser.add_argument("--max-evals", type=int, default=100)
+    parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--dir", type=Path, default=None)
+    args = parser.parse_args(argv)
+    arms = [a for a in args.arms.split(",") if a]
+    unknown = [a for a in arms if a not in ARMS]
+    if unknown:
+        parser.error(f"unknown arm(s) {', '.join(unknown)}; known: {', '.join(ARMS)}")
+    base = args.dir or Path(tempfile.mkdtemp(prefix="recursion-"))
+    base.mkdir(parents=True, exist_ok=True)
+    print(f"campaigns in {base}", file=sys.stderr, flush=True)
+    names = list(LEDUC_REFERENCES)
+    print(f"| arm | seed | incumbent leduc | evals to {names[0]} | evals to {names[1]} | "
+          "self-tuned switches | retune time | wall (min) |")
+    print("|---|---|---|---|---|---|---|---|", flush=True)
+    results = []
+    jobs = [(arm, seed) for seed in _seeds(args.seeds) for arm in arms]
+    with ProcessPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+        futures = [pool.submit(run_one, arm, seed, args.max_evals, base) for arm, seed in jobs]
+        for future in futures:
+            results.append(future.result())
+            print(_row(results[-1]), flush=True)
+    print()
+    for line in summarize(results, args.max_evals):
+        print(line)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
