@@ -131,23 +131,22 @@ def summarize(results: list[dict[str, Any]], budget: int) -> list[str]:
             lines.append(f"- {arm}: retune steps took {ci.mean:.1%} of the wall time (95% "
                          f"bootstrap {ci.low:.1%}-{ci.high:.1%}; largest {max(shares):.1%})")
     default = {r["seed"]: r for r in results if r["arm"] == "default"}
-    name = list(LEDUC_REFERENCES)[-1]
     for arm in arms:
         if arm == "default":
             continue
         pairs = [(default[r["seed"]], r) for r in results if r["arm"] == arm
                  and r["seed"] in default]
-        diffs = [float(d["reached"][name] or budget) - float(r["reached"][name] or budget)
-                 for d, r in pairs]
-        if not diffs:
-            continue
-        ci = bootstrap(diffs, seed=0)
-        wins = sum(d > 0 for d in diffs)
-        losses = sum(d < 0 for d in diffs)
-        lines.append(f"- {arm} vs default, paired on {len(diffs)} seeds: {ci.mean:+.1f} fewer "
-                     f"evaluations to the {name} level (95% bootstrap {ci.low:+.1f} to "
-                     f"{ci.high:+.1f}); fewer in {wins}, more in {losses}, "
-                     f"equal in {len(diffs) - wins - losses}")
+        for name in LEDUC_REFERENCES:
+            diffs = [float(d["reached"][name] or budget) - float(r["reached"][name] or budget)
+                     for d, r in pairs]
+            if not diffs:
+                continue
+            ci = bootstrap(diffs, seed=0)
+            wins, losses = sum(d > 0 for d in diffs), sum(d < 0 for d in diffs)
+            lines.append(f"- {arm} vs default, paired on {len(diffs)} seeds: {ci.mean:+.1f} "
+                         f"fewer evaluations to the {name} level (95% bootstrap {ci.low:+.1f} "
+                         f"to {ci.high:+.1f}); fewer in {wins}, more in {losses}, equal in "
+                         f"{len(diffs) - wins - losses}")
     return lines
 
 

@@ -61,7 +61,7 @@ def test_a_self_tuning_campaign_switches_and_repeats_its_tree(tmp_path: Path) ->
     tuned = [v for v in versions if v.source == PolicySource.SELF_TUNING]
     assert tuned, said.lines  # uniform selection is beaten in the simulator
     adopted = tuned[0]
-    assert adopted.settings["selection"] != UNIFORM and adopted.at_evals % 4 == 0
+    assert adopted.settings["selection"] != UNIFORM and adopted.at_evals >= 4
     gain = adopted.prediction["gain"]
     assert gain["low"] > 0 and adopted.prediction["tune_seeds"] != adopted.prediction[
         "judge_seeds"]
