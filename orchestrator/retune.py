@@ -95,7 +95,10 @@ def maybe_retune(ctx: CampaignContext, attempted_before: int, attempted: int,
     tuning = ctx.config.self_tuning
     if not tuning.enabled or not due(tuning.every, attempted_before, attempted):
         return None
-    _record_realized(ctx, attempted)
+    undo = _settle_last_switch(ctx, attempted)
+    if undo is not None:
+        ctx.reporter.message(f"retune at {attempted} evaluations: {undo.reason}")
+        return undo
     if ctx.retune_s > tuning.max_share * max(active_s, 1e-9):
         ctx.reporter.message(f"retune at {attempted} evaluations skipped: the retune steps "
                              f"took {ctx.retune_s:.1f} s, over {tuning.max_share:.0%} of the "
@@ -158,6 +161,11 @@ def tune_from_archive(ctx: CampaignContext, tuning: SelfTuningConfig,
     if settings == current:
         return Decision(settings, None, 0.0, 0.0, tuning.goal, *spans, len(sims),
                         "the tuner found nothing better than the policy in force")
+    undone = [v.id for v in ctx.archive.policies(ctx.campaign_id)
+              if (v.realized or {}).get("undone") and v.settings == settings]
+    if undone:
+        return Decision(settings, None, 0.0, 0.0, tuning.goal, *spans, len(sims),
+                        f"the tuner's choice is the policy undone at {undone[-1]}")
     policies = (recorded_policy(own.config), build_policy(own.config, result.fragment, "tuned"))
     runs = [run_seeds(sims, p, list(judge_seeds), budget, targets) for p in policies]
     measure = _measure(tuning.goal, own.objective)
@@ -188,16 +196,37 @@ def _mean(values: list[float]) -> float:
     return sum(values) / len(values) if values else float("nan")
 
 
-def _record_realized(ctx: CampaignContext, attempted: int) -> None:
+def _settle_last_switch(ctx: CampaignContext, attempted: int) -> SearchPolicy | None:
     """For the newest self-tuned version without a realized outcome, once ``every``
-    evaluations have been spent under it: how much the best dev score improved over them,
-    beside the same number of evaluations before it (a before/after, not a counterfactual)."""
-    every = ctx.config.self_tuning.every
+    evaluations have been spent under it: record how much the best dev score improved over
+    them, beside the same number of evaluations before it (a before/after, not a
+    counterfactual); when that is below ``undo_below`` of the before, and the version is
+    still in force, undo it (adopt its parent's settings again). The undo, or None."""
+    tuning = ctx.config.self_tuning
     versions = [v for v in ctx.archive.policies(ctx.campaign_id)
-                if v.source == PolicySource.SELF_TUNING and v.realized is None]
-    if not versions or attempted - versions[-1].at_evals < every:
-        return
+                if v.source == PolicySource.SELF_TUNING and v.realized is None
+                and not v.reason.startswith("undo ")]
+    if not versions or attempted - versions[-1].at_evals < tuning.every:
+        return None
     version = versions[-1]
+    realized = _realized(ctx, version)
+    gain, before = realized["gain"], realized["gain_before"]
+    undo = (tuning.undo_below > 0 and gain is not None and bool(before)
+            and gain < tuning.undo_below * before and version.parent_id is not None
+            and ctx.policy is not None and ctx.policy.id == version.id)
+    ctx.archive.set_policy_realized(version.id, {**realized, "undone": undo})
+    parent = ctx.archive.policy(version.parent_id) if undo and version.parent_id else None
+    if parent is None:
+        return None
+    return search_policy.adopt(
+        ctx, parent.settings, PolicySource.SELF_TUNING,
+        f"undo {version.id}: over its {realized['evaluations']} evaluations the best improved "
+        f"by {gain:.4g}, under {tuning.undo_below:g} of the {before:.4g} before it")
+
+
+def _realized(ctx: CampaignContext, version: SearchPolicy) -> dict[str, Any]:
+    """What followed ``version``'s adoption, and the same span before it."""
+    every = ctx.config.self_tuning.every
     nodes = ctx.archive.nodes(ctx.campaign_id)  # creation order
     spent = [i for i, n in enumerate(nodes) if n.round > 0 and n.spends_budget]
     first = next((k for k, i in enumerate(spent) if nodes[i].policy_id == version.id),
@@ -205,10 +234,9 @@ def _record_realized(ctx: CampaignContext, attempted: int) -> None:
     after = spent[first:first + every]
     before = spent[max(0, first - every):first]
     objective = ctx.task.objective
-    ctx.archive.set_policy_realized(version.id, {
-        "evaluations": len(after), "gain": _window_gain(nodes, after, objective),
-        "evaluations_before": len(before),
-        "gain_before": _window_gain(nodes, before, objective)})
+    return {"evaluations": len(after), "gain": _window_gain(nodes, after, objective),
+            "evaluations_before": len(before),
+            "gain_before": _window_gain(nodes, before, objective)}
 
 
 def _window_gain(nodes: list[Node], window: list[int], objective: Objective) -> float | None:

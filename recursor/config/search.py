@@ -249,6 +249,10 @@ class SelfTuningConfig(_Model):
     max_share: float = Field(0.1, gt=0, le=1, description="largest share of the campaign's "
                              "active time the retune steps may take; a step due beyond it "
                              "is skipped and said so")
+    undo_below: float = Field(0.5, ge=0, description="undo a self-tuned version whose window "
+                              "improved the best by less than this fraction of the window "
+                              "before it (0: never undo); undone settings are not adopted "
+                              "again")
 
 
 class BudgetConfig(_Model):

@@ -108,16 +108,10 @@ def test_retune_adopts_nothing_when_the_interval_includes_zero(tmp_path: Path) -
 
 def test_retune_adopts_a_better_policy_on_a_tree_where_the_answer_is_known(
         tmp_path: Path) -> None:
-    # one line improves at every step: both proposers' children of the newest best are
-    # better still (slot 0 the most), so following the best reaches the end far sooner than
-    # a uniform draw over every node, whose other expansions the outcome model answers
+    # one line improves at every step: following the best reaches the end far sooner than a
+    # uniform draw over every node, whose other expansions the outcome model answers
     sign = 1.0  # cfr minimizes its score (a log10 exploitability)
-    rows: list[tuple[int, int, int, float]] = []
-    best = 0
-    for round_ in range(1, 9):
-        rows.append((round_, 0, best, -sign * round_))
-        rows.append((round_, 1, best, -sign * (round_ - 0.5)))
-        best = len(rows) - 1
+    rows = _chain(8)
     ctx = _planted(tmp_path, rows)
     try:
         assert ctx.task.objective.sign == sign
@@ -129,6 +123,40 @@ def test_retune_adopts_a_better_policy_on_a_tree_where_the_answer_is_known(
         stored = ctx.archive.campaign(ctx.campaign_id).config
         assert stored["selection"] == version.settings["selection"]
         assert ctx.policy == version
+    finally:
+        ctx.close()
+
+
+def _chain(rounds: int) -> list[tuple[int, int, int, float]]:
+    """Both proposers' children of the newest best are better still (slot 0 the most)."""
+    rows: list[tuple[int, int, int, float]] = []
+    best = 0
+    for round_ in range(1, rounds + 1):
+        rows.append((round_, 0, best, -float(round_)))
+        rows.append((round_, 1, best, -(round_ - 0.5)))
+        best = len(rows) - 1
+    return rows
+
+
+def test_a_switch_whose_window_falls_short_is_undone(tmp_path: Path) -> None:
+    ctx = _planted(tmp_path, _chain(8))
+    try:
+        switched = maybe_retune(ctx, 15, 16, active_s=100.0)
+        assert switched is not None
+        for slot in range(4):  # four evaluations under it, none better than the best
+            round_, parent = 9 + slot // 2, ctx.node_id(8, 0)
+            ctx.archive.add_node(Node(
+                id=ctx.node_id(round_, slot % 2), campaign_id=ctx.campaign_id,
+                parent_id=parent, round=round_, slot=slot % 2, kind="algorithm",
+                proposer="mutation", status=NodeStatus.DONE, run_status=RunStatus.OK,
+                score=5.0, commit=f"w{slot}", policy_id=switched.id))
+        undo = maybe_retune(ctx, 19, 20, active_s=100.0)
+        assert undo is not None and undo.reason.startswith(f"undo {switched.id}")
+        assert undo.settings == ctx.archive.policies(ctx.campaign_id)[0].settings
+        assert ctx.config.selection.model_dump() == UNIFORM
+        realized = ctx.archive.policy(switched.id).realized  # type: ignore[union-attr]
+        assert realized is not None and realized["undone"] is True
+        assert realized["gain"] == 0.0 and realized["gain_before"] > 0
     finally:
         ctx.close()
 
