@@ -8,7 +8,8 @@ Arms (each the built-in default campaign, ``recursor.config.default_campaign``, 
 
 - ``default``: nothing else (the fixed search policy ``make demo`` runs);
 - ``self-tuning``: ``self_tuning: {enabled: true}`` at its defaults (a retune step every 20
-  evaluations; ``orchestrator/retune.py``).
+  evaluations, a switch undone when its window falls short; ``orchestrator/retune.py``);
+- ``self-tuning-no-undo``: the same with ``undo_below: 0`` (a switch is never undone).
 
 Every arm runs the same seeds, so the comparison is paired. The default seeds (100-109) were
 never used to tune anything: the default's settings came from seeds 0-9, and the retune
@@ -44,7 +45,8 @@ from recursor.tasks.cfr import LEDUC_REFERENCES
 from recursor.types import PolicySource, Split
 
 LEDUC = "expl_leduc_poker"
-ARMS = {"default": {}, "self-tuning": {"self_tuning": {"enabled": True}}}
+ARMS = {"default": {}, "self-tuning": {"self_tuning": {"enabled": True}},
+        "self-tuning-no-undo": {"self_tuning": {"enabled": True, "undo_below": 0}}}
 
 
 def _seeds(spec: str) -> list[int]:
@@ -153,7 +155,7 @@ def summarize(results: list[dict[str, Any]], budget: int) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--seeds", default="100-109", help="e.g. 100-109 or 100,105")
-    parser.add_argument("--arms", default=",".join(ARMS))
+    parser.add_argument("--arms", default="default,self-tuning")
     parser.add_argument("--max-evals", type=int, default=100)
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--dir", type=Path, default=None)
