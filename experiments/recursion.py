@@ -31,6 +31,7 @@ import math
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -132,28 +133,40 @@ def summarize(results: list[dict[str, Any]], budget: int) -> list[str]:
             ci = bootstrap(shares, seed=0)
             lines.append(f"- {arm}: retune steps took {ci.mean:.1%} of the wall time (95% "
                          f"bootstrap {ci.low:.1%}-{ci.high:.1%}; largest {max(shares):.1%})")
-    default = {r["seed"]: r for r in results if r["arm"] == "default"}
-    for arm in arms:
-        if arm == "default":
-            continue
-        pairs = [(default[r["seed"]], r) for r in results if r["arm"] == arm
-                 and r["seed"] in default]
+    for arm in [a for a in arms if a != "default"]:
         for name in LEDUC_REFERENCES:
-            diffs = [float(d["reached"][name] or budget) - float(r["reached"][name] or budget)
-                     for d, r in pairs]
-            if not diffs:
-                continue
-            ci = bootstrap(diffs, seed=0)
-            wins, losses = sum(d > 0 for d in diffs), sum(d < 0 for d in diffs)
-            lines.append(f"- {arm} vs default, paired on {len(diffs)} seeds: {ci.mean:+.1f} "
-                         f"fewer evaluations to the {name} level (95% bootstrap {ci.low:+.1f} "
-                         f"to {ci.high:+.1f}); fewer in {wins}, more in {losses}, equal in "
-                         f"{len(diffs) - wins - losses}")
+            def saved(r: dict[str, Any], name: str = name) -> float:
+                return -float(r["reached"][name] or budget)  # fewer evaluations: higher
+
+            diffs = paired(results, arm, saved)
+            if diffs:
+                lines.append(describe_paired(arm, diffs, f"{{}} fewer evaluations to the {name} "
+                                             "level", "fewer", "more", ".1f"))
     return lines
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def paired(results: list[dict[str, Any]], arm: str,
+           figure: Callable[[dict[str, Any]], float]) -> list[float]:
+    """``figure`` of each of ``arm``'s campaigns minus the default's on the same seed."""
+    default = {r["seed"]: r for r in results if r["arm"] == "default"}
+    return [figure(r) - figure(default[r["seed"]]) for r in results
+            if r["arm"] == arm and r["seed"] in default]
+
+
+def describe_paired(arm: str, diffs: list[float], what: str, higher: str, lower: str,
+                    fmt: str) -> str:
+    """One summary line: ``what`` with the mean paired difference in its ``{}``, the bootstrap
+    interval and how many seeds were higher, lower and equal."""
+    ci = bootstrap(diffs, seed=0)
+    wins, losses = sum(d > 0 for d in diffs), sum(d < 0 for d in diffs)
+    return (f"- {arm} vs default, paired on {len(diffs)} seeds: {what.format(f'{ci.mean:+{fmt}}')} "
+            f"(95% bootstrap {ci.low:+{fmt}} to {ci.high:+{fmt}}); {higher} in {wins}, "
+            f"{lower} in {losses}, equal in {len(diffs) - wins - losses}")
+
+
+def arms_and_base(parser: argparse.ArgumentParser, argv: list[str] | None,
+                  prefix: str) -> tuple[argparse.Namespace, list[str], Path]:
+    """The common options (seeds, arms, budget, jobs, folder), checked; the folder made."""
     parser.add_argument("--seeds", default="100-109", help="e.g. 100-109 or 100,105")
     parser.add_argument("--arms", default="default,self-tuning")
     parser.add_argument("--max-evals", type=int, default=100)
@@ -161,24 +174,37 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dir", type=Path, default=None)
     args = parser.parse_args(argv)
     arms = [a for a in args.arms.split(",") if a]
-    unknown = [a for a in arms if a not in ARMS]
-    if unknown:
+    if unknown := [a for a in arms if a not in ARMS]:
         parser.error(f"unknown arm(s) {', '.join(unknown)}; known: {', '.join(ARMS)}")
-    base = args.dir or Path(tempfile.mkdtemp(prefix="recursion-"))
+    base = args.dir or Path(tempfile.mkdtemp(prefix=prefix))
     base.mkdir(parents=True, exist_ok=True)
     print(f"campaigns in {base}", file=sys.stderr, flush=True)
+    return args, arms, base
+
+
+def run_arms(run: Callable[[str, int, int, Path], dict[str, Any]], args: argparse.Namespace,
+             arms: list[str], base: Path, row: Callable[[dict[str, Any]], str]
+             ) -> list[dict[str, Any]]:
+    """Every (seed, arm) campaign, ``args.jobs`` at a time; each row printed as it ends."""
+    results = []
+    jobs = [(arm, seed) for seed in _seeds(args.seeds) for arm in arms]
+    with ProcessPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+        futures = [pool.submit(run, arm, seed, args.max_evals, base) for arm, seed in jobs]
+        for future in futures:
+            results.append(future.result())
+            print(row(results[-1]), flush=True)
+    print()
+    return results
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    args, arms, base = arms_and_base(parser, argv, "recursion-")
     names = list(LEDUC_REFERENCES)
     print(f"| arm | seed | incumbent leduc | evals to {names[0]} | evals to {names[1]} | "
           "self-tuned switches | retune time | wall (min) |")
     print("|---|---|---|---|---|---|---|---|", flush=True)
-    results = []
-    jobs = [(arm, seed) for seed in _seeds(args.seeds) for arm in arms]
-    with ProcessPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-        futures = [pool.submit(run_one, arm, seed, args.max_evals, base) for arm, seed in jobs]
-        for future in futures:
-            results.append(future.result())
-            print(_row(results[-1]), flush=True)
-    print()
+    results = run_arms(run_one, args, arms, base, _row)
     for line in summarize(results, args.max_evals):
         print(line)
     return 0

@@ -18,13 +18,11 @@ from __future__ import annotations
 
 import argparse
 import sys
-import tempfile
 import time
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from recursion import ARMS, _seeds
+from recursion import ARMS, arms_and_base, describe_paired, paired, run_arms
 
 from recursor.api import program_campaign
 from recursor.archive import ArchiveReader
@@ -59,6 +57,12 @@ def run_one(arm: str, seed: int, max_evals: int, base: Path) -> dict[str, Any]:
             "wall_s": time.monotonic() - started}
 
 
+def _row(r: dict[str, Any]) -> str:
+    share = r["retune_s"] / r["wall_s"] if r["wall_s"] else 0.0
+    return (f"| {r['arm']} | {r['seed']} | {r['dev']:.4f} | {r['heldout']:.4f} | "
+            f"{r['switches']} | {share:.1%} | {r['wall_s'] / 60:.1f} |")
+
+
 def summarize(results: list[dict[str, Any]]) -> list[str]:
     lines = []
     arms = list(dict.fromkeys(r["arm"] for r in results))
@@ -68,51 +72,22 @@ def summarize(results: list[dict[str, Any]]) -> list[str]:
             ci = bootstrap([float(r[split]) for r in rows], seed=0)
             lines.append(f"- {arm}: final incumbent {split} score {ci.mean:.4f} (95% bootstrap "
                          f"{ci.low:.4f}-{ci.high:.4f}) over {len(rows)} seeds")
-    default = {r["seed"]: r for r in results if r["arm"] == "default"}
-    for arm in arms:
-        pairs = [(default[r["seed"]], r) for r in results
-                 if r["arm"] == arm != "default" and r["seed"] in default]
+    for arm in [a for a in arms if a != "default"]:
         for split in ("dev", "heldout"):
-            diffs = [float(r[split]) - float(d[split]) for d, r in pairs]
-            if not diffs:
-                continue
-            ci = bootstrap(diffs, seed=0)
-            wins, losses = sum(x > 0 for x in diffs), sum(x < 0 for x in diffs)
-            lines.append(f"- {arm} vs default, paired on {len(diffs)} seeds: {split} "
-                         f"{ci.mean:+.4f} (95% bootstrap {ci.low:+.4f} to {ci.high:+.4f}); "
-                         f"higher in {wins}, lower in {losses}, equal in "
-                         f"{len(diffs) - wins - losses}")
+            diffs = paired(results, arm, lambda r, split=split: float(r[split]))
+            if diffs:
+                lines.append(describe_paired(arm, diffs, f"{split} {{}}", "higher", "lower",
+                                             ".4f"))
     return lines
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--seeds", default="100-109")
-    parser.add_argument("--arms", default="default,self-tuning")
-    parser.add_argument("--max-evals", type=int, default=100)
-    parser.add_argument("--jobs", type=int, default=2)
-    parser.add_argument("--dir", type=Path, default=None)
-    args = parser.parse_args(argv)
-    arms = [a for a in args.arms.split(",") if a]
-    if unknown := [a for a in arms if a not in ARMS]:
-        parser.error(f"unknown arm(s) {', '.join(unknown)}; known: {', '.join(ARMS)}")
-    base = args.dir or Path(tempfile.mkdtemp(prefix="recursion-program-"))
-    base.mkdir(parents=True, exist_ok=True)
-    print(f"campaigns in {base}", file=sys.stderr, flush=True)
+    args, arms, base = arms_and_base(parser, argv, "recursion-program-")
     print("| arm | seed | incumbent dev | incumbent held-out | self-tuned switches | "
           "retune time | wall (min) |")
     print("|---|---|---|---|---|---|---|", flush=True)
-    results = []
-    jobs = [(arm, seed) for seed in _seeds(args.seeds) for arm in arms]
-    with ProcessPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-        futures = [pool.submit(run_one, arm, seed, args.max_evals, base) for arm, seed in jobs]
-        for future in futures:
-            r = future.result()
-            results.append(r)
-            share = r["retune_s"] / r["wall_s"] if r["wall_s"] else 0.0
-            print(f"| {r['arm']} | {r['seed']} | {r['dev']:.4f} | {r['heldout']:.4f} | "
-                  f"{r['switches']} | {share:.1%} | {r['wall_s'] / 60:.1f} |", flush=True)
-    print()
+    results = run_arms(run_one, args, arms, base, _row)
     for line in summarize(results):
         print(line)
     return 0
