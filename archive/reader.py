@@ -74,7 +74,7 @@ from recursor.archive.records import (
     TreeEntry,
 )
 from recursor.errors import ArchiveError
-from recursor.types import NodeStatus, Split
+from recursor.types import NodeStatus, RunStatus, Split
 
 
 class ArchiveReader:
@@ -247,6 +247,23 @@ class ArchiveReader:
         with self._read() as conn:
             return [(node_id, float(score)) for node_id, score in conn.execute(query)
                     if score is not None]  # always, by _scored(): for the type checker
+
+    @retried
+    def scored_with(self, campaign_id: str, with_splits: Sequence[str],
+                    without_splits: Sequence[str] = ()) -> list[str]:
+        """Ids of the scored nodes that have a clean evaluation on each of ``with_splits``
+        and none on any of ``without_splits`` (which objective a node was scored under), in
+        (round, slot) order."""
+        def clean(split: str) -> Any:
+            return (select(EvaluationRow.id)
+                    .where(EvaluationRow.node_id == NodeRow.id, EvaluationRow.split == split,
+                           EvaluationRow.run_status == RunStatus.OK).exists())
+        query = (select(NodeRow.id).where(NodeRow.campaign_id == campaign_id, _scored(),
+                                          *(clean(s) for s in with_splits),
+                                          *(~clean(s) for s in without_splits))
+                 .order_by(NodeRow.round, NodeRow.slot))
+        with self._read() as conn:
+            return [str(node_id) for node_id in conn.execute(query).scalars()]
 
     @retried
     def equivalent(self, campaign_id: str, fingerprint: str, prefer: str) -> str | None:

@@ -33,7 +33,7 @@ from recursor.archive import (
 from recursor.config import CampaignConfig, config_to_dict, parse_config
 from recursor.config.overrides import merge_overrides
 from recursor.errors import ConfigError
-from recursor.orchestrator import search_policy
+from recursor.orchestrator import objective, search_policy
 from recursor.orchestrator.instances import Instances, check_choice_names
 from recursor.orchestrator.progress import Reporter
 from recursor.orchestrator.schedule import check_schedule
@@ -186,6 +186,7 @@ def open_context(directory: Path, reporter: Reporter,
         given.check(config)
         task = given.task or build_task(config.task)
         _check_components(config, task)
+        objective.check_task(config, task)
         cache_dir = directory / "cache"
         task.prepare(cache_dir)
         store = GitStore(directory / "repo")

@@ -7,8 +7,9 @@ that differ only in a comment, a docstring, blank lines or a local name may beha
 differently, and copying one's score to the other would be a verdict nobody earned.
 
 A materialized node identical to its parent, or to any node that already has a dev
-evaluation, is a *duplicate*: the controller copies that evaluation instead of running the
-sandbox, marks the node's proposal with ``duplicate_of``, and never judges it for promotion.
+evaluation, is a *duplicate*: the controller copies that evaluation (each of the objective's
+splits it has; one it lacks, of an earlier objective, is run) instead of running the sandbox,
+marks the node's proposal with ``duplicate_of``, and never judges it for promotion.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import json
 from collections.abc import Mapping
 
 from recursor.archive import Evaluation, Node
+from recursor.orchestrator import objective
 from recursor.orchestrator.context import CampaignContext
 from recursor.types import Split
 
@@ -53,13 +55,16 @@ def answer_duplicate(ctx: CampaignContext, node: Node, parent: Node,
     match = _equivalent(ctx, parent, wanted)
     if match is None:
         return False
-    source = ctx.archive.evaluation(match, Split.DEV)
-    assert source is not None  # _equivalent only returns evaluated nodes
-    ctx.archive.add_evaluation(Evaluation(
-        node_id=node.id, split=Split.DEV, seed=0, run_status=source.run_status,
-        metrics=dict(source.metrics), instances=dict(source.instances), wall_s=0.0))
-    for log in ctx.archive.logs(match, f"{Split.DEV.value}.error"):
-        ctx.archive.add_log(node.id, log.stream, log.content)
+    for split in objective.splits_of(ctx.config):  # an extra split it lacks is run later
+        source = ctx.archive.evaluation(match, split.value)
+        assert source is not None or split != Split.DEV  # only evaluated nodes match
+        if source is None:
+            continue
+        ctx.archive.add_evaluation(Evaluation(
+            node_id=node.id, split=split, seed=0, run_status=source.run_status,
+            metrics=dict(source.metrics), instances=dict(source.instances), wall_s=0.0))
+        for log in ctx.archive.logs(match, f"{split.value}.error"):
+            ctx.archive.add_log(node.id, log.stream, log.content)
     reason = "the same files as " + ("its parent" if match == parent.id else match)
     ctx.archive.add_log(node.id, "duplicate", json.dumps({"of": match, "reason": reason}))
     ctx.archive.mark_duplicate(node.id, match)

@@ -11,7 +11,12 @@ held-out: the dev split is being fitted, not the task. The test, run after every
 
 When it holds, the newest promotion gets a ``goodhart`` log entry with the numbers (once per
 promoted node), the progress line says so, the campaign summary lists it, and with
-``action: stop`` the campaign ends with that reason.
+``action: stop`` the campaign ends with that reason. With ``action: switch`` the campaign moves
+to the alternative objective ``switch_to`` (by default dev plus the task's training-side
+instances): the switch is a new search-policy version whose source is ``goodhart`` and whose
+reason is the decoupling, and the incumbent is re-scored under it
+(:mod:`recursor.orchestrator.rescore`). The guard then watches the promotions made under the
+new objective only; a later firing there only warns (there is one alternative).
 """
 
 from __future__ import annotations
@@ -22,8 +27,11 @@ from dataclasses import asdict, dataclass
 
 from recursor.archive import ArchiveReader, Node
 from recursor.config import GoodhartConfig
+from recursor.orchestrator import objective, search_policy
 from recursor.orchestrator.context import CampaignContext
+from recursor.orchestrator.rescore import rescore_incumbent
 from recursor.tasks import Objective
+from recursor.types import PolicySource
 
 LOG_STREAM = "goodhart"
 
@@ -63,24 +71,50 @@ def decoupling(path: Sequence[Node], objective: Objective,
 
 
 def promotion_path(ctx: CampaignContext) -> list[Node]:
-    """The incumbents in the order they were promoted (each once)."""
+    """The incumbents in the order they were promoted (each once): once the objective has
+    changed, those scored under the objective in force (their scores compare)."""
     seen: dict[str, None] = {}
     for row in ctx.archive.promotions(ctx.campaign_id):
         seen.setdefault(row.node_id, None)
+    if objective.ever_changed(ctx.archive, ctx.campaign_id):
+        splits = objective.splits_of(ctx.config)
+        return [ctx.archive.node(i) for i in seen
+                if objective.scored_under(ctx.archive, i) == splits]
     return [ctx.archive.node(node_id) for node_id in seen]
 
 
 def watch(ctx: CampaignContext) -> str | None:
-    """Check the guard after a judge step; record and report a new decoupling. Returns the
-    reason to stop the campaign (``action: stop``), else None."""
+    """Check the guard after a judge step; record and report a new decoupling, and switch
+    the objective (``action: switch``). Returns the reason to stop the campaign
+    (``action: stop``), else None. Synchronous: call it in a worker thread."""
     config = ctx.config.promotion.goodhart
     found = decoupling(promotion_path(ctx), ctx.task.objective, config)
     if found is None:
         return None
-    if not ctx.archive.has_log(found.last, LOG_STREAM):
-        ctx.archive.add_log(found.last, LOG_STREAM, json.dumps(asdict(found), sort_keys=True))
-        ctx.reporter.message(f"warning: {found.describe()}")
+    if ctx.archive.has_log(found.last, LOG_STREAM):
+        return f"Goodhart guard: {found.describe()}" if config.action == "stop" else None
+    ctx.archive.add_log(found.last, LOG_STREAM, json.dumps(asdict(found), sort_keys=True))
+    ctx.reporter.message(f"warning: {found.describe()}")
+    if config.action == "switch":
+        switch(ctx, found)
     return f"Goodhart guard: {found.describe()}" if config.action == "stop" else None
+
+
+def switch(ctx: CampaignContext, found: Decoupling) -> bool:
+    """Move the campaign to the objective ``switch_to`` and re-score the incumbent under it;
+    False (and a message) when that objective is in force already."""
+    target = ctx.config.promotion.goodhart.switch_to
+    name = "+".join(target)
+    if [s.value for s in objective.splits_of(ctx.config)] == list(target):
+        ctx.reporter.message(f"Goodhart guard: the objective is {name} already; "
+                             "nothing left to switch to")
+        return False
+    reason = f"Goodhart guard: {found.describe()}; the search now reads {name}"
+    version = search_policy.adopt(ctx, {"objective": {"splits": list(target)}},
+                                  PolicySource.GOODHART, reason)
+    ctx.reporter.message(f"search policy switched to {version.id}: objective {name}")
+    rescore_incumbent(ctx, reason)
+    return True
 
 
 def recorded(archive: ArchiveReader, campaign_id: str) -> list[str]:
@@ -92,4 +126,5 @@ def recorded(archive: ArchiveReader, campaign_id: str) -> list[str]:
     return out
 
 
-__all__ = ["Decoupling", "LOG_STREAM", "decoupling", "promotion_path", "recorded", "watch"]
+__all__ = ["Decoupling", "LOG_STREAM", "decoupling", "promotion_path", "recorded", "switch",
+           "watch"]

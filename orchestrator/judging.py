@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from recursor.archive import Node
-from recursor.orchestrator import final_report
+from recursor.orchestrator import final_report, objective
 from recursor.orchestrator.context import CampaignContext
 from recursor.orchestrator.promotion import dev_gate, heldout_gate
 from recursor.orchestrator.scoring import score_split
@@ -46,12 +46,11 @@ def judge_node(ctx: CampaignContext, node: Node, bootstrap: str,
     incumbent = ctx.archive.node(incumbent_id)
     evidence: dict[str, Any] = {"incumbent": incumbent_id}
     promoted = False
-    cand_dev = ctx.archive.evaluation(node.id, Split.DEV.value)
-    inc_dev = ctx.archive.evaluation(incumbent_id, Split.DEV.value)
+    splits = objective.splits_of(ctx.config)
     gate = dev_gate(node.score, incumbent.score or 0.0,
-                    cand_dev.instances if cand_dev else {}, inc_dev.instances if inc_dev else {},
-                    ctx.task.objective, ctx.config.promotion,
-                    seed=bootstrap)
+                    objective.instances(ctx.archive, node.id, splits),
+                    objective.instances(ctx.archive, incumbent_id, splits),
+                    ctx.task.objective, ctx.config.promotion, seed=bootstrap)
     evidence["dev"] = gate.evidence
     if gate.passed:
         heldout = score_heldout(ctx, node, Split.HELDOUT)

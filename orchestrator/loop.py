@@ -36,7 +36,7 @@ from typing import Protocol
 
 from recursor.archive import Node
 from recursor.config import BudgetConfig
-from recursor.orchestrator import goodhart
+from recursor.orchestrator import goodhart, objective
 from recursor.orchestrator import retune as retune_step
 from recursor.orchestrator.context import CampaignContext, Scope
 from recursor.orchestrator.duplicates import answer_duplicate, fingerprint
@@ -147,7 +147,8 @@ def retune(ctx: CampaignContext, round_: int, active_s: float) -> None:
 def choose_parents(ctx: CampaignContext, step: int, k: int) -> list[str]:
     """``k`` parents among the scored nodes as they stand now, drawn by the campaign's
     selection policy with :func:`selection_seed` of ``step``."""
-    scored = ctx.archive.scored(ctx.campaign_id)  # (id, score) of the done nodes, in order
+    # (id, score) of the done nodes, in order: those of the objective in force
+    scored = objective.scored(ctx.archive, ctx.campaign_id, objective.splits_of(ctx.config))
     rng = random.Random(selection_seed(ctx.config.seed, step))
     return ctx.selection.choose(scored, ctx.task.objective, rng, k)
 

@@ -27,7 +27,7 @@ from typing import Any
 
 from recursor.archive import Node, SearchPolicy
 from recursor.config import CampaignConfig, SelfTuningConfig
-from recursor.orchestrator import search_policy
+from recursor.orchestrator import objective, search_policy
 from recursor.orchestrator.context import CampaignContext
 from recursor.types import Objective, PolicySource
 
@@ -106,6 +106,8 @@ def maybe_retune(ctx: CampaignContext, attempted_before: int, attempted: int,
         return None
     started = time.monotonic()
     blocked = untunable(ctx.config)
+    if blocked is None and objective.ever_changed(ctx.archive, ctx.campaign_id):
+        blocked = "the campaign's objective changed: its tree mixes scores of two objectives"
     decision = None
     if blocked is None:
         try:

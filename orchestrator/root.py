@@ -10,6 +10,7 @@ from recursor.archive import Node
 from recursor.errors import RecursorError
 from recursor.orchestrator.coevolution import initial_files
 from recursor.orchestrator.context import CampaignContext
+from recursor.orchestrator.rescore import rescore_incumbent
 from recursor.orchestrator.scoring import evaluate_nodes, score_split, snapshot
 from recursor.types import ChangeKind, NodeStatus, Split
 
@@ -33,6 +34,8 @@ async def start(ctx: CampaignContext) -> None:
                                       {"reason": "starting point", "dev_score": root.score,
                                        "heldout_score": heldout})
         ctx.store.set_branch("best", root.commit or "")
+    # the objective changed at resume (recursor resume --set objective.splits=...)
+    await asyncio.to_thread(rescore_incumbent, ctx, "the objective changed at resume")
     ctx.reporter.start(snapshot(ctx))
 
 

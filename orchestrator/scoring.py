@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from recursor.archive import Evaluation, Node
+from recursor.orchestrator import objective
 from recursor.orchestrator.context import CampaignContext
 from recursor.orchestrator.evaluation import EvaluationOutcome, run_evaluation
 from recursor.orchestrator.progress import Snapshot
@@ -45,28 +46,59 @@ def describe(node: Node) -> str:
 
 async def evaluate_nodes(ctx: CampaignContext, nodes: list[Node],
                          ran: Callable[[Node], None] | None = None) -> None:
-    """Evaluate ``nodes`` on dev (up to ``concurrency`` at once) unless already evaluated, and
-    finish each (its status and score from the dev verdict). ``ran(node)`` is called as soon
-    as the node's evaluation is over (before it is recorded), or at once when it had been
-    recorded before."""
+    """Evaluate ``nodes`` on the objective's splits (dev, by default alone; up to
+    ``concurrency`` nodes at once) unless already evaluated, and finish each (its status and
+    score from those verdicts). ``ran(node)`` is called as soon as the node's evaluations are
+    over and recorded, before its status is set (at once when they were recorded before)."""
     limit = asyncio.Semaphore(ctx.config.concurrency)
+    splits = objective.splits_of(ctx.config)
 
     async def one(node: Node) -> None:
-        dev = ctx.archive.evaluation(node.id, Split.DEV.value)
-        running = dev is None  # this call runs it, and so knows the node is unfinished
-        if dev is None:
+        rows = _recorded(ctx, node, splits)
+        running = rows[0] is None  # this call runs dev, and so knows the node is unfinished
+        if _missing(rows):
             async with limit:
-                ctx.archive.mark_running(node.id)
-                outcome = await asyncio.to_thread(_run, ctx, node, Split.DEV)
-                if ran is not None:
-                    ran(node)
-                dev = record_evaluation(ctx, node, Split.DEV, outcome)
-        elif ran is not None:
+                if running:
+                    ctx.archive.mark_running(node.id)
+                done = await asyncio.to_thread(_evaluate_splits, ctx, node, splits)
+        else:
+            done = [r for r in rows if r is not None]
+        if ran is not None:
             ran(node)
-        _finish_node(ctx, node.id, dev, unfinished=running)
+        _finish_node(ctx, node.id, done, unfinished=running)
 
     await asyncio.gather(*(one(n) for n in nodes))
     ctx.reporter.update(snapshot(ctx))
+
+
+def _recorded(ctx: CampaignContext, node: Node, splits: Sequence[Split]
+              ) -> list[Evaluation | None]:
+    return [ctx.archive.evaluation(node.id, s.value) for s in splits]
+
+
+def _missing(rows: Sequence[Evaluation | None]) -> bool:
+    """Whether an evaluation still has to run: one is missing and none before it failed."""
+    for row in rows:
+        if row is None:
+            return True
+        if row.run_status != RunStatus.OK:
+            return False
+    return False
+
+
+def _evaluate_splits(ctx: CampaignContext, node: Node, splits: Sequence[Split]
+                     ) -> list[Evaluation]:
+    """The node's evaluations on ``splits`` in order, each run and recorded unless it was
+    already; stops after the first that failed. Synchronous: call it in a worker thread."""
+    rows: list[Evaluation] = []
+    for split in splits:
+        row = ctx.archive.evaluation(node.id, split.value)
+        if row is None:
+            row = record_evaluation(ctx, node, split, run_split(ctx, node, split))
+        rows.append(row)
+        if row.run_status != RunStatus.OK:
+            break
+    return rows
 
 
 def score_split(ctx: CampaignContext, node: Node, split: Split) -> float | None:
@@ -74,13 +106,14 @@ def score_split(ctx: CampaignContext, node: Node, split: Split) -> float | None:
     Synchronous: call it from a worker thread."""
     row = ctx.archive.evaluation(node.id, split.value)
     if row is None:
-        row = record_evaluation(ctx, node, split, _run(ctx, node, split))
+        row = record_evaluation(ctx, node, split, run_split(ctx, node, split))
     if row.run_status != RunStatus.OK:
         return None
     return float(row.metrics[ctx.task.objective.metric])
 
 
-def _run(ctx: CampaignContext, node: Node, split: Split) -> EvaluationOutcome:
+def run_split(ctx: CampaignContext, node: Node, split: Split) -> EvaluationOutcome:
+    """Run ``node``'s evaluation on ``split`` in the campaign's sandbox (not recorded)."""
     files = ctx.store.read(node.commit or "")
     return run_evaluation(ctx.task, ctx.sandbox, ctx.config.sandbox, files, split,
                           ctx.cache_dir)
@@ -99,23 +132,27 @@ def record_evaluation(ctx: CampaignContext, node: Node, split: Split,
         metrics=outcome.metrics, instances=outcome.instances, wall_s=outcome.wall_s), logs)
 
 
-def _finish_node(ctx: CampaignContext, node_id: str, dev: Evaluation,
+def _finish_node(ctx: CampaignContext, node_id: str, rows: Sequence[Evaluation],
                  unfinished: bool = False) -> None:
-    """Set the node's final status from its dev evaluation ``dev`` (idempotent: a node
-    already finished is left as it is; ``unfinished``: the caller knows it is not)."""
+    """Set the node's final status from its evaluations ``rows`` on the objective's splits
+    (idempotent: a node already finished is left as it is; ``unfinished``: the caller knows
+    it is not): done with the objective's score when all ran cleanly, else failed with the
+    first failure's status and error."""
     if not unfinished and ctx.archive.node(node_id).status in ("done", "failed"):
         return
-    metric = ctx.task.objective.metric
-    if dev.run_status == RunStatus.OK:
-        node = ctx.archive.mark_evaluated(node_id, float(dev.metrics[metric]), dev.wall_s)
+    wall_s = sum(r.wall_s for r in rows)
+    failed = next((r for r in rows if r.run_status != RunStatus.OK), None)
+    if failed is None:
+        score = objective.combined(ctx.task.objective.metric, rows)
+        node = ctx.archive.mark_evaluated(node_id, score, wall_s)
     else:
-        errors = ctx.archive.logs(node_id, f"{Split.DEV.value}.error")
-        node = ctx.archive.mark_failed(node_id, dev.run_status,
-                                       errors[-1].content if errors else dev.run_status,
-                                       wall_s=dev.wall_s)
+        errors = ctx.archive.logs(node_id, f"{failed.split}.error")
+        node = ctx.archive.mark_failed(node_id, failed.run_status,
+                                       errors[-1].content if errors else failed.run_status,
+                                       wall_s=wall_s)
     if node.round > 0:
         ctx.reporter.node(describe(node))
 
 
-__all__ = ["describe", "evaluate_nodes", "record_evaluation", "score_split", "snapshot",
-           "spends_budget"]
+__all__ = ["describe", "evaluate_nodes", "record_evaluation", "run_split", "score_split",
+           "snapshot", "spends_budget"]

@@ -1,7 +1,8 @@
 """The campaign's search policy as versioned state (docs/recursion.md).
 
-A version is the pair of settings that decide what a campaign tries next: its ``selection``
-(which parents) and its ``proposer_choice`` (which proposer), as config mappings. The first
+A version is the settings that decide what a campaign tries next: its ``selection`` (which
+parents), its ``proposer_choice`` (which proposer) and, when not the default (dev alone), its
+``objective`` (which splits' scores the search reads), as config mappings. The first
 version is the config's; each later one has a parent, a source (a person at resume, the
 campaign's own ``retune`` step, a meta campaign's node), a reason and, where it was predicted
 to help, the prediction. Every node records the version in force when it was recorded.
@@ -27,9 +28,12 @@ if TYPE_CHECKING:
 
 
 def settings_of(config: CampaignConfig) -> dict[str, Any]:
-    """The search policy ``config`` describes."""
+    """The search policy ``config`` describes (the objective only when it is not the default,
+    so versions recorded before objectives could change still match)."""
     data = config_to_dict(config)
-    return {section: data[section] for section in SEARCH_SECTIONS}
+    default = config_to_dict(CampaignConfig())["objective"]
+    return {section: data[section] for section in SEARCH_SECTIONS
+            if section != "objective" or data[section] != default}
 
 
 def version_id(campaign_id: str, seq: int) -> str:

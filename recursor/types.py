@@ -63,23 +63,28 @@ class Split(StrEnum):
     ``dev`` drives the search (proposals see it, selection and promotion use it); ``heldout``
     gates promotions but is never shown to proposers; ``test`` is sealed: evaluated only for
     the final report (the campaign's last incumbent), never shown to proposers and never read
-    by selection or promotion (docs/cfr-task.md, "Splits").
+    by selection or promotion (docs/cfr-task.md, "Splits"). ``train`` holds instances from the
+    training side that a task may offer besides dev's: an objective (``objective.splits``,
+    or the one a Goodhart guard switches to) may add them to dev's (docs/recursion.md).
     """
 
     DEV = "dev"
     HELDOUT = "heldout"
     TEST = "test"
+    TRAIN = "train"
 
 
 class PolicySource(StrEnum):
     """Where a version of a campaign's search policy came from (docs/recursion.md): its
     config when it started, a person at ``recursor resume`` (``--set``, ``--search-policy``),
-    the campaign's own ``retune`` step, or a node of a meta campaign (``search_policy:
+    the campaign's own ``retune`` step, its Goodhart guard switching the objective
+    (``promotion.goodhart.action: switch``), or a node of a meta campaign (``search_policy:
     {from: ...}``)."""
 
     CONFIG = "config"
     RESUME = "resume"
     SELF_TUNING = "self-tuning"
+    GOODHART = "goodhart"
     META = "meta"
 
 

@@ -264,11 +264,13 @@ def _policy_dict(version: SearchPolicy) -> dict[str, Any]:
 
 
 def _settings_line(settings: dict[str, Any]) -> str:
-    """``selection rank(exponent=3.89); proposer_choice ucb(cost_weight=10, ...)``."""
+    """``selection rank(exponent=3.89); proposer_choice ucb(cost_weight=10, ...)``, and
+    ``objective(splits=['dev', 'train'])`` when it is not the default."""
     parts = []
     for section, values in settings.items():
         rest = ", ".join(f"{k}={v}" for k, v in values.items() if k != "kind")
-        parts.append(f"{section} {values.get('kind')}({rest})")
+        kind = values.get("kind")
+        parts.append(f"{section} {kind}({rest})" if kind else f"{section}({rest})")
     return "; ".join(parts)
 
 

@@ -132,11 +132,12 @@ def resume(
     max_evals: MaxEvals = None,
     sets: Annotated[list[str] | None, typer.Option(
         "--set", help="change a setting, SECTION.KEY=VALUE (selection, proposer_choice, "
-        "budget); repeatable, e.g. --set selection.kind=rank --set selection.exponent=2")
+        "objective, budget); repeatable, e.g. --set selection.kind=rank --set "
+        "selection.exponent=2, or --set objective.splits=[dev,train]")
     ] = None,
     search_policy: Annotated[Path | None, typer.Option(
-        "--search-policy", help="a YAML file with selection and/or proposer_choice (e.g. "
-        "what `recursor replay tune` prints)")] = None,
+        "--search-policy", help="a YAML file with selection, proposer_choice and/or objective "
+        "(e.g. what `recursor replay tune` prints)")] = None,
     quiet: Quiet = False,
 ) -> None:
     """Continue a stopped, killed or finished campaign (``--max-evals`` raises its budget;

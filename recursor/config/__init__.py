@@ -53,6 +53,7 @@ from recursor.config.search import (
     InstanceSelectionConfig,
     LLMProposerConfig,
     MutationProposerConfig,
+    ObjectiveConfig,
     OptunaProposerConfig,
     PluginChoiceConfig,
     PluginProposerConfig,
@@ -98,6 +99,7 @@ class CampaignConfig(_Model):
     selection: SelectionConfig = Field(default_factory=TournamentSelectionConfig)
     self_tuning: SelfTuningConfig = Field(default_factory=SelfTuningConfig)
     promotion: PromotionConfig = Field(default_factory=PromotionConfig)
+    objective: ObjectiveConfig = Field(default_factory=ObjectiveConfig)
     budget: BudgetConfig = Field(default_factory=BudgetConfig)
     concurrency: int = Field(2, ge=1, le=256)
     archive: ArchiveConfig = Field(default_factory=ArchiveConfig)
@@ -212,6 +214,7 @@ __all__ = [
     "EpsilonGreedySelectionConfig",
     "ExecutorConfig",
     "GoodhartConfig",
+    "ObjectiveConfig",
     "GreedySelectionConfig",
     "InstanceProposerConfig",
     "LLMProposerConfig",

@@ -1,7 +1,8 @@
 """Changes a person makes to a stored campaign's config at ``recursor resume``.
 
 ``--set KEY=VALUE`` (dotted keys, YAML values) and ``--search-policy FILE`` (a YAML mapping
-with ``selection`` and/or ``proposer_choice``, the fragment ``recursor replay tune`` prints)
+with ``selection``, ``proposer_choice`` and/or ``objective``; ``recursor replay tune`` prints
+the first two)
 become one overrides mapping; :func:`merge_overrides` lays it over the stored config. Only the
 search policy's sections and the budget can change: the task, its components, the proposers
 and the sandbox are what the archive's nodes were made with.
@@ -17,7 +18,7 @@ import yaml
 
 from recursor.errors import ConfigError
 
-SEARCH_SECTIONS = ("selection", "proposer_choice")
+SEARCH_SECTIONS = ("selection", "proposer_choice", "objective")
 RESUMABLE = (*SEARCH_SECTIONS, "budget")
 
 
@@ -59,19 +60,20 @@ def read_search_policy(path: Path) -> dict[str, Any]:
 
 
 def search_policy_mapping(data: Any, source: str) -> dict[str, Any]:
-    """``data`` checked as a search policy: a mapping of ``selection`` and/or
-    ``proposer_choice`` sections, each a mapping."""
+    """``data`` checked as a search policy: a mapping of ``selection``, ``proposer_choice``
+    and/or ``objective`` sections, each a mapping."""
     if not isinstance(data, Mapping) or not data:
-        raise ConfigError(f"{source}: a search policy is a mapping with selection and/or "
-                          "proposer_choice (e.g. the fragment `recursor replay tune` prints)")
+        raise ConfigError(f"{source}: a search policy is a mapping with selection, "
+                          "proposer_choice and/or objective (e.g. the fragment `recursor "
+                          "replay tune` prints)")
     unknown = [str(k) for k in data if k not in SEARCH_SECTIONS]
     if unknown:
         raise ConfigError(f"{source}: {', '.join(unknown)} not part of a search policy "
                           f"(allowed: {', '.join(SEARCH_SECTIONS)})")
     for key, value in data.items():
         if not isinstance(value, Mapping):
-            raise ConfigError(f"{source}: {key} must be a mapping with a kind, not "
-                              f"{type(value).__name__}")
+            raise ConfigError(f"{source}: {key} must be a mapping (e.g. a kind and its "
+                              f"settings), not {type(value).__name__}")
     return {str(k): dict(v) for k, v in data.items()}
 
 

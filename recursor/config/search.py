@@ -12,6 +12,7 @@ from pydantic import (
     Field,
     Tag,
     TypeAdapter,
+    field_validator,
 )
 
 from recursor.config._base import _Model, _PluginSource
@@ -201,6 +202,21 @@ def _drop_legacy_fields(section: str, data: Any) -> Any:
     return {k: v for k, v in data.items() if k not in owners or kind in owners[k].split()}
 
 
+ObjectiveSplit = Literal["dev", "train"]  # never heldout or test
+
+
+def _splits(*names: ObjectiveSplit) -> list[ObjectiveSplit]:
+    return list(names)
+
+
+def _objective_splits(value: list[ObjectiveSplit]) -> list[ObjectiveSplit]:
+    """An objective's splits: dev first, each once."""
+    if not value or value[0] != "dev" or len(set(value)) != len(value):
+        raise ValueError(f"must start with dev and name each split once, e.g. [dev, train]; "
+                         f"got {value}")
+    return value
+
+
 class GoodhartConfig(_Model):
     """The campaign-level Goodhart guard (``orchestrator/goodhart.py``)."""
 
@@ -209,9 +225,36 @@ class GoodhartConfig(_Model):
                                 "(objective units) above which it counts as a gain")
     max_heldout_gain: float = Field(0.0, description="held-out improvement over the window at "
                                     "or below which held-out did not follow")
-    action: Literal["flag", "stop"] = Field(
+    action: Literal["flag", "stop", "switch"] = Field(
         "flag", description="flag: warn (progress line, summary, archive); stop: also end "
-        "the campaign")
+        "the campaign; switch: also move the search to the objective switch_to (once; a "
+        "later firing under it only warns)")
+    switch_to: list[ObjectiveSplit] = Field(
+        default_factory=lambda: _splits("dev", "train"), min_length=1,
+        description="the alternative objective action: switch moves to: the splits whose "
+        "mean score the search then reads (train: the task's training-side instances; never "
+        "heldout or test)")
+
+    @field_validator("switch_to")
+    @classmethod
+    def _dev_first(cls, value: list[ObjectiveSplit]) -> list[ObjectiveSplit]:
+        return _objective_splits(value)
+
+
+class ObjectiveConfig(_Model):
+    """What the search reads of a node (selection, the promotion's dev gate, the Goodhart
+    guard): the mean of its scores on ``splits``, in the objective's units. Held-out still
+    gates promotions; the sealed test split is still read by the final report only."""
+
+    splits: list[ObjectiveSplit] = Field(
+        default_factory=lambda: _splits("dev"), min_length=1,
+        description="dev (always first) and optionally train, the task's training-side "
+        "instances (a task lists Split.TRAIN in its splits; a program task: task.splits)")
+
+    @field_validator("splits")
+    @classmethod
+    def _dev_first(cls, value: list[ObjectiveSplit]) -> list[ObjectiveSplit]:
+        return _objective_splits(value)
 
 
 class PromotionConfig(_Model):

@@ -73,6 +73,11 @@ class ProgramTaskConfig(_Model):
                            "(sandbox.memory_mb, when set, wins)")
     description: str | None = Field(None, description="what the program does and what a "
                                     "better one looks like, shown to proposers")
+    splits: list[Literal["test", "train"]] = Field(
+        default_factory=list, description="splits the evaluator answers besides dev and "
+        "heldout (its split keyword): test, the sealed split of the final report; train, "
+        "training-side instances an objective may add to dev's (objective.splits, "
+        "promotion.goodhart.switch_to)")
 
     def resolved(self, base: Path) -> ProgramTaskConfig:
         """This config with every relative path made absolute against ``base``."""

@@ -112,6 +112,11 @@ def load_from_archive(url: str, campaign_id: str | None = None,
         promoted = {p.node_id for p in archive.promotions(row.id)}
     finally:
         archive.close()
+    if any(n.round == 0 and n.slot > 0 for n in rows):  # an incumbent re-scored
+        raise ConfigError(f"replay: campaign {row.name} ({row.id}) changed its objective "
+                          "while it ran (a Goodhart switch, or objective.splits at resume): "
+                          "its scores under two objectives do not compare, so it cannot be "
+                          "replayed")
     nodes = [_recorded(n) for n in rows]
     objective = task_objective(config.task)
     return RecordedCampaign(label or f"{row.name} ({row.id})", config, objective, nodes,

@@ -54,7 +54,7 @@ class ProgramTask(Task):
 
     name = "program"
     no_test_reason = ("a program task declares no sealed test split: its evaluator is asked "
-                      "for dev and heldout only")
+                      "for dev and heldout only (task.splits: [test] adds one)")
 
     def __init__(self, config: ProgramTaskConfig) -> None:
         self.program = Path(config.program).resolve()
@@ -71,6 +71,11 @@ class ProgramTask(Task):
             self.passes_split = check_evaluator(evaluator_source, self.evaluator.name)
         except SourceError as exc:
             raise ConfigError(f"task: {exc}") from None
+        if config.splits and not self.passes_split:
+            raise ConfigError(f"task.splits {config.splits}: the evaluator's evaluate() takes "
+                              f"no split keyword, so it cannot tell them apart; define "
+                              f"evaluate(path, split=\"dev\")")
+        self.splits = (Split.DEV, Split.HELDOUT, *(Split(s) for s in config.splits))
         self._frame = frame(self.source, self.path)
         for helper in self.helpers:
             if not helper.exists():

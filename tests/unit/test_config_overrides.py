@@ -28,7 +28,7 @@ def test_sets_become_nested_overrides_with_yaml_values() -> None:
     ("selection", "SECTION.KEY=VALUE"),
     ("selection.kind", "SECTION.KEY=VALUE"),
     ("=rank", "SECTION.KEY=VALUE"),
-    ("task.kind=psro", "can change only selection, proposer_choice, budget"),
+    ("task.kind=psro", "can change only selection, proposer_choice, objective, budget"),
     ("sandbox.kind=docker", "not 'sandbox'"),
     ("selection.exponent=[1", "not valid YAML"),
 ])

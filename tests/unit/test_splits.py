@@ -31,12 +31,12 @@ def test_cfr_test_games_are_their_own_two_player_zero_sum_games(cfr_cache: Path)
         assert np.allclose(tree.node_utility[terminal].sum(axis=1), 0.0)
 
 
-@pytest.mark.parametrize("split", list(Split))
+@pytest.mark.parametrize("split", CFRTask.splits)
 def test_a_cfr_evaluation_mounts_only_its_split(split: Split, tmp_path: Path) -> None:
     plan = CFRTask().evaluation(split, tmp_path)
     mounted = {m.source for m in plan.mounts}
     assert mounted == {games.cache_path(tmp_path, g) for g in games.SPLITS[split.value]}
-    others = {g for s in Split if s is not split for g in games.SPLITS[s.value]}
+    others = {g for s in CFRTask.splits if s is not split for g in games.SPLITS[s.value]}
     assert not mounted & {games.cache_path(tmp_path, g) for g in others}
     assert plan.command[plan.command.index("--split") + 1] == split.value
 
