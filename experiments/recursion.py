@@ -2,6 +2,7 @@
 
     .venv/bin/python experiments/recursion.py [--seeds 100-109] [--arms default,self-tuning]
                                               [--max-evals 100] [--jobs 2] [--dir DIR]
+                                              [--policy META_DIR#best]
 
 Arms (each the built-in default campaign, ``recursor.config.default_campaign``, with only
 ``seed`` changed and):
@@ -9,7 +10,9 @@ Arms (each the built-in default campaign, ``recursor.config.default_campaign``, 
 - ``default``: nothing else (the fixed search policy ``make demo`` runs);
 - ``self-tuning``: ``self_tuning: {enabled: true}`` at its defaults (a retune step every 20
   evaluations, a switch undone when its window falls short; ``orchestrator/retune.py``);
-- ``self-tuning-no-undo``: the same with ``undo_below: 0`` (a switch is never undone).
+- ``self-tuning-no-undo``: the same with ``undo_below: 0`` (a switch is never undone);
+- ``meta``: ``search_policy: {from: --policy}``, a search-policy program (the winner of a
+  ``search`` campaign, ``examples/campaigns/meta-search.yaml``) run in the sandbox.
 
 Every arm runs the same seeds, so the comparison is paired. The default seeds (100-109) were
 never used to tune anything: the default's settings came from seeds 0-9, and the retune
@@ -22,12 +25,17 @@ censored, so the mean is a lower bound on the true one), and for each arm agains
 ``default`` the paired per-seed difference in evaluations to the DCFR level (bootstrap
 interval) with wins/ties/losses. "Evaluations to a level" counts the budget-spending
 candidates created up to the first promoted node whose Leduc value is at or below the level.
+It also prints, per arm against ``default``, the paired gain in the search task's own figure
+(``recursor.replay.meta.instance_value``: evaluations to a target over the budget, or 2 minus
+the share of the way there), the target being the best dev score either arm reached on that
+seed: the online counterpart of what the simulator predicted for a meta campaign's winner.
 """
 
 from __future__ import annotations
 
 import argparse
 import math
+import os
 import sys
 import tempfile
 import time
@@ -48,6 +56,14 @@ from recursor.types import PolicySource, Split
 LEDUC = "expl_leduc_poker"
 ARMS = {"default": {}, "self-tuning": {"self_tuning": {"enabled": True}},
         "self-tuning-no-undo": {"self_tuning": {"enabled": True, "undo_below": 0}}}
+META_ENV = "RECURSOR_EXPERIMENT_POLICY"  # --policy, read by the worker processes
+
+
+def arm_settings(arm: str) -> dict[str, Any]:
+    """The config sections an arm sets; ``meta``: the search-policy program of --policy."""
+    if arm == "meta":
+        return {"search_policy": {"from": os.environ[META_ENV]}}
+    return dict(ARMS[arm])
 
 
 def _seeds(spec: str) -> list[int]:
@@ -60,7 +76,7 @@ def _seeds(spec: str) -> list[int]:
 
 def run_one(arm: str, seed: int, max_evals: int, base: Path) -> dict[str, Any]:
     data = default_campaign().model_dump(mode="json")
-    data.update(ARMS[arm], seed=seed)
+    data.update(arm_settings(arm), seed=seed)
     data["budget"]["max_evals"] = max_evals
     directory = base / f"{arm}-seed-{seed}"
     started = time.monotonic()
@@ -84,17 +100,47 @@ def read_result(directory: Path, budget: int) -> dict[str, Any]:
         incumbent = reader.incumbent(cid) or ""
     finally:
         reader.close()
-    spent, at = 0, {}
+    spent, at, curve, best = 0, {}, [], None
     for node in nodes:  # creation order
         spent += node.round > 0 and node.spends_budget
         at[node.id] = spent
+        if node.score is not None and (best is None or node.score < best):
+            best = node.score  # cfr minimizes
+        if node.round > 0 and node.spends_budget:
+            curve.append(best)
     reached: dict[str, int | None] = {}
     for name, level in LEDUC_REFERENCES.items():
         hits = [at[n] for n in promoted if (leduc.get(n) is not None and leduc[n] <= level)]
         reached[name] = min(hits) if hits else None
     tuned = [v for v in versions if v.source == PolicySource.SELF_TUNING]
     return {"leduc": leduc.get(incumbent), "reached": reached, "switches": len(tuned),
-            "adopted": [v.settings for v in tuned]}
+            "adopted": [v.settings for v in tuned], "root": nodes[0].score, "curve": curve}
+
+
+def online_value(curve: list[float], root: float, target: float, budget: int) -> float:
+    """The search task's instance value (``recursor.replay.meta.instance_value``) of one
+    online campaign (cfr: minimized) against ``target``: evaluations to it over the budget,
+    or 2 minus the share of the way from the root it went."""
+    for i, best in enumerate(curve[:budget]):
+        if best <= target:
+            return (i + 1) / budget
+    total, made = root - target, root - (curve[budget - 1] if curve else root)
+    return 2.0 - (min(1.0, max(0.0, made / total)) if total > 0 else 0.0)
+
+
+def online_gain(results: list[dict[str, Any]], arm: str, budget: int) -> list[float]:
+    """Per seed shared with ``default``: the default's online value minus ``arm``'s (positive:
+    ``arm`` better), both against the best dev score either reached on that seed."""
+    default = {r["seed"]: r for r in results if r["arm"] == "default"}
+    gains = []
+    for r in results:
+        base = default.get(r["seed"])
+        if r["arm"] != arm or base is None or not r["curve"] or not base["curve"]:
+            continue
+        target = min(r["curve"][-1], base["curve"][-1])
+        gains.append(online_value(base["curve"], base["root"], target, budget)
+                     - online_value(r["curve"], r["root"], target, budget))
+    return gains
 
 
 def wilson(hits: int, n: int, z: float = 1.96) -> tuple[float, float]:
@@ -134,6 +180,11 @@ def summarize(results: list[dict[str, Any]], budget: int) -> list[str]:
             lines.append(f"- {arm}: retune steps took {ci.mean:.1%} of the wall time (95% "
                          f"bootstrap {ci.low:.1%}-{ci.high:.1%}; largest {max(shares):.1%})")
     for arm in [a for a in arms if a != "default"]:
+        gains = online_gain(results, arm, budget)
+        if gains:
+            lines.append(describe_paired(arm, gains, "search-task value {} (default minus "
+                                         "arm, against each seed's shared best)", "better",
+                                         "worse", ".3f"))
         for name in LEDUC_REFERENCES:
             def saved(r: dict[str, Any], name: str = name) -> float:
                 return -float(r["reached"][name] or budget)  # fewer evaluations: higher
@@ -172,10 +223,17 @@ def arms_and_base(parser: argparse.ArgumentParser, argv: list[str] | None,
     parser.add_argument("--max-evals", type=int, default=100)
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--dir", type=Path, default=None)
+    parser.add_argument("--policy", default=None, help="the meta arm's search-policy program: "
+                        "a policy.py or a search campaign's DIR#NODE (DIR#best)")
     args = parser.parse_args(argv)
     arms = [a for a in args.arms.split(",") if a]
-    if unknown := [a for a in arms if a not in ARMS]:
-        parser.error(f"unknown arm(s) {', '.join(unknown)}; known: {', '.join(ARMS)}")
+    if unknown := [a for a in arms if a not in ARMS and a != "meta"]:
+        parser.error(f"unknown arm(s) {', '.join(unknown)}; known: {', '.join(ARMS)}, meta")
+    if "meta" in arms:
+        if not args.policy:
+            parser.error("the meta arm needs --policy (e.g. campaigns/meta#best)")
+        where, sep, node = args.policy.partition("#")
+        os.environ[META_ENV] = str(Path(where).resolve()) + sep + node
     base = args.dir or Path(tempfile.mkdtemp(prefix=prefix))
     base.mkdir(parents=True, exist_ok=True)
     print(f"campaigns in {base}", file=sys.stderr, flush=True)

@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from recursion import ARMS, arms_and_base, describe_paired, paired, run_arms
+from recursion import arm_settings, arms_and_base, describe_paired, paired, run_arms
 
 from recursor.api import program_campaign
 from recursor.archive import ArchiveReader
@@ -40,7 +40,7 @@ def run_one(arm: str, seed: int, max_evals: int, base: Path) -> dict[str, Any]:
     config = program_campaign(EXAMPLE / "initial.py", EXAMPLE / "evaluate.py",
                               max_evals=max_evals)
     data = config_to_dict(config)
-    data.update(ARMS[arm], seed=seed)
+    data.update(arm_settings(arm), seed=seed)
     directory = base / f"{arm}-seed-{seed}"
     started = time.monotonic()
     summary = run_campaign(parse_config(data), directory, NullReporter())

@@ -33,7 +33,7 @@ from recursor.archive import (
 from recursor.config import CampaignConfig, config_to_dict, parse_config
 from recursor.config.overrides import merge_overrides
 from recursor.errors import ConfigError
-from recursor.orchestrator import objective, search_policy
+from recursor.orchestrator import objective, policy_program, search_policy
 from recursor.orchestrator.instances import Instances, check_choice_names
 from recursor.orchestrator.progress import Reporter
 from recursor.orchestrator.schedule import check_schedule
@@ -121,6 +121,10 @@ class CampaignContext:
 
 
 def _check_components(config: CampaignConfig, task: Task) -> None:
+    if task.sandboxes is not None and config.sandbox.kind not in task.sandboxes:
+        raise ConfigError(f"sandbox.kind {config.sandbox.kind}: the task {task.name!r} is "
+                          f"evaluated in a {' or '.join(task.sandboxes)} sandbox only; set "
+                          f"sandbox: {{kind: {task.sandboxes[0]}}}")
     known = [c.name for c in task.components()]
     unknown = [c for c in config.components if c not in known]
     if unknown:
@@ -155,6 +159,20 @@ def read_manifest(directory: Path) -> dict[str, str]:
     return data
 
 
+def _config(directory: Path, stored: dict[str, Any] | None,
+            overrides: dict[str, Any] | None) -> CampaignConfig:
+    """The campaign's config: the archive's stored one (else the directory's campaign.yaml)
+    with ``overrides`` laid over it, and its search-policy program's text recorded."""
+    data = stored if stored is not None else yaml.safe_load(
+        (directory / "campaign.yaml").read_text())
+    if overrides:
+        data = merge_overrides(data, overrides)
+    config = parse_config(data, str(directory / "campaign.yaml"))
+    if config.search_policy is not None:
+        config.search_policy = policy_program.resolve(config.search_policy)
+    return config
+
+
 def open_context(directory: Path, reporter: Reporter,
                  overrides: dict[str, Any] | None = None,
                  instances: Instances | None = None,
@@ -178,11 +196,7 @@ def open_context(directory: Path, reporter: Reporter,
                          + (f" (the old one is kept at {backup})" if backup else ""))
     try:
         row = next((c for c in archive.campaigns() if c.id == campaign_id), None)
-        data = row.config if row is not None else yaml.safe_load(
-            (directory / "campaign.yaml").read_text())
-        if overrides:
-            data = merge_overrides(data, overrides)
-        config = parse_config(data, str(directory / "campaign.yaml"))
+        config = _config(directory, row.config if row is not None else None, overrides)
         given.check(config)
         task = given.task or build_task(config.task)
         _check_components(config, task)
@@ -205,6 +219,8 @@ def open_context(directory: Path, reporter: Reporter,
             config.proposer_choice, list(by_name), config.seed)
         check_choice_names(chooser, list(by_name))
         selection = given.selection or build_selection(config.selection)
+        selection, chooser = policy_program.wrap(config, sandbox, selection, chooser,
+                                                 reporter.message)
         policy, switched = search_policy.settle(archive, campaign_id, config, reason)
     except BaseException:
         archive.close()

@@ -82,6 +82,9 @@ def due(every: int, attempted_before: int, attempted: int) -> bool:
 
 def untunable(config: CampaignConfig) -> str | None:
     """Why ``config``'s policy cannot be tuned by replay (a plug-in or an object), or None."""
+    if config.search_policy is not None:
+        return "its search policy is a program (search_policy); self-tuning tunes the " \
+               "built-in policies"
     for section, kinds in TUNABLE.items():
         kind = getattr(config, section).kind
         if kind not in kinds:

@@ -1,8 +1,9 @@
 """The campaign's search policy as versioned state (docs/recursion.md).
 
 A version is the settings that decide what a campaign tries next: its ``selection`` (which
-parents), its ``proposer_choice`` (which proposer) and, when not the default (dev alone), its
-``objective`` (which splits' scores the search reads), as config mappings. The first
+parents), its ``proposer_choice`` (which proposer), when not the default (dev alone) its
+``objective`` (which splits' scores the search reads), and when it has one its search-policy
+program (``search_policy``: where it came from and its digest), as config mappings. The first
 version is the config's; each later one has a parent, a source (a person at resume, the
 campaign's own ``retune`` step, a meta campaign's node), a reason and, where it was predicted
 to help, the prediction. Every node records the version in force when it was recorded.
@@ -19,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from recursor.archive import Archive, SearchPolicy, build_selection
 from recursor.config import CampaignConfig, config_to_dict, parse_config
 from recursor.config.overrides import SEARCH_SECTIONS, merge_overrides
+from recursor.orchestrator import policy_program
 from recursor.orchestrator.instances import check_choice_names
 from recursor.proposers import build_proposer_choice
 from recursor.types import PolicySource
@@ -32,8 +34,12 @@ def settings_of(config: CampaignConfig) -> dict[str, Any]:
     so versions recorded before objectives could change still match)."""
     data = config_to_dict(config)
     default = config_to_dict(CampaignConfig())["objective"]
-    return {section: data[section] for section in SEARCH_SECTIONS
-            if section != "objective" or data[section] != default}
+    settings = {section: data[section] for section in SEARCH_SECTIONS
+                if section != "objective" or data[section] != default}
+    if config.search_policy is not None:  # the program: where from, and its digest
+        settings["search_policy"] = {"from": config.search_policy.from_,
+                                     "sha256": config.search_policy.sha256}
+    return settings
 
 
 def version_id(campaign_id: str, seq: int) -> str:
@@ -63,6 +69,9 @@ def settle(archive: Archive, campaign_id: str, config: CampaignConfig,
     versions = archive.policies(campaign_id)
     if versions and versions[-1].settings == settings:
         return versions[-1], False
+    if not versions and config.search_policy is not None:
+        return record(archive, campaign_id, settings, PolicySource.META,
+                      f"the search-policy program {config.search_policy.from_}"), False
     if not versions:
         return record(archive, campaign_id, settings, PolicySource.CONFIG,
                       "the campaign's config"), False
@@ -78,7 +87,9 @@ def adopt(ctx: CampaignContext, settings: dict[str, Any], source: PolicySource, 
     config = parse_config(data, f"{source.value} search policy")
     chooser = build_proposer_choice(config.proposer_choice, list(ctx.proposers), config.seed)
     check_choice_names(chooser, list(ctx.proposers))
-    selection = build_selection(config.selection)
+    selection, chooser = policy_program.wrap(config, ctx.sandbox,
+                                             build_selection(config.selection), chooser,
+                                             ctx.reporter.message)
     version = record(ctx.archive, ctx.campaign_id, settings_of(config), source, reason,
                      prediction)
     ctx.archive.set_campaign_config(ctx.campaign_id, config_to_dict(config))

@@ -36,12 +36,16 @@ from recursor.types import Component, Objective, Split
 
 
 class Task(abc.ABC):
-    """A system under improvement. Built-ins: ``cfr``, ``worlds``, ``psro``, ``program``.
+    """A system under improvement. Built-ins: ``cfr``, ``worlds``, ``psro``, ``program``,
+    ``search``.
 
     ``splits``: the splits :meth:`evaluation` accepts; ``Split.TEST`` among them declares the
-    sealed test split (``no_test_reason`` says, in the final report, why a task has none).
+    sealed test split (``no_test_reason`` says, in the final report, why a task has none), and
+    ``Split.TRAIN`` training-side instances an objective may add to dev's.
     ``evaluation_seeds``: one seed (the default) for a deterministic evaluation; several for a
-    noisy one, and then :meth:`evaluation` takes a ``seed`` keyword.
+    noisy one, and then :meth:`evaluation` takes a ``seed`` keyword. ``sandboxes``: the
+    sandbox kinds its evaluation works in (None: any; the ``search`` task's evaluator imports
+    the project's environment, which only the process sandbox shows).
     """
 
     name: str
@@ -50,6 +54,7 @@ class Task(abc.ABC):
     splits: tuple[Split, ...] = (Split.DEV, Split.HELDOUT)
     no_test_reason: str = "the task declares no sealed test split"
     evaluation_seeds: tuple[int, ...] = (0,)
+    sandboxes: tuple[str, ...] | None = None
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)

@@ -9,6 +9,7 @@ from recursor.config import (
     PluginTaskConfig,
     ProgramTaskConfig,
     PsroTaskConfig,
+    SearchTaskConfig,
     TaskConfig,
     WorldsTaskConfig,
 )
@@ -36,6 +37,10 @@ def build_task(config: TaskConfig) -> Task:
         from recursor.tasks.program.task import ProgramTask
 
         return ProgramTask(config)
+    if isinstance(config, SearchTaskConfig):
+        from recursor.tasks.search import SearchTask
+
+        return SearchTask(config)
     if isinstance(config, PluginTaskConfig):
         task: Task = build_plugin("task", config)
         return task

@@ -62,6 +62,7 @@ from recursor.config.search import (
     ProposerChoiceConfig,
     ProposerConfig,
     RankSelectionConfig,
+    SearchPolicyProgramConfig,
     SelectionConfig,
     SelfTuningConfig,
     ThompsonChoiceConfig,
@@ -75,6 +76,7 @@ from recursor.config.tasks import (
     PluginTaskConfig,
     ProgramTaskConfig,
     PsroTaskConfig,
+    SearchTaskConfig,
     TaskConfig,
     WorldsTaskConfig,
 )
@@ -100,6 +102,9 @@ class CampaignConfig(_Model):
     self_tuning: SelfTuningConfig = Field(default_factory=SelfTuningConfig)
     promotion: PromotionConfig = Field(default_factory=PromotionConfig)
     objective: ObjectiveConfig = Field(default_factory=ObjectiveConfig)
+    search_policy: SearchPolicyProgramConfig | None = Field(
+        None, description="a search-policy program (e.g. a search campaign's winner) as the "
+        "selection and proposer choice; theirs stay the fallback")
     budget: BudgetConfig = Field(default_factory=BudgetConfig)
     concurrency: int = Field(2, ge=1, le=256)
     archive: ArchiveConfig = Field(default_factory=ArchiveConfig)
@@ -178,8 +183,10 @@ def load_config(path: Path | None) -> CampaignConfig:
     except yaml.YAMLError as err:
         raise ConfigError(f"{path}: not valid YAML: {err}") from None
     config = parse_config(data, str(path))
-    if isinstance(config.task, ProgramTaskConfig):  # paths in a file are relative to it
+    if isinstance(config.task, ProgramTaskConfig | SearchTaskConfig):  # paths: the file's
         config.task = config.task.resolved(Path(path).resolve().parent)
+    if config.search_policy is not None:
+        config.search_policy = config.search_policy.resolved(Path(path).resolve().parent)
     return config
 
 
@@ -215,6 +222,7 @@ __all__ = [
     "ExecutorConfig",
     "GoodhartConfig",
     "ObjectiveConfig",
+    "SearchPolicyProgramConfig",
     "GreedySelectionConfig",
     "InstanceProposerConfig",
     "LLMProposerConfig",
@@ -234,6 +242,7 @@ __all__ = [
     "PluginTaskConfig",
     "ProcessSandboxConfig",
     "ProgramTaskConfig",
+    "SearchTaskConfig",
     "PromotionConfig",
     "ProposerChoiceConfig",
     "ProposerConfig",

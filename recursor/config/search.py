@@ -4,15 +4,19 @@ guard and the budget."""
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import (
     AliasChoices,
+    ConfigDict,
     Discriminator,
     Field,
+    SerializerFunctionWrapHandler,
     Tag,
     TypeAdapter,
     field_validator,
+    model_serializer,
 )
 
 from recursor.config._base import _Model, _PluginSource
@@ -203,6 +207,34 @@ def _drop_legacy_fields(section: str, data: Any) -> Any:
 
 
 ObjectiveSplit = Literal["dev", "train"]  # never heldout or test
+
+
+class SearchPolicyProgramConfig(_Model):
+    """A search-policy program (the ``search`` task's kind, e.g. a meta campaign's winner)
+    as the campaign's selection and proposer choice, run in the campaign's sandbox
+    (docs/recursion.md, "Using an evolved policy"). ``selection`` and ``proposer_choice``
+    stay the fallback for any decision the program fails."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    from_: str = Field(alias="from", min_length=1, description="a policy file (policy.py), or "
+                       "a search campaign's node: DIR#NODE_ID, or DIR#best for its incumbent")
+    timeout_s: float = Field(10.0, gt=0, le=600, description="wall time of one answer")
+    source: str | None = Field(None, description="the program's text, recorded when the "
+                               "campaign starts (resume needs no file then)")
+    sha256: str | None = Field(None, description="the recorded text's digest")
+
+    def resolved(self, base: Path) -> SearchPolicyProgramConfig:
+        """This config with a relative file or campaign directory made absolute against
+        ``base`` (the campaign file's folder)."""
+        where, sep, node = self.from_.partition("#")
+        absolute = str((base / Path(where).expanduser()).resolve())
+        return self.model_copy(update={"from_": absolute + sep + node})
+
+    @model_serializer(mode="wrap")
+    def _as_written(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        return {("from" if key == "from_" else key): value for key, value in data.items()}
 
 
 def _splits(*names: ObjectiveSplit) -> list[ObjectiveSplit]:

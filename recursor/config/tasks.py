@@ -88,6 +88,30 @@ class ProgramTaskConfig(_Model):
             "evaluator_files": [absolute(p) for p in self.evaluator_files]})
 
 
+class SearchTaskConfig(_Model):
+    """Evolve Recursor's own search policy as a program, scored by replaying recorded
+    campaigns (docs/recursion.md, "The meta task")."""
+
+    kind: Literal["search"]
+    records: str | None = Field(None, description="a folder with dev/, heldout/ and test/ "
+                                "folders of recorded campaigns (*.json, written by "
+                                "scripts/search_records.py); default: the project's "
+                                "data/search")
+    seeds: int = Field(3, ge=1, le=64, description="simulation seeds per recorded campaign")
+    answer_timeout_s: float = Field(2.0, gt=0, le=60, description="longest wait for one "
+                                    "answer of the policy program")
+    timeout_s: float = Field(600.0, gt=0, le=86_400, description="wall time of one "
+                             "evaluation (sandbox.timeout_s, when set, wins)")
+    memory_mb: int = Field(2048, ge=256, description="memory of one evaluation")
+
+    def resolved(self, base: Path) -> SearchTaskConfig:
+        """This config with a relative ``records`` made absolute against ``base``."""
+        if self.records is None:
+            return self
+        return self.model_copy(update={
+            "records": str((base / Path(self.records).expanduser()).resolve())})
+
+
 class InstanceTaskConfig(_Model):
     """A ``Task`` passed as a Python object (``recursor.run(task=...)``): its class and
     objective are recorded (readers such as the UI and replay need the objective without the
@@ -102,6 +126,6 @@ class InstanceTaskConfig(_Model):
 
 
 TaskConfig = Annotated[
-    CfrTaskConfig | WorldsTaskConfig | PsroTaskConfig | ProgramTaskConfig | PluginTaskConfig
-    | InstanceTaskConfig, Field(discriminator="kind")]
+    CfrTaskConfig | WorldsTaskConfig | PsroTaskConfig | ProgramTaskConfig | SearchTaskConfig
+    | PluginTaskConfig | InstanceTaskConfig, Field(discriminator="kind")]
 

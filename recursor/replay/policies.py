@@ -62,6 +62,10 @@ def build_policy(base: CampaignConfig, fragment: dict[str, Any], label: str) -> 
 
 
 def recorded_policy(base: CampaignConfig) -> Policy:
+    if base.search_policy is not None:
+        raise ConfigError(f"replay: the campaign's search policy was a program "
+                          f"(search_policy.from {base.search_policy.from_}), which replay does "
+                          "not run; the search task replays programs (docs/recursion.md)")
     data = config_to_dict(base)
     return policy_from_config("recorded", base, {k: data[k] for k in SECTIONS})
 

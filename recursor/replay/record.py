@@ -84,6 +84,41 @@ def proposer_names(config: CampaignConfig, seen: Sequence[str]) -> list[str]:
     return names
 
 
+FORMAT = "recursor-recorded-campaign/1"
+
+
+def to_json(campaign: RecordedCampaign) -> dict[str, Any]:
+    """``campaign`` as plain data (what the simulator reads, nothing more): its stored
+    config, its nodes and its promotions. :func:`from_json` reads it back."""
+    from recursor.config import config_to_dict
+
+    return {"format": FORMAT, "name": campaign.name, "config": config_to_dict(campaign.config),
+            "promoted": sorted(campaign.promoted),
+            "nodes": [[n.id, n.parent_id, n.round, n.slot, n.proposer, n.ok, n.score,
+                       n.spends, n.cost] for n in campaign.nodes]}
+
+
+def from_json(data: Any, label: str) -> RecordedCampaign:
+    """A campaign written by :func:`to_json`; ConfigError naming ``label`` when it is not."""
+    from recursor.tasks import task_objective
+
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        raise ConfigError(f"{label}: not a recorded campaign (format {FORMAT})")
+    try:
+        config = parse_config(data["config"], f"{label} (recorded config)")
+        nodes = [RecordedNode(id=str(i), parent_id=None if p is None else str(p),
+                              round=int(r), slot=int(s), proposer=str(name), ok=bool(ok),
+                              score=None if score is None else float(score),
+                              spends=bool(spends), cost=float(cost))
+                 for i, p, r, s, name, ok, score, spends, cost in data["nodes"]]
+        promoted = {str(n) for n in data["promoted"]}
+        name = str(data["name"])
+    except (KeyError, TypeError, ValueError) as err:
+        raise ConfigError(f"{label}: a damaged recorded campaign ({err})") from None
+    return RecordedCampaign(name, config, task_objective(config.task), nodes,
+                            proposer_names(config, [n.proposer for n in nodes]), promoted)
+
+
 def load_campaign(directory: Path) -> RecordedCampaign:
     """Read a campaign directory (``recursor run --dir``) into a :class:`RecordedCampaign`."""
     from recursor.orchestrator.context import read_manifest
@@ -132,5 +167,5 @@ def _recorded(row: Any) -> RecordedNode:
                         cost=float(row.cost or 0.0))
 
 
-__all__ = ["RecordedCampaign", "RecordedNode", "load_campaign", "load_from_archive",
-           "proposer_names"]
+__all__ = ["FORMAT", "RecordedCampaign", "RecordedNode", "from_json", "load_campaign",
+           "load_from_archive", "proposer_names", "to_json"]

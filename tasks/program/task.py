@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import shutil
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from recursor.config import ProgramTaskConfig
@@ -32,7 +32,7 @@ def _read(path: Path, what: str) -> str:
         raise ConfigError(f"task.{what}: cannot read {path} as UTF-8 text: {exc}") from None
 
 
-def _digest(root: Path) -> str:
+def tree_digest(root: Path) -> str:
     """A content hash of every file under ``root`` (relative paths and bytes)."""
     digest = hashlib.sha256()
     for path in sorted(p for p in root.rglob("*") if p.is_file()):
@@ -42,7 +42,26 @@ def _digest(root: Path) -> str:
     return digest.hexdigest()
 
 
-def _publish(root: Path) -> None:
+def freeze(target: Path, stage: Callable[[Path], None]) -> bool:
+    """Make ``target`` the copy ``stage(folder)`` writes, once (staged beside it, then moved
+    into place); when it exists already, whether a fresh copy would differ from it (the
+    files it was made from changed since)."""
+    if not target.exists():
+        staging = target.with_name(f".{target.name}.new")
+        shutil.rmtree(staging, ignore_errors=True)
+        stage(staging)
+        staging.rename(target)
+        return False
+    fresh = target.with_name(f".{target.name}.check")
+    shutil.rmtree(fresh, ignore_errors=True)
+    try:
+        stage(fresh)
+        return tree_digest(fresh) != tree_digest(target)
+    finally:
+        shutil.rmtree(fresh, ignore_errors=True)
+
+
+def publish_tree(root: Path) -> None:
     """Make the copy readable (not writable) by the sandbox's unprivileged user."""
     root.chmod(0o755)
     for path in root.rglob("*"):
@@ -99,27 +118,14 @@ class ProgramTask(Task):
                 shutil.copytree(helper, root / helper.name, ignore=_IGNORED)
             else:
                 shutil.copyfile(helper, root / helper.name)
-        _publish(root)
+        publish_tree(root)
 
     def prepare(self, cache_dir: Path) -> None:
         """Copy the evaluator and its helpers into the cache (once); ConfigError when the
         copy made at the campaign's start differs from the files now (a changed evaluator
         would make old and new scores incomparable)."""
         target = Path(cache_dir) / CACHE_FOLDER
-        if not target.exists():
-            staging = Path(cache_dir) / f".{CACHE_FOLDER}.new"
-            shutil.rmtree(staging, ignore_errors=True)
-            self._staged(staging)
-            staging.rename(target)
-            return
-        fresh = Path(cache_dir) / f".{CACHE_FOLDER}.check"
-        shutil.rmtree(fresh, ignore_errors=True)
-        try:
-            self._staged(fresh)
-            changed = _digest(fresh) != _digest(target)
-        finally:
-            shutil.rmtree(fresh, ignore_errors=True)
-        if changed:
+        if freeze(target, self._staged):
             raise ConfigError(
                 f"the evaluator {self.evaluator} (or its evaluator_files) changed since this "
                 f"campaign started; its scores would not compare with the archived ones. "
@@ -155,4 +161,5 @@ class ProgramTask(Task):
         return self.description
 
 
-__all__ = ["CACHE_FOLDER", "EVALUATOR_TARGET", "ProgramTask"]
+__all__ = ["CACHE_FOLDER", "EVALUATOR_TARGET", "ProgramTask", "freeze", "publish_tree",
+           "tree_digest"]
