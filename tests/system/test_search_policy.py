@@ -100,7 +100,7 @@ def test_a_switch_at_resume_is_recorded_and_honored(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("sets", "message"), [
-    (["task.kind=psro"], "can change only selection, proposer_choice, budget"),
+    (["task.kind=psro"], "can change only selection, proposer_choice, objective, budget"),
     (["selection"], "SECTION.KEY=VALUE"),
     (["selection.kind=nonsense"], "selection"),
 ])

@@ -82,3 +82,18 @@ def test_a_missing_policy_program_is_named(tmp_path: Path) -> None:
         resolve(config.search_policy)
     with pytest.raises(ConfigError, match="not a campaign directory"):
         resolve(config.search_policy.model_copy(update={"from_": f"{tmp_path}#best"}))
+
+
+def test_the_meta_search_example_loads_with_the_shipped_records() -> None:
+    from recursor.replay.meta import load_records
+    from recursor.tasks.search import DEFAULT_RECORDS
+
+    root = Path(__file__).resolve().parents[2]
+    for path in sorted((root / "examples" / "campaigns").glob("*.yaml")):
+        load_config(path)  # every example is a valid campaign
+    config = load_config(root / "examples" / "campaigns" / "meta-search.yaml")
+    task = SearchTask(config.task)  # type: ignore[arg-type]
+    assert task.records == DEFAULT_RECORDS
+    kinds = {split: {r.name.split("-seed-")[0] for r in load_records(DEFAULT_RECORDS / split)}
+             for split in ("dev", "heldout", "test")}
+    assert kinds == {"dev": {"cfr"}, "heldout": {"program"}, "test": {"cfr", "program"}}
