@@ -8,7 +8,8 @@ default search policy, and written as plain data (``recursor.replay.record.to_js
 stored config with the task reduced to its objective, the nodes' ids, parents, proposers,
 statuses, dev scores and costs, and the promotions; no held-out score, no file):
 
-- ``dev``: the default cfr campaign, seeds 200-202, 100 evaluations each;
+- ``dev``: the built-in default cfr campaign (what ``make demo`` runs), seeds 200-202, 100
+  evaluations each;
 - ``heldout``: the program example (examples/your-task, circle packing), seeds 200-201, 60
   evaluations each: a task the meta search never replays on dev;
 - ``test``: one of each, seeds 300, sealed (the final report's split only).
@@ -42,10 +43,12 @@ CAMPAIGNS: list[tuple[str, str, int, int]] = [
 
 def _config(task: str, seed: int, max_evals: int) -> Any:
     from recursor.api import program_campaign
-    from recursor.config import config_to_dict, parse_config
+    from recursor.config import config_to_dict, default_campaign, parse_config
 
-    if task == "cfr":
-        return parse_config({"seed": seed, "budget": {"max_evals": max_evals}})
+    if task == "cfr":  # the built-in default campaign (`make demo`), another seed
+        data = config_to_dict(default_campaign())
+        data.update(seed=seed, budget={**data["budget"], "max_evals": max_evals})
+        return parse_config(data)
     config = program_campaign(EXAMPLE / "initial.py", EXAMPLE / "evaluate.py",
                               max_evals=max_evals)
     return parse_config({**config_to_dict(config), "seed": seed})

@@ -97,7 +97,7 @@ class SearchTaskConfig(_Model):
                                 "folders of recorded campaigns (*.json, written by "
                                 "scripts/search_records.py); default: the project's "
                                 "data/search")
-    seeds: int = Field(3, ge=1, le=64, description="simulation seeds per recorded campaign")
+    seeds: int = Field(8, ge=1, le=64, description="simulation seeds per recorded campaign")
     answer_timeout_s: float = Field(2.0, gt=0, le=60, description="longest wait for one "
                                     "answer of the policy program")
     timeout_s: float = Field(600.0, gt=0, le=86_400, description="wall time of one "

@@ -166,7 +166,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Replay a search-policy program (search task).")
     parser.add_argument("--records", type=Path, required=True)
     parser.add_argument("--program", type=Path, required=True)
-    parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--seeds", type=int, default=8)
     parser.add_argument("--answer-timeout", type=float, default=2.0)
     parser.add_argument("--run-timeout", type=float, default=600.0)
     args = parser.parse_args(argv)
