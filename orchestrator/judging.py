@@ -47,6 +47,11 @@ def judge_node(ctx: CampaignContext, node: Node, bootstrap: str,
     evidence: dict[str, Any] = {"incumbent": incumbent_id}
     promoted = False
     splits = objective.splits_of(ctx.config)
+    if _other_objective(ctx, node, splits):  # evaluated before a switch (async pipeline)
+        evidence.update(promoted=False, reason="scored under the objective before the switch "
+                        f"to {'+'.join(s.value for s in splits)}")
+        ctx.archive.add_log(node.id, "judge", json.dumps(evidence, sort_keys=True))
+        return False
     gate = dev_gate(node.score, incumbent.score or 0.0,
                     objective.instances(ctx.archive, node.id, splits),
                     objective.instances(ctx.archive, incumbent_id, splits),
@@ -72,6 +77,13 @@ def judge_node(ctx: CampaignContext, node: Node, bootstrap: str,
     if promoted:  # after the decision is written: the test score can change nothing
         final_report.evaluate_promoted(ctx, node.id)
     return promoted
+
+
+def _other_objective(ctx: CampaignContext, node: Node, splits: tuple[Split, ...]) -> bool:
+    """Whether ``node`` was scored under another objective than ``splits`` (only possible
+    once the campaign's objective has changed)."""
+    return (objective.ever_changed(ctx.archive, ctx.campaign_id)
+            and objective.scored_under(ctx.archive, node.id) != splits)
 
 
 __all__ = ["SplitScorer", "changed_components", "judge_node"]

@@ -18,7 +18,7 @@ The score: for each recorded campaign and simulation seed, the replay simulator
 policy for the campaign's recorded budget, and the instance's value (:func:`instance_value`)
 is the evaluations it took to reach the campaign's best recorded dev score over that budget,
 or, when it never did, 2 minus the share of the way there it went. The score is their mean:
-lower is better; below 1, every run reached its record's best.
+lower is better (an instance below 1 reached its record's best).
 """
 
 from __future__ import annotations
