@@ -27,6 +27,7 @@ from dataclasses import asdict, dataclass
 
 from recursor.archive import ArchiveReader, Node
 from recursor.config import GoodhartConfig
+from recursor.errors import RecursorError
 from recursor.orchestrator import objective, search_policy
 from recursor.orchestrator.context import CampaignContext
 from recursor.orchestrator.rescore import rescore_incumbent
@@ -102,18 +103,27 @@ def watch(ctx: CampaignContext) -> str | None:
 
 def switch(ctx: CampaignContext, found: Decoupling) -> bool:
     """Move the campaign to the objective ``switch_to`` and re-score the incumbent under it;
-    False (and a message) when that objective is in force already."""
+    False (and a message) when that objective is in force already or a switch was made
+    before. A re-scoring that fails undoes the switch (a recorded version too)."""
     target = ctx.config.promotion.goodhart.switch_to
     name = "+".join(target)
-    if [s.value for s in objective.splits_of(ctx.config)] == list(target):
-        ctx.reporter.message(f"Goodhart guard: the objective is {name} already; "
-                             "nothing left to switch to")
+    tried = any(v.source == PolicySource.GOODHART for v in ctx.archive.policies(ctx.campaign_id))
+    if tried or [s.value for s in objective.splits_of(ctx.config)] == list(target):
+        ctx.reporter.message(f"Goodhart guard: the objective is {name} already, or the "
+                             "switch was made once; nothing left to switch to")
         return False
     reason = f"Goodhart guard: {found.describe()}; the search now reads {name}"
+    before = [s.value for s in objective.splits_of(ctx.config)]
     version = search_policy.adopt(ctx, {"objective": {"splits": list(target)}},
                                   PolicySource.GOODHART, reason)
     ctx.reporter.message(f"search policy switched to {version.id}: objective {name}")
-    rescore_incumbent(ctx, reason)
+    try:
+        rescore_incumbent(ctx, reason)
+    except RecursorError as exc:  # the campaign goes on under the objective it had
+        back = search_policy.adopt(ctx, {"objective": {"splits": before}},
+                                   PolicySource.GOODHART, f"switch undone: {exc}")
+        ctx.reporter.message(f"warning: {back.reason}")
+        return False
     return True
 
 

@@ -112,6 +112,24 @@ def test_switching_objective_beats_a_dev_maximizer_on_the_sealed_test(tmp_path: 
     assert summary.best.test_score == pytest.approx(4.8)
 
 
+def test_a_switch_whose_rescoring_fails_is_undone_and_the_campaign_goes_on(
+        tmp_path: Path) -> None:
+    directory = tmp_path / "c"
+    config = _config(tmp_path, "switch")
+    (tmp_path / "evaluate.py").write_text(EVALUATOR.replace(
+        '    score = {', '    if split == "train" and trick >= 2:\n'
+        '        return {"error": "no train instances for this one"}\n    score = {'))
+    summary = run_campaign(config, directory, proposers=[Raise("TRICK"), Raise("REAL")])
+    archive, campaign_id = _archive(directory)
+    versions = archive.policies(campaign_id)
+    assert [v.source for v in versions] == [PolicySource.CONFIG, PolicySource.GOODHART,
+                                            PolicySource.GOODHART]
+    assert "objective" not in versions[2].settings  # back to dev alone
+    assert versions[2].reason.startswith("switch undone: the incumbent")
+    assert summary.best.test_score == pytest.approx(-0.6)  # as the control: tried once
+    assert summary.evaluated == 12
+
+
 def test_a_resumed_switch_back_rescores_the_incumbent(tmp_path: Path) -> None:
     """A person's switch at resume is honored the same way: the incumbent is re-scored
     under the objective given, and selection reads only nodes scored under it."""
