@@ -22,7 +22,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-from recursion import arm_settings, arms_and_base, describe_paired, paired, run_arms
+from recursion import (
+    arm_settings,
+    arms_and_base,
+    describe_paired,
+    online_gain,
+    paired,
+    run_arms,
+)
 
 from recursor.api import program_campaign
 from recursor.archive import ArchiveReader
@@ -50,11 +57,21 @@ def run_one(arm: str, seed: int, max_evals: int, base: Path) -> dict[str, Any]:
         cid = manifest["campaign_id"]
         best = reader.node(reader.incumbent(cid) or "")
         switches = sum(v.source == PolicySource.SELF_TUNING for v in reader.policies(cid))
+        nodes = reader.nodes(cid)
     finally:
         reader.close()
+    # the best dev score after each spent evaluation, negated (recursion.online_gain
+    # compares lower-is-better curves; this task maximizes)
+    curve, top = [], -float(nodes[0].score or 0.0)
+    for node in nodes[1:]:
+        if node.score is not None:
+            top = min(top, -node.score)
+        if node.spends_budget:
+            curve.append(top)
     return {"arm": arm, "seed": seed, "dev": best.score, "heldout": best.heldout_score,
             "switches": switches, "retune_s": summary.retune_s,
-            "wall_s": time.monotonic() - started}
+            "wall_s": time.monotonic() - started, "root": -float(nodes[0].score or 0.0),
+            "curve": curve}
 
 
 def _row(r: dict[str, Any]) -> str:
@@ -63,7 +80,7 @@ def _row(r: dict[str, Any]) -> str:
             f"{r['switches']} | {share:.1%} | {r['wall_s'] / 60:.1f} |")
 
 
-def summarize(results: list[dict[str, Any]]) -> list[str]:
+def summarize(results: list[dict[str, Any]], budget: int) -> list[str]:
     lines = []
     arms = list(dict.fromkeys(r["arm"] for r in results))
     for arm in arms:
@@ -73,6 +90,11 @@ def summarize(results: list[dict[str, Any]]) -> list[str]:
             lines.append(f"- {arm}: final incumbent {split} score {ci.mean:.4f} (95% bootstrap "
                          f"{ci.low:.4f}-{ci.high:.4f}) over {len(rows)} seeds")
     for arm in [a for a in arms if a != "default"]:
+        gains = online_gain(results, arm, budget)
+        if gains:
+            lines.append(describe_paired(arm, gains, "search-task value {} (default minus "
+                                         "arm, against each seed's shared best)", "better",
+                                         "worse", ".3f"))
         for split in ("dev", "heldout"):
             diffs = paired(results, arm, lambda r, split=split: float(r[split]))
             if diffs:
@@ -88,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
           "retune time | wall (min) |")
     print("|---|---|---|---|---|---|---|", flush=True)
     results = run_arms(run_one, args, arms, base, _row)
-    for line in summarize(results):
+    for line in summarize(results, args.max_evals):
         print(line)
     return 0
 
