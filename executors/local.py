@@ -37,7 +37,7 @@ class LocalExecutor(Executor):
     kind = "local"
 
     def __init__(self, root: Path) -> None:
-        self.root = Path(root)
+        self.root = Path(root).expanduser().resolve()  # the runner starts in its job folder
         self.root.mkdir(parents=True, exist_ok=True)
 
     def submit(self, spec: JobSpec) -> JobHandle:

@@ -19,7 +19,6 @@ from __future__ import annotations
 import hashlib
 import json
 import random
-import sys
 import tempfile
 from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
@@ -34,6 +33,7 @@ from recursor.orchestrator.programs import (
     ProgramSelection,
     parse_answer,
 )
+from recursor.plan import sandbox_python
 from recursor.proposers import Outcome, ProposerChoicePolicy
 from recursor.sandbox import Sandbox, SandboxLimits, SandboxRequest
 from recursor.types import Objective, RunStatus
@@ -104,7 +104,7 @@ class SandboxChannel:
             (Path(tmp) / PROGRAM).write_text(self.source)
             (Path(tmp) / REQUEST).write_text(json.dumps(request) + "\n")
             result = self.sandbox.run(SandboxRequest(
-                command=[sys.executable, "-I", "-c", RUNNER], workspace=Path(tmp),
+                command=[sandbox_python(), "-I", "-c", RUNNER], workspace=Path(tmp),
                 limits=SandboxLimits(wall_time_s=self.timeout_s, memory_mb=MEMORY_MB,
                                      max_processes=16, output_bytes=1 << 20),
                 candidates=None))

@@ -80,6 +80,19 @@ TRUSTED_PYTHON_FLAGS = ("-P", "-s")
 SEALED_RUNNER = "recursor.guest"
 
 
+def sandbox_python() -> str:
+    """The interpreter a sandboxed command runs: this one, at the path the process sandbox
+    binds it. A virtual environment reached through a symlink (``venvlink -> .venv``) is
+    bound at its real path, so its folder is resolved here too (not the interpreter itself:
+    a venv's ``bin/python`` links to the base interpreter, and would leave the venv)."""
+    executable, prefix = Path(sys.executable), Path(sys.prefix)
+    try:
+        inside = executable.relative_to(prefix)
+    except ValueError:
+        return str(executable)
+    return str(prefix.resolve() / inside)
+
+
 def trusted_module_command(module: str, *args: str) -> list[str]:
     """The command line that runs the trusted module ``module`` inside a sandbox.
 
@@ -90,7 +103,7 @@ def trusted_module_command(module: str, *args: str) -> list[str]:
     to start programs: the candidate runs only in candidate runs (``run_candidate``). Every
     evaluator command a task plans must be built with this function.
     """
-    return [sys.executable, *TRUSTED_PYTHON_FLAGS, "-m", SEALED_RUNNER, module, *args]
+    return [sandbox_python(), *TRUSTED_PYTHON_FLAGS, "-m", SEALED_RUNNER, module, *args]
 
 
 def candidate_module_command(module: str, *args: str) -> list[str]:
@@ -99,7 +112,7 @@ def candidate_module_command(module: str, *args: str) -> list[str]:
     candidate's files and speaks the task's protocol. ``python -P -s -m`` as for trusted
     modules, but not sealed: the candidate may start processes of its own inside its run
     (they die with it)."""
-    return [sys.executable, *TRUSTED_PYTHON_FLAGS, "-m", module, *args]
+    return [sandbox_python(), *TRUSTED_PYTHON_FLAGS, "-m", module, *args]
 
 
 __all__ = ["SEALED_RUNNER", "TRUSTED_PYTHON_FLAGS", "CandidateRuns", "EvaluationPlan", "Mount",

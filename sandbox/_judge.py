@@ -57,7 +57,16 @@ def _exit_text(code: int | None) -> str:
         return f"killed by signal {-code} (not by the sandbox)"
     if code == SIGKILL_EXIT:
         return f"exited with status {code} (SIGKILL, not sent by the sandbox)"
+    if code in CANNOT_START:
+        return (f"exited with status {code}: the command could not start ({CANNOT_START[code]} "
+                "inside the sandbox, which shows only the system's folders, the interpreter "
+                "running Recursor and the recursor packages; see the run's stderr and "
+                "docs/sandboxes.md)")
     return f"exited with status {code}"
+
+
+# the shell's statuses for a command that never ran
+CANNOT_START = {126: "it is not executable", 127: "it was not found"}
 
 
 MAX_DEPTH = 64

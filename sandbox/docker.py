@@ -54,6 +54,7 @@ import docker.errors
 from docker.models.containers import Container
 
 from recursor.errors import SandboxError
+from recursor.plan import sandbox_python
 from recursor.types import RunStatus
 
 from ._base import Mount, Sandbox, SandboxLimits, SandboxRequest, SandboxResult, check_request
@@ -446,7 +447,7 @@ def _accept_agent(listener: socket.socket, container: Container) -> socket.socke
 def _container_command(command: Sequence[str]) -> list[str]:
     """The host's interpreter path means nothing in the image: use its ``python3``."""
     argv = list(command)
-    if argv and argv[0] == sys.executable:
+    if argv and argv[0] in (sys.executable, sandbox_python()):
         argv[0] = "python3"
     return argv
 

@@ -85,7 +85,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from recursor.errors import SandboxError
-from recursor.plan import CandidateRuns
+from recursor.plan import CandidateRuns, sandbox_python
 from recursor.types import RunStatus
 
 from ._base import Sandbox, SandboxRequest, SandboxResult, check_request
@@ -408,7 +408,8 @@ class ProcessSandbox(Sandbox):
 
 
 def _environment(request: SandboxRequest, fds: _Fds) -> dict[str, str]:
-    bin_dirs = dict.fromkeys([str(Path(sys.prefix) / "bin"), str(Path(sys.executable).parent)])
+    bin_dirs = dict.fromkeys([str(Path(sys.prefix).resolve() / "bin"),
+                              str(Path(sandbox_python()).parent)])
     path = ":".join([*bin_dirs, "/usr/local/bin", "/usr/bin", "/bin"])
     env = {
         "PATH": path,

@@ -102,6 +102,7 @@ def run(
     from recursor.executors import build_executor
     from recursor.executors.spec import JobStatus, load_spec
 
+    directory = directory.expanduser().resolve()  # what it means in the user's shell
     try:
         spec = load_spec(spec_file)
         config = executor_config(executor, address=address, num_procs=num_procs,

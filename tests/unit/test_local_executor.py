@@ -123,3 +123,20 @@ def test_fields_of_another_kind_are_refused(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="kind: must be one of sft, grpo, generate, eval, "
                        "serve, command, not 'train'"):
         load_spec(path)
+
+
+def test_a_relative_jobs_folder_means_the_shells(tmp_path: Path,
+                                                 subprocess_env: dict[str, str]) -> None:
+    """`recursor job run spec.yaml` with the default `--dir jobs`, from the spec's folder: the
+    job's runner starts in its own folder, so the relative path must not reach it as given."""
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "job.yaml").write_text(yaml.safe_dump(_spec(tmp_path / "marker").model_dump(
+        mode="json")))
+    done = subprocess.run([sys.executable, "-m", "recursor.cli", "job", "run", "job.yaml",
+                           "--json"], cwd=work, env=subprocess_env, capture_output=True,
+                          text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    record = json.loads(done.stdout)
+    assert record["status"] == "done", record["error"]
+    assert (work / "jobs" / record["job_id"] / "record.json").is_file()
