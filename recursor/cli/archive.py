@@ -30,6 +30,7 @@ from rich.text import Text
 from rich.tree import Tree
 
 from recursor.archive import ArchiveReader, GitStore, Node, SearchPolicy, upgrade_archive
+from recursor.cli.export import columns, flat, node_fields, node_rows
 from recursor.errors import ConfigError
 from recursor.untrusted import for_terminal, rich_text
 
@@ -75,15 +76,6 @@ def _campaign_id(archive: ArchiveReader, directory: Path | None, campaign: str |
 
 def _store(archive: ArchiveReader, campaign_id: str) -> GitStore:
     return GitStore(Path(archive.campaign(campaign_id).repo_path))
-
-
-def _node_dict(node: Node) -> dict[str, Any]:
-    keys = ("id", "parent_id", "round", "slot", "kind", "proposer", "proposer_reason",
-            "rationale", "status", "run_status", "score", "heldout_score", "error", "commit",
-            "duplicate_of", "policy_id", "wall_s", "tokens", "cost")
-    out = {k: getattr(node, k) for k in keys}
-    out["created_at"] = node.created_at.isoformat() if node.created_at else None
-    return out
 
 
 def _emit_json(data: Any) -> None:
@@ -147,9 +139,9 @@ def tree(directory: Dir = None, url: Url = None, campaign: CampaignId = None,
         cid = _campaign_id(archive, directory, campaign)
         nodes, best = archive.nodes(cid), archive.incumbent(cid)
         versions = len(archive.policies(cid))
-    if as_json:
-        _emit_json([_node_dict(n) for n in nodes])
-        return
+        if as_json:  # with the promotions and evaluations (recursor/cli/export.py)
+            _emit_json(node_rows(archive, cid, nodes))
+            return
     children: dict[str | None, list[Node]] = {}
     for n in nodes:
         children.setdefault(n.parent_id, []).append(n)
@@ -176,7 +168,7 @@ def show(node: Annotated[str, typer.Argument(help="node id (or a unique part of 
     with _open(directory, url) as archive:
         cid = _campaign_id(archive, directory, campaign)
         row = archive.find_node(cid, node)
-        data = _node_dict(row)
+        data = node_fields(row)
         data["patch"] = row.patch
         data["evaluations"] = [{"split": e.split, "seed": e.seed, "run_status": e.run_status,
                                 "metrics": e.metrics, "instances": e.instances,
@@ -249,7 +241,7 @@ def lineage(node: Annotated[str, typer.Argument(help="node id")], directory: Dir
             chain.append(archive.node(chain[-1].parent_id))
     chain.reverse()
     if as_json:
-        _emit_json([_node_dict(n) for n in chain])
+        _emit_json([node_fields(n) for n in chain])
         return
     for depth, n in enumerate(chain):
         console.print(Text("  " * depth) + _label(n, None))
@@ -333,19 +325,22 @@ def best(directory: Dir = None, url: Url = None, campaign: CampaignId = None,
 @app.command()
 def export(fmt: Annotated[str, typer.Option("--format", help="json or csv")] = "json",
            directory: Dir = None, url: Url = None, campaign: CampaignId = None) -> None:
-    """Every node with its scores, as JSON or CSV on stdout."""
+    """Every node with its scores, whether (and for which components) it was promoted, the
+    judgement's figures and its evaluations per split (metrics and per-instance values), as
+    JSON or CSV on stdout."""
     if fmt not in ("json", "csv"):
         raise typer.BadParameter(f"--format must be json or csv, not {fmt!r}")
     with _open(directory, url) as archive:
         cid = _campaign_id(archive, directory, campaign)
-        rows = [_node_dict(n) for n in archive.nodes(cid)]
+        rows = node_rows(archive, cid, archive.nodes(cid))
     if fmt == "json":
         _emit_json(rows)
         return
+    flat_rows = [flat(r) for r in rows]
     buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=list(rows[0]) if rows else ["id"])
+    writer = csv.DictWriter(buffer, fieldnames=columns(flat_rows), restval="")
     writer.writeheader()
-    writer.writerows(rows)
+    writer.writerows(flat_rows)
     _emit_raw(buffer.getvalue())
 
 
