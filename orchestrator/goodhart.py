@@ -48,6 +48,11 @@ class Decoupling:
     dev_gain: float
     heldout_gain: float
 
+    def short(self) -> str:
+        """The live line."""
+        return (f"Goodhart guard: flagged {self.last} (dev {self.dev_gain + 0.0:+.3g}, held-out "
+                f"{self.heldout_gain + 0.0:+.3g} over {self.window} promotions; see the summary)")
+
     def describe(self) -> str:
         return (f"dev stopped tracking held-out: over the last {self.window} promotions "
                 f"({self.first} -> {self.last}) dev improved by {self.dev_gain:.4g}, "
@@ -95,7 +100,7 @@ def watch(ctx: CampaignContext) -> str | None:
     if ctx.archive.has_log(found.last, LOG_STREAM):
         return f"Goodhart guard: {found.describe()}" if config.action == "stop" else None
     ctx.archive.add_log(found.last, LOG_STREAM, json.dumps(asdict(found), sort_keys=True))
-    ctx.reporter.message(f"warning: {found.describe()}")
+    ctx.reporter.message(found.short())  # the whole story once, in the summary
     if config.action == "switch":
         switch(ctx, found)
     return f"Goodhart guard: {found.describe()}" if config.action == "stop" else None
@@ -127,14 +132,33 @@ def switch(ctx: CampaignContext, found: Decoupling) -> bool:
     return True
 
 
-def recorded(archive: ArchiveReader, campaign_id: str) -> list[str]:
-    """Every decoupling recorded in a campaign, described (for the summary)."""
+def flags(archive: ArchiveReader, campaign_id: str) -> list[Decoupling]:
+    """Every decoupling recorded in a campaign, in promotion order."""
     out = []
     for node_id in dict.fromkeys(r.node_id for r in archive.promotions(campaign_id)):
-        out += [Decoupling(**json.loads(log.content)).describe()
+        out += [Decoupling(**json.loads(log.content))
                 for log in archive.logs(node_id, LOG_STREAM)]
     return out
 
 
-__all__ = ["Decoupling", "LOG_STREAM", "decoupling", "promotion_path", "recorded", "switch",
-           "watch"]
+def recorded(archive: ArchiveReader, campaign_id: str) -> list[str]:
+    """Every decoupling recorded in a campaign, described (for the summary)."""
+    return [found.describe() for found in flags(archive, campaign_id)]
+
+
+def advice(flagged: int, heldout_change: float | None) -> str:
+    """What the summary tells a user about ``flagged`` flags, given the campaign's overall
+    held-out change (objective units, positive is better; None: unknown)."""
+    if heldout_change is not None and heldout_change > 0:
+        stretch = "flag marks a stretch" if flagged == 1 else "flags mark stretches"
+        return (f"Held-out improved over the whole campaign (by {heldout_change:.4g}): the "
+                f"{stretch} where dev gains did not carry over. Compare the sealed test "
+                "score; to act on flags, set promotion.goodhart.action: stop or switch "
+                "(docs/promotion.md).")
+    return ("Held-out did not improve over the whole campaign: the search is fitting dev. "
+            "Set promotion.goodhart.action: switch (with training-side instances, "
+            "docs/recursion.md) or stop, or give dev instances more like held-out's.")
+
+
+__all__ = ["Decoupling", "LOG_STREAM", "advice", "decoupling", "flags", "promotion_path",
+           "recorded", "switch", "watch"]

@@ -168,6 +168,11 @@ def phase_of(step: ScheduleStep) -> Phase:
     return _PHASES[type(step)](step)  # type: ignore[arg-type]
 
 
+def schedule_length(schedule: ScheduleConfig) -> int:
+    """The candidates a schedule makes in all (every step of every cycle)."""
+    return sum(phase_of(step).evals for step in expanded(schedule))
+
+
 def check_schedule(schedule: ScheduleConfig, task: Task) -> None:
     """ConfigError naming the first step ``task`` cannot run (an unknown component, or a
     training step for a task without a trained policy)."""
@@ -189,4 +194,5 @@ def cycle_of(schedule: ScheduleConfig, phase: int) -> int:
 
 
 __all__ = ["Phase", "SearchPhase", "TrainPhase", "check_schedule", "component_paths",
-           "cycle_of", "expanded", "failing_instances", "phase_of", "policy_task"]
+           "cycle_of", "expanded", "failing_instances", "phase_of", "policy_task",
+           "schedule_length"]

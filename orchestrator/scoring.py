@@ -13,10 +13,12 @@ import json
 from collections.abc import Callable, Sequence
 
 from recursor.archive import Evaluation, Node
+from recursor.config import CampaignConfig
 from recursor.orchestrator import objective
 from recursor.orchestrator.context import CampaignContext
 from recursor.orchestrator.evaluation import EvaluationOutcome, run_evaluation
 from recursor.orchestrator.progress import Snapshot
+from recursor.orchestrator.schedule import schedule_length
 from recursor.types import RunStatus, Split
 
 
@@ -30,9 +32,17 @@ def snapshot(ctx: CampaignContext) -> Snapshot:
     """The counts the progress line shows (aggregate queries in one session: no node is
     loaded)."""
     progress = ctx.archive.progress(ctx.campaign_id)
-    return Snapshot(evaluated=progress.counts.evaluated, budget=ctx.config.budget.max_evals,
+    return Snapshot(evaluated=progress.counts.evaluated, budget=progress_length(ctx.config),
                     best=progress.best, failures=progress.counts.failed,
                     promotions=max(0, progress.promoted - 1), retune_s=ctx.retune_s)
+
+
+def progress_length(config: CampaignConfig) -> int:
+    """The evaluations the progress line counts towards: the budget, or a schedule's own
+    length when that ends the campaign sooner."""
+    if config.schedule is None:
+        return config.budget.max_evals
+    return min(config.budget.max_evals, schedule_length(config.schedule))
 
 
 def describe(node: Node) -> str:
@@ -154,5 +164,5 @@ def _finish_node(ctx: CampaignContext, node_id: str, rows: Sequence[Evaluation],
         ctx.reporter.node(describe(node))
 
 
-__all__ = ["describe", "evaluate_nodes", "record_evaluation", "run_split", "score_split",
-           "snapshot", "spends_budget"]
+__all__ = ["describe", "evaluate_nodes", "progress_length", "record_evaluation", "run_split",
+           "score_split", "snapshot", "spends_budget"]

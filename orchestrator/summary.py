@@ -59,6 +59,10 @@ class CampaignSummary:
     cost: float = 0.0
     milestones: list[str] = field(default_factory=list)  # the task's reference points
     warnings: list[str] = field(default_factory=list)  # the Goodhart guard's findings
+    # the guard's flags (goodhart.Decoupling fields) and held-out's change from the start to
+    # the best node (objective units, positive is better), for the summary's one block
+    flags: list[dict[str, Any]] = field(default_factory=list)
+    heldout_change: float | None = None
     policies: list[str] = field(default_factory=list)  # search-policy versions after the first
     retune_s: float = 0.0  # the retune steps' time in this run (self-tuning)
 
@@ -107,7 +111,13 @@ def summarize(ctx: Any, stop_reason: str) -> CampaignSummary:
     """The campaign's summary, with the task's milestones for the best node's dev metrics."""
     summary = campaign_summary(ctx.archive, ctx.campaign_id, stop_reason)
     summary.milestones = list(ctx.task.milestones(summary.best.dev.get("metrics", {})))
-    summary.warnings = goodhart.recorded(ctx.archive, ctx.campaign_id)
+    found = goodhart.flags(ctx.archive, ctx.campaign_id)
+    summary.warnings = [f.describe() for f in found]
+    summary.flags = [asdict(f) for f in found]
+    root, best = summary.root.heldout.get("metrics", {}), summary.best.heldout.get("metrics", {})
+    metric = ctx.task.objective.metric
+    if isinstance(root.get(metric), int | float) and isinstance(best.get(metric), int | float):
+        summary.heldout_change = ctx.task.objective.improvement(best[metric], root[metric])
     summary.policies = [f"{v.id} from {v.source.value} after {v.at_evals} evaluations: "
                         f"{v.reason}" for v in ctx.archive.policies(ctx.campaign_id)[1:]]
     summary.retune_s = ctx.retune_s
@@ -146,12 +156,27 @@ def render_summary(summary: CampaignSummary, metric: str, console: Console) -> N
     console.print(_test_line(summary.best, metric))
     for line in summary.milestones:
         console.print(Text(line))
-    for line in summary.warnings:
-        console.print(rich_text(f"warning: {line}"))
+    for line in _goodhart_block(summary):
+        console.print(rich_text(line))
     for line in summary.policies:
         console.print(rich_text(f"search policy {line}"))
     if summary.retune_s:
         console.print(Text(f"Self-tuning: the retune steps took {summary.retune_s:.1f} s."))
+
+
+def _goodhart_block(summary: CampaignSummary) -> list[str]:
+    """The guard's flags, each once: the window each covers, held-out's change over the whole
+    campaign, and what to do (nothing when there was no flag)."""
+    if not summary.flags:
+        return []
+    count = len(summary.flags)
+    lines = [f"Goodhart guard: {count} flag{'s' if count > 1 else ''}, each a window of "
+             "promotions where dev improved and held-out did not:"]
+    lines += [f"  {f['first']} -> {f['last']} ({f['window']} promotions): dev "
+              f"{f['dev_gain'] + 0.0:+.4g}, held-out {f['heldout_gain'] + 0.0:+.4g}"
+              for f in summary.flags]  # + 0.0: no "-0"
+    lines.append("  " + goodhart.advice(count, summary.heldout_change))
+    return lines
 
 
 def _test_line(best: NodeReport, metric: str) -> Text:

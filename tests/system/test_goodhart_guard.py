@@ -116,3 +116,40 @@ def test_a_solved_heldout_split_is_not_read_as_decoupled() -> None:
     worse = floor + 0.05  # fell off the floor: a real regression, flagged
     assert decoupling(path((-1.5, -1.8), (-2.0, floor), (-2.1, floor), (-2.3, worse)),
                       cfr, config) is not None
+
+
+def test_each_flag_is_shown_once_in_the_summary_with_what_to_do(tmp_path: Path) -> None:
+    """The live line is short and names the flagged node; the summary shows each flag's
+    window once, held-out's change over the campaign and what to do."""
+    import io
+
+    from rich.console import Console
+
+    from recursor.orchestrator.progress import NullReporter
+    from recursor.orchestrator.summary import render_summary
+
+    live: list[str] = []
+
+    class Messages(NullReporter):
+        def message(self, text: str) -> None:
+            live.append(text)
+
+    (tmp_path / "initial.py").write_text(PROGRAM)
+    (tmp_path / "evaluate.py").write_text(EVALUATOR)
+    base = parse_config({"selection": {"kind": "greedy"}, "concurrency": 1,
+                         "promotion": {"goodhart": {"window": 2}}})
+    config = program_campaign(tmp_path / "initial.py", tmp_path / "evaluate.py", max_evals=4,
+                              base=base)
+    summary = run_campaign(config, tmp_path / "c", Messages(), proposers=[GamingProposer()])
+    flagged = [m for m in live if m.startswith("Goodhart guard: flagged")]
+    assert len(flagged) == 3 and all(len(m) < 120 for m in flagged)
+    assert not any("dev stopped tracking" in m for m in live)  # the long story: summary only
+    out = io.StringIO()
+    render_summary(summary, "score", Console(file=out, width=200))
+    text = out.getvalue()
+    assert text.count("Goodhart guard: 3 flags") == 1
+    windows = [f"{f['first']} -> {f['last']} (2 promotions): dev +2, held-out +0"
+               for f in summary.flags]
+    assert len(windows) == 3 and all(text.count(w) == 1 for w in windows)
+    assert summary.heldout_change == 0.0
+    assert "Held-out did not improve over the whole campaign" in text

@@ -3,6 +3,8 @@ kind lets a round change (read through the task contract only)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from recursor.config import ScheduleConfig, SearchStep, TrainStep, parse_config
@@ -60,3 +62,16 @@ def test_the_expanded_schedule_repeats_its_steps_each_cycle() -> None:
     steps = expanded(schedule)
     assert [s.step for s in steps] == ["search", "train"] * 3
     assert [cycle_of(schedule, i) for i in range(6)] == [1, 1, 2, 2, 3, 3]
+
+
+def test_the_progress_line_counts_towards_a_schedules_own_length() -> None:
+    from recursor.config import load_config
+    from recursor.orchestrator.scoring import progress_length
+
+    root = Path(__file__).resolve().parents[2]
+    coevolve = load_config(root / "examples" / "campaigns" / "coevolve.yaml")
+    assert progress_length(coevolve) == 6  # 2 cycles of 2 search + 1 train (make demo-coevolve)
+    assert progress_length(parse_config({"budget": {"max_evals": 7}})) == 7
+    capped = coevolve.model_copy(update={"budget": coevolve.budget.model_copy(
+        update={"max_evals": 4})})
+    assert progress_length(capped) == 4

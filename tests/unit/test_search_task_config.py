@@ -97,3 +97,4 @@ def test_the_meta_search_example_loads_with_the_shipped_records() -> None:
     kinds = {split: {r.name.split("-seed-")[0] for r in load_records(DEFAULT_RECORDS / split)}
              for split in ("dev", "heldout", "test")}
     assert kinds == {"dev": {"cfr"}, "heldout": {"program"}, "test": {"cfr", "program"}}
+
