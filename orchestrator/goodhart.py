@@ -50,8 +50,8 @@ class Decoupling:
 
     def short(self) -> str:
         """The live line."""
-        return (f"Goodhart guard: flagged {self.last} (dev {self.dev_gain + 0.0:+.3g}, held-out "
-                f"{self.heldout_gain + 0.0:+.3g} over {self.window} promotions; see the summary)")
+        return (f"Goodhart guard: flagged {self.last} (dev {self.dev_gain + 0.0:+.3g}, "
+                f"held-out {self.heldout_gain + 0.0:+.3g}; see the summary)")
 
     def describe(self) -> str:
         return (f"dev stopped tracking held-out: over the last {self.window} promotions "
