@@ -128,6 +128,15 @@ def online_value(curve: list[float], root: float, target: float, budget: int) ->
     return 2.0 - (min(1.0, max(0.0, made / total)) if total > 0 else 0.0)
 
 
+def gain_lines(results: list[dict[str, Any]], arm: str, budget: int) -> list[str]:
+    """The summary line of :func:`online_gain` (none without shared seeds)."""
+    gains = online_gain(results, arm, budget)
+    if not gains:
+        return []
+    return [describe_paired(arm, gains, "search-task value {} (default minus arm, against "
+                            "each seed's shared best)", "better", "worse", ".3f")]
+
+
 def online_gain(results: list[dict[str, Any]], arm: str, budget: int) -> list[float]:
     """Per seed shared with ``default``: the default's online value minus ``arm``'s (positive:
     ``arm`` better), both against the best dev score either reached on that seed."""
@@ -180,11 +189,7 @@ def summarize(results: list[dict[str, Any]], budget: int) -> list[str]:
             lines.append(f"- {arm}: retune steps took {ci.mean:.1%} of the wall time (95% "
                          f"bootstrap {ci.low:.1%}-{ci.high:.1%}; largest {max(shares):.1%})")
     for arm in [a for a in arms if a != "default"]:
-        gains = online_gain(results, arm, budget)
-        if gains:
-            lines.append(describe_paired(arm, gains, "search-task value {} (default minus "
-                                         "arm, against each seed's shared best)", "better",
-                                         "worse", ".3f"))
+        lines += gain_lines(results, arm, budget)
         for name in LEDUC_REFERENCES:
             def saved(r: dict[str, Any], name: str = name) -> float:
                 return -float(r["reached"][name] or budget)  # fewer evaluations: higher

@@ -26,7 +26,7 @@ from recursion import (
     arm_settings,
     arms_and_base,
     describe_paired,
-    online_gain,
+    gain_lines,
     paired,
     run_arms,
 )
@@ -90,11 +90,7 @@ def summarize(results: list[dict[str, Any]], budget: int) -> list[str]:
             lines.append(f"- {arm}: final incumbent {split} score {ci.mean:.4f} (95% bootstrap "
                          f"{ci.low:.4f}-{ci.high:.4f}) over {len(rows)} seeds")
     for arm in [a for a in arms if a != "default"]:
-        gains = online_gain(results, arm, budget)
-        if gains:
-            lines.append(describe_paired(arm, gains, "search-task value {} (default minus "
-                                         "arm, against each seed's shared best)", "better",
-                                         "worse", ".3f"))
+        lines += gain_lines(results, arm, budget)
         for split in ("dev", "heldout"):
             diffs = paired(results, arm, lambda r, split=split: float(r[split]))
             if diffs:
