@@ -1,6 +1,8 @@
 """``serve`` jobs: an OpenAI-compatible server for a checkpoint, until cancelled or timed out.
 
-``config``: ``backend`` (below), ``max_model_len`` (256), ``dtype`` (float32 on CPU),
+``config``: ``backend`` (below), ``max_model_len`` (default: the smaller of 256 and the
+checkpoint's positions, from its ``config.json``; a longer one is refused with both named),
+``dtype`` (float32 on CPU),
 ``memory_utilization`` (vLLM's share of GPU memory, or of RAM on CPU: 0.9 / 0.2).
 
 ``config.backend``: ``vllm`` (``vllm.entrypoints.openai.api_server`` from vLLM's own
@@ -13,13 +15,16 @@ proposer with ``api_base``.
 
 from __future__ import annotations
 
+import collections
 import json
 import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +41,37 @@ def vllm_python() -> Path | None:
     return path if path.is_file() else None
 
 
+POSITION_KEYS = ("max_position_embeddings", "n_positions", "n_ctx", "seq_length")
+DEFAULT_MAX_MODEL_LEN = 256
+ERROR_LINES = 40  # the server's last stderr lines kept for the record
+
+
+def model_positions(model: str) -> int | None:
+    """The longest sequence a checkpoint folder's ``config.json`` allows, or None (a hub name,
+    or a config that does not say)."""
+    path = Path(model) / "config.json"
+    try:
+        config = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    found = [config[key] for key in POSITION_KEYS if isinstance(config.get(key), int)]
+    return min(found) if found else None
+
+
+def max_model_len(spec: ServeJob) -> int:
+    """``config.max_model_len``, checked against the checkpoint's positions; by default the
+    smaller of 256 and those. ValueError naming both when the config asks for more."""
+    positions = model_positions(str(spec.model))
+    asked = spec.config.get("max_model_len")
+    if asked is None:
+        return min(DEFAULT_MAX_MODEL_LEN, positions or DEFAULT_MAX_MODEL_LEN)
+    if positions is not None and int(asked) > positions:
+        raise ValueError(f"config.max_model_len {asked} is longer than the model's "
+                         f"{positions} positions ({spec.model}/config.json); leave it out "
+                         f"or set at most {positions}")
+    return int(asked)
+
+
 def server_command(spec: ServeJob, port: int) -> tuple[list[str], str]:
     backend = str(spec.config.get("backend", "auto"))
     python = vllm_python()
@@ -49,7 +85,7 @@ def server_command(spec: ServeJob, port: int) -> tuple[list[str], str]:
                 "--dtype", str(spec.config.get("dtype", "auto" if _gpu() else "float32")),
                 "--gpu-memory-utilization", str(spec.config.get("memory_utilization",
                                                                0.9 if _gpu() else 0.2)),
-                "--max-model-len", str(spec.config.get("max_model_len", 256)),
+                "--max-model-len", str(max_model_len(spec)),
                 *([] if _gpu() else ["--enforce-eager"])], "vllm"
     if backend not in ("auto", "transformers"):
         raise ValueError(f"unknown serve backend {backend!r}: vllm, transformers or auto")
@@ -61,11 +97,12 @@ def serve(spec: ServeJob, out: Path) -> dict[str, Any]:
     port = free_port()
     argv, backend = server_command(spec, port)
     started = time.monotonic()
-    server = subprocess.Popen(argv, stdin=subprocess.DEVNULL)
+    server = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    tail = _relay(server)
     signal.signal(signal.SIGTERM, lambda *_: server.terminate())
     url = f"http://127.0.0.1:{port}/v1"
     try:
-        _wait_ready(server, url, float(spec.config.get("startup_s", STARTUP_S)))
+        _wait_ready(server, url, float(spec.config.get("startup_s", STARTUP_S)), tail)
         startup = time.monotonic() - started
         info = {"url": url, "model": spec.model, "backend": backend, "startup_s": startup}
         _publish(out / "server.json", json.dumps(info))
@@ -86,12 +123,38 @@ def _publish(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
-def _wait_ready(server: subprocess.Popen[bytes], url: str, limit_s: float) -> None:
+def _relay(server: subprocess.Popen[bytes]) -> collections.deque[str]:
+    """Copy the server's stderr to this job's log as it comes, keeping its last lines."""
+    tail: collections.deque[str] = collections.deque(maxlen=ERROR_LINES)
+
+    def pump() -> None:
+        assert server.stderr is not None
+        for raw in server.stderr:
+            sys.stderr.buffer.write(raw)
+            sys.stderr.flush()
+            tail.append(raw.decode("utf-8", "replace").rstrip())
+
+    threading.Thread(target=pump, daemon=True).start()
+    return tail
+
+
+def error_line(lines: Iterable[str]) -> str | None:
+    """The server's own reason: its last line naming an error, else its last line."""
+    kept = [line.strip() for line in lines if line.strip()]
+    named = [line for line in kept if "Error" in line or "error" in line]
+    found = named or kept
+    return found[-1][-300:] if found else None
+
+
+def _wait_ready(server: subprocess.Popen[bytes], url: str, limit_s: float,
+                tail: collections.deque[str] | None = None) -> None:
     deadline = time.monotonic() + limit_s
     while time.monotonic() < deadline:
         if server.poll() is not None:
+            time.sleep(0.2)  # the relay's last lines
+            reason = error_line(tail or ())
             raise RuntimeError(f"the server exited with status {server.returncode} while "
-                               "starting (see the job log)")
+                               f"starting: {reason or 'no output'} (the job log has the rest)")
         try:
             with urllib.request.urlopen(f"{url}/models", timeout=2):
                 return
