@@ -15,9 +15,9 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
+from recursor.config.yamlfile import read_yaml
 from recursor.errors import ConfigError
 
 
@@ -162,20 +162,34 @@ class JobRecord(BaseModel):
 
 def load_spec(path: Path) -> JobSpec:
     """A JobSpec from a YAML or JSON file; ConfigError naming the bad field."""
-    try:
-        data = yaml.safe_load(path.read_text())
-    except (OSError, yaml.YAMLError) as exc:
-        raise ConfigError(f"{path}: cannot read the job spec: {exc}") from exc
+    data = read_yaml(path, "job spec")
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: a job spec must be a mapping")
     try:
         spec: JobSpec = JOB_SPEC_ADAPTER.validate_python(data)
     except ValidationError as exc:
         raise ConfigError(f"{path}: {_problems(exc)}") from None
-    relative = getattr(spec, "data", None)
-    if relative and not Path(relative).is_absolute():  # relative to the spec file
-        spec = spec.model_copy(update={"data": str((path.parent / relative).resolve())})
-    return spec
+    return _paths_resolved(spec, path)
+
+
+def _paths_resolved(spec: JobSpec, path: Path) -> JobSpec:
+    """``spec`` with its relative ``data`` file and checkpoint folder made absolute against
+    the spec file's folder (what they mean where the user wrote them); ConfigError for a data
+    file that is not there. A ``model`` that is no folder beside the spec (``tiny-gpt2``, a
+    hub name) stays as written."""
+    base = path.resolve().parent
+    update: dict[str, str] = {}
+    data = getattr(spec, "data", None)
+    if data:
+        where = (base / Path(data).expanduser()).resolve()
+        if not where.is_file():
+            raise ConfigError(f"{path}: data: {data} is not a file (looked for {where}); a "
+                              "relative path starts in the spec file's folder")
+        update["data"] = str(where)
+    model = getattr(spec, "model", None)
+    if model and model != "tiny-gpt2" and (base / Path(model).expanduser()).is_dir():
+        update["model"] = str((base / Path(model).expanduser()).resolve())
+    return spec.model_copy(update=update) if update else spec
 
 
 def _problems(exc: ValidationError) -> str:

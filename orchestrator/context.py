@@ -7,12 +7,14 @@ A campaign directory holds::
     archive.sqlite       the archive (unless ``archive.url`` names another database)
     repo/                the git artifact store: one commit per node, branch ``best``
     checkpoints.sqlite   the LangGraph checkpointer's state (in the archive if PostgreSQL)
+    campaign.lock        held by the one process running the campaign (campaign_lock.py)
     cache/               the task's prepared data (e.g. game trees)
 """
 
 from __future__ import annotations
 
 import json
+import re
 import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -30,10 +32,16 @@ from recursor.archive import (
     build_selection,
     sqlite_url,
 )
-from recursor.config import CampaignConfig, config_to_dict, parse_config
+from recursor.config import (
+    CampaignConfig,
+    absolute_archive_url,
+    config_to_dict,
+    parse_config,
+)
 from recursor.config.overrides import merge_overrides
 from recursor.errors import ConfigError
 from recursor.orchestrator import objective, policy_program, search_policy
+from recursor.orchestrator.campaign_lock import CampaignLock
 from recursor.orchestrator.instances import Instances, check_choice_names
 from recursor.orchestrator.progress import Reporter
 from recursor.orchestrator.schedule import check_schedule
@@ -98,6 +106,7 @@ class CampaignContext:
     told: OutcomesTold = field(default_factory=OutcomesTold)  # what the chooser learned
     policy: SearchPolicy | None = None  # the search-policy version in force
     retune_s: float = 0.0  # time the retune steps took in this process
+    lock: CampaignLock | None = None  # this process's hold on the directory
 
     def scope(self, editable: Sequence[str] | None = None,
               search_set: Sequence[str] = ()) -> Scope:
@@ -116,8 +125,12 @@ class CampaignContext:
         return f"{self.campaign_id[:6]}-{round_:03d}-{slot}"
 
     def close(self) -> None:
-        self.sandbox.close()
-        self.archive.close()
+        try:
+            self.sandbox.close()
+            self.archive.close()
+        finally:
+            if self.lock is not None:
+                self.lock.release()
 
 
 def _check_components(config: CampaignConfig, task: Task) -> None:
@@ -137,12 +150,15 @@ def _check_components(config: CampaignConfig, task: Task) -> None:
 def create_campaign_dir(directory: Path, config: CampaignConfig) -> tuple[str, str]:
     """Write a new campaign directory's manifest; return (campaign id, archive URL)."""
     directory = Path(directory)
+    if directory.exists() and not directory.is_dir():
+        raise ConfigError(f"--dir {directory} is a file, not a folder: give a new folder "
+                          "(or an empty one) for the campaign")
     if (directory / MANIFEST).exists():
         raise ConfigError(f"{directory} already holds a campaign; continue it with "
                           f"`recursor resume --dir {directory}` or choose another --dir")
     directory.mkdir(parents=True, exist_ok=True)
     campaign_id = secrets.token_hex(6)
-    url = config.archive.url or sqlite_url(directory)
+    url = absolute_archive_url(config.archive.url) if config.archive.url else sqlite_url(directory)
     (directory / "campaign.yaml").write_text(yaml.safe_dump(config_to_dict(config),
                                                             sort_keys=False))
     manifest = {"campaign_id": campaign_id, "archive_url": url}
@@ -152,6 +168,9 @@ def create_campaign_dir(directory: Path, config: CampaignConfig) -> tuple[str, s
 
 def read_manifest(directory: Path) -> dict[str, str]:
     path = Path(directory) / MANIFEST
+    if not path.exists() and re.match(r"^[a-z]+(\+\w+)?:/", str(directory)):
+        raise ConfigError(f"--dir {directory} looks like an archive URL: give a URL with "
+                          "--archive URL, and a campaign's folder with --dir")
     if not path.exists():
         raise ConfigError(f"{directory} is not a campaign directory (no {MANIFEST}); "
                           "start one with `recursor run --dir DIR`")
@@ -188,7 +207,12 @@ def open_context(directory: Path, reporter: Reporter,
     given = instances or Instances()
     manifest = read_manifest(directory)
     campaign_id, url = manifest["campaign_id"], manifest["archive_url"]
-    archive = Archive(url, upgrade=True)
+    lock = CampaignLock.acquire(directory)
+    try:
+        archive = Archive(url, upgrade=True)
+    except BaseException:
+        lock.release()
+        raise
     if archive.prepared.upgraded:
         backup = archive.prepared.backup
         reporter.message(f"archive upgraded from schema version {archive.prepared.before} to "
@@ -224,12 +248,13 @@ def open_context(directory: Path, reporter: Reporter,
         policy, switched = search_policy.settle(archive, campaign_id, config, reason)
     except BaseException:
         archive.close()
+        lock.release()
         raise
     if switched:
         reporter.message(f"search policy switched to {policy.id} ({reason})")
     return CampaignContext(campaign_id, directory, config, archive, store, task, sandbox,
                            by_name, chooser, reporter, cache_dir, check, selection=selection,
-                           policy=policy)
+                           policy=policy, lock=lock)
 
 
 __all__ = ["CHECKPOINTS", "CampaignContext", "Scope", "create_campaign_dir", "open_context",

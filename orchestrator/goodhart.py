@@ -151,10 +151,9 @@ def advice(flagged: int, heldout_change: float | None) -> str:
     held-out change (objective units, positive is better; None: unknown)."""
     if heldout_change is not None and heldout_change > 0:
         stretch = "flag marks a stretch" if flagged == 1 else "flags mark stretches"
-        return (f"Held-out improved over the whole campaign (by {heldout_change:.4g}): the "
-                f"{stretch} where dev gains did not carry over. Compare the sealed test "
-                "score; to act on flags, set promotion.goodhart.action: stop or switch "
-                "(docs/promotion.md).")
+        return (f"Held-out improved overall (by {heldout_change:.4g}): the {stretch} where "
+                "dev gains did not carry over. Check the sealed test score, or set "
+                "promotion.goodhart.action (docs/promotion.md).")
     return ("Held-out did not improve over the whole campaign: the search is fitting dev. "
             "Set promotion.goodhart.action: switch (with training-side instances, "
             "docs/recursion.md) or stop, or give dev instances more like held-out's.")

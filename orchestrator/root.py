@@ -25,7 +25,8 @@ async def start(ctx: CampaignContext) -> None:
     root = ctx.archive.node(root_id)
     if root.status != NodeStatus.DONE:
         raise RecursorError(f"the starting point failed its dev evaluation ({root.run_status}):"
-                            f" {root.error}\n`recursor archive show {root_id}` has its logs")
+                            f" {root.error}; its logs: `recursor archive show {root_id} --dir "
+                            f"{ctx.directory}`")
     if ctx.archive.incumbent(ctx.campaign_id) is None:
         heldout = await asyncio.to_thread(score_split, ctx, root, Split.HELDOUT)
         ctx.archive.set_heldout_score(root_id, heldout)

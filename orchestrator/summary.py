@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rich import box
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
@@ -24,6 +25,7 @@ from recursor.types import Split
 from recursor.untrusted import rich_text
 
 MAX_INSTANCE_ROWS = 12
+MAX_PATCH_LINES = 12  # the final screen's diff; `recursor archive diff` has all
 
 @dataclass
 class NodeReport:
@@ -133,8 +135,8 @@ def _score(split: dict[str, Any], metric: str) -> Text:
 
 def render_summary(summary: CampaignSummary, metric: str, console: Console) -> None:
     """Print the root-vs-best table (objective and, when few, every per-instance value)."""
-    table = Table(title=rich_text(f"campaign {summary.name} ({summary.campaign_id})"))
-    table.add_column(Text("split / measure"))
+    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
+    table.add_column(rich_text(f"{summary.name} ({summary.campaign_id})"))
     table.add_column(rich_text(f"start {summary.root.id}"), justify="right")
     table.add_column(rich_text(f"best {summary.best.id}"), justify="right")
     for split_name in ("dev", "heldout"):
@@ -162,6 +164,32 @@ def render_summary(summary: CampaignSummary, metric: str, console: Console) -> N
         console.print(rich_text(f"search policy {line}"))
     if summary.retune_s:
         console.print(Text(f"Self-tuning: the retune steps took {summary.retune_s:.1f} s."))
+
+
+def changed_lines(patch: str, limit: int = MAX_PATCH_LINES) -> tuple[list[str], int]:
+    """The lines a git patch changes: a ``FILE`` header, ``@ line N`` (the new file's line of
+    each hunk's first change) and the ``-``/``+`` lines, without context or index lines; at
+    most ``limit`` of them, and how many were left out."""
+    out: list[str] = []
+    line_no, announced = 0, True
+    for line in patch.splitlines():
+        if line.startswith("+++ "):
+            out.append(line[4:].removeprefix("b/"))
+        elif line.startswith("@@"):
+            fields = line.split(" ")
+            line_no = int(fields[2].lstrip("+").split(",")[0] or 0) if len(fields) > 2 else 0
+            announced = False
+        elif line.startswith(("diff ", "index ", "--- ", "new file", "deleted file")):
+            continue
+        elif line.startswith(("-", "+")):
+            if not announced:
+                out.append(f"  @ line {line_no}")
+                announced = True
+            out.append(f"  {line}")
+            line_no += line.startswith("+")
+        else:
+            line_no += 1
+    return out[:limit], max(0, len(out) - limit)
 
 
 def _goodhart_block(summary: CampaignSummary) -> list[str]:
@@ -195,4 +223,4 @@ def _number(value: Any) -> Text:
 
 
 __all__ = ["CampaignSummary", "NodeReport", "campaign_summary", "node_report",
-           "render_summary", "summarize"]
+           "changed_lines", "render_summary", "summarize"]

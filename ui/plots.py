@@ -8,7 +8,6 @@ never put in a plot.
 from __future__ import annotations
 
 import json
-from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
@@ -24,6 +23,7 @@ TEMPLATE = "plotly_white"
 # above this many nodes, per-node markers are left out (the lines and boxes stay): drawing tens
 # of thousands of SVG points takes a browser many seconds
 MAX_POINTS = 2000
+SHARE_WINDOW = 20  # proposals in the proposer-choice panel's moving share
 
 
 def _label(text: str) -> str:
@@ -68,8 +68,13 @@ def progress_figure(nodes: Sequence[TreeEntry], promotions: Sequence[Promotion],
     axes = {"evaluations": np.arange(1, len(done) + 1, dtype=float),
             "wall time (s)": np.cumsum([n.wall_s or 0.0 for n in done], dtype=float),
             "model cost ($)": np.cumsum([n.cost or 0.0 for n in done], dtype=float)}
+    heading = "Best so far"
+    if not any((n.cost or 0.0) > 0 for n in done):  # offline proposers: a panel of zeros
+        del axes["model cost ($)"]
+        heading += ("<br><sub>no model-cost panel: no proposal so far came from a priced "
+                  "model</sub>")
     promoted = {p.node_id for p in promotions}
-    fig = make_subplots(rows=1, cols=3, shared_yaxes=True, horizontal_spacing=0.04)
+    fig = make_subplots(rows=1, cols=len(axes), shared_yaxes=True, horizontal_spacing=0.04)
     ids = np.array([n.id for n in done], dtype=object)
     marked = np.array([i for i, n in enumerate(done) if n.id in promoted], dtype=int)
     for col, (title, xs) in enumerate(axes.items(), start=1):
@@ -89,8 +94,13 @@ def progress_figure(nodes: Sequence[TreeEntry], promotions: Sequence[Promotion],
         fig.update_xaxes(title_text=title, row=1, col=col)
     fig.update_yaxes(title_text=f"dev {_label(objective.metric)} ({objective.direction})",
                      row=1, col=1)
-    fig.update_layout(title="Best so far", height=340)
+    fig.update_layout(title=heading, height=340)
     return _figure_json(fig)
+
+
+def empty(reason: str) -> dict[str, Any]:
+    """A panel left out, with the one line the page shows in its place."""
+    return {"empty": reason}
 
 
 def goodhart_figure(nodes: Sequence[TreeEntry], promotions: Sequence[Promotion],
@@ -102,6 +112,8 @@ def goodhart_figure(nodes: Sequence[TreeEntry], promotions: Sequence[Promotion],
         node = by_id.get(row.node_id)
         if node is not None and node not in order:
             order.append(node)
+    if len(order) < 2:
+        return empty("Dev against held-out: no promotion beyond the starting point yet")
     xs = list(range(len(order)))
     ids = [n.id for n in order]
     fig = go.Figure([
@@ -122,6 +134,8 @@ def proposer_scores_figure(nodes: Sequence[TreeEntry], objective: Objective) -> 
     for node in nodes:
         if node.round > 0 and node.score is not None:
             groups.setdefault(node.proposer, []).append(node)
+    if not groups:
+        return empty("Score per proposer: no candidate has a dev score yet")
     fig = go.Figure([go.Box(y=[n.score for n in members], text=[n.id for n in members],
                             name=_label(name), jitter=0.4,
                             boxpoints="all" if len(nodes) <= MAX_POINTS else "outliers")
@@ -131,19 +145,27 @@ def proposer_scores_figure(nodes: Sequence[TreeEntry], objective: Objective) -> 
     return _figure_json(fig)
 
 
-def proposer_shares_figure(nodes: Sequence[TreeEntry]) -> dict[str, Any]:
-    """Which proposers the campaign chose, as shares of each round's nodes."""
-    counts: dict[int, Counter[str]] = {}
-    for node in nodes:
-        if node.round > 0:
-            counts.setdefault(node.round, Counter())[node.proposer] += 1
-    rounds = sorted(counts)
-    names = sorted({name for per_round in counts.values() for name in per_round})
-    fig = go.Figure([go.Scatter(x=rounds, y=[counts[r][name] for r in rounds], mode="lines",
-                                name=_label(name), stackgroup="one", groupnorm="percent")
-                     for name in names])
-    fig.update_layout(title="Proposer choice over time", height=320, xaxis_title="round",
-                      yaxis_title="share of the round's nodes (%)")
+def proposer_shares_figure(nodes: Sequence[TreeEntry], window: int = SHARE_WINDOW
+                           ) -> dict[str, Any]:
+    """Which proposers the campaign chose: each one's share of the last ``window`` proposals
+    (of all of them, before there are ``window``), against proposals in the order made. A
+    round's own shares flip between 0% and 100% when a round has two slots; a moving share
+    shows what the proposer choice settles on."""
+    made = [n.proposer for n in sorted(nodes, key=lambda n: (n.round, n.slot)) if n.round > 0]
+    names = sorted(set(made))
+    if len(names) < 2:
+        about = f"every proposal came from {names[0]}" if names else "no proposal yet"
+        return empty(f"Proposer choice: {about}")  # shown as text, never as HTML
+    xs = np.arange(1, len(made) + 1, dtype=float)
+    fig = go.Figure()
+    for name in names:
+        hits = np.cumsum([m == name for m in made], dtype=float)
+        recent = hits - np.concatenate([np.zeros(window), hits[:-window]])[:len(hits)]
+        fig.add_trace(go.Scatter(x=xs, y=100 * recent / np.minimum(xs, window), mode="lines",
+                                 name=_label(name)))
+    fig.update_layout(title=f"Proposer choice (share of the last {window} proposals)",
+                      height=320, xaxis_title="proposals", yaxis_title="share (%)",
+                      yaxis_range=[0, 100])
     return _figure_json(fig)
 
 
@@ -168,4 +190,4 @@ def compare_figure(curves: Sequence[tuple[str, Sequence[TreeEntry], Objective]])
     return _figure_json(fig)
 
 
-__all__ = ["best_so_far", "campaign_figures", "compare_figure", "evaluated"]
+__all__ = ["best_so_far", "campaign_figures", "compare_figure", "empty", "evaluated"]

@@ -31,6 +31,7 @@ from rich.tree import Tree
 
 from recursor.archive import ArchiveReader, GitStore, Node, SearchPolicy, upgrade_archive
 from recursor.cli.export import columns, flat, node_fields, node_rows
+from recursor.config import absolute_archive_url
 from recursor.errors import ConfigError
 from recursor.untrusted import for_terminal, rich_text
 
@@ -51,7 +52,7 @@ def _url(directory: Path | None, url: str | None) -> str:
         from recursor.orchestrator.context import read_manifest
 
         url = read_manifest(Path(directory or "."))["archive_url"]
-    return url
+    return absolute_archive_url(url)
 
 
 @contextmanager

@@ -141,8 +141,9 @@ def _print_record(record: JobRecord) -> None:
 
     out = Console()
     colour = "green" if record.status is JobStatus.DONE else "red"
+    metrics = f": {json.dumps(record.metrics)}" if record.metrics else ""
     out.print(Text.assemble((record.status.value, colour), " ",
-                            rich_text(f"{record.job_id}: {json.dumps(record.metrics)}")))
+                            rich_text(f"{record.job_id}{metrics}")))
     for name, path in record.artifacts.items():
         out.print(rich_text(f"  {name}: {path}"))
     if record.error:

@@ -18,6 +18,7 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 from rich.text import Text
+from typer.exceptions import TyperException
 
 from recursor.cli import archive as cli_archive
 from recursor.cli import job as cli_job
@@ -64,23 +65,26 @@ def _reporter(quiet: bool) -> Any:
 
 
 def _finish(summary: Any, directory: Path, metric: str) -> None:
-    from recursor.orchestrator.summary import render_summary
+    """The final screen: the summary, the best node's changed lines, where to look next."""
+    from recursor.orchestrator.summary import changed_lines, render_summary
 
     render_summary(summary, metric, console)
+    best = summary.best.id
     if summary.patch:
-        console.print(Text.assemble("\n", ("best node ", "bold"),
-                                    rich_text(summary.best.id, "bold"),
-                                    (": diff from the starting point", "bold")))
+        lines, left_out = changed_lines(summary.patch)
+        console.print(Text.assemble("\n", ("best node ", "bold"), rich_text(best, "bold"),
+                                    (": diff from the starting point (changed lines)", "bold")))
         console.file.flush()
         # The patch is candidate code. Escaped even into a pipe (`| tee log` still shows it on
         # a terminal); the exact patch is `recursor archive diff`'s job.
-        patch = for_terminal(summary.patch)
-        sys.stdout.write(patch if patch.endswith("\n") else patch + "\n")
+        sys.stdout.write(for_terminal("\n".join(lines)) + "\n")
         sys.stdout.flush()
-    console.print("\n[bold]inspect the archive:[/bold]")
-    for command in ("tree", "best", f"show {summary.best.id}", f"lineage {summary.best.id}",
-                    "export --format csv"):
-        console.print(rich_text(f"  recursor archive {command} --dir {directory}"))
+        if left_out:
+            console.print(rich_text(f"  ... {left_out} more lines: recursor archive diff {best} "
+                                    f"--dir {directory}"))
+    console.print(Text.assemble(("inspect: ", "bold"), rich_text(
+        f"recursor archive tree --dir {directory}   (or best, show, diff, lineage, export)")))
+    console.print(rich_text(f"         recursor ui --dir {directory}   (in a browser)"))
 
 
 def _interrupted(directory: Path) -> None:
@@ -196,13 +200,62 @@ def _metric(config: Any) -> str:
 
 
 def main() -> None:
-    """Console-script entry point."""
+    """Console-script entry point: every mistake ends in one ``error:`` line that names the
+    problem and the fix (exit status 2); a failure Recursor did not foresee says so in one
+    line too (status 1), and ``recursor --debug ...`` (or ``RECURSOR_DEBUG=1``) adds its
+    traceback."""
     try:
-        app()
+        code = app(standalone_mode=False)
+    except TyperException as exc:  # typer's (vendored click's) usage errors
+        context = getattr(exc, "ctx", None)
+        if type(exc).__name__ == "NoArgsIsHelpError" and context is not None:
+            typer.echo(context.get_help())  # a bare `recursor archive`: its help
+            raise SystemExit(2) from None
+        where = f"; see `{context.command_path} --help`" if context is not None else ""
+        _error(f"{exc.format_message().rstrip('.')}{where}", 2)
+    except typer.Abort:
+        _error("aborted", 1)
     except RecursorError as exc:
-        err_console.print(Text.assemble(("error:", "bold red"), " ", rich_text(exc)))
-        raise SystemExit(2) from None
-    except Exception:  # a bug's traceback can quote candidate text: print it inert too
+        _error(str(exc), 2)
+    except OSError as exc:  # a path the user gave, a full disk, a permission
+        _debug_traceback()
+        about = f" ({exc.filename})" if exc.filename else ""
+        _error(f"{exc.strerror or exc}{about}; check that path and its permissions"
+               f"{_DEBUG_HINT}", 1)
+    except Exception as exc:  # a bug's traceback can quote candidate text: print it inert
+        _debug_traceback()
+        _error(f"unexpected {type(exc).__name__}: {_short(exc)} (a bug in Recursor or in a "
+               f"plug-in){_DEBUG_HINT}", 1)
+    raise SystemExit(code if isinstance(code, int) else 0)
+
+
+_DEBUG_HINT = "; `recursor --debug ...` prints the traceback"
+
+
+def _debugging() -> bool:
+    return os.environ.get("RECURSOR_DEBUG", "") not in ("", "0")
+
+
+def _debug_traceback() -> None:
+    if _debugging():
         sys.stderr.write(for_terminal(traceback.format_exc()))
-        raise SystemExit(1) from None
+
+
+def _short(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return text if len(text) <= 300 else text[:297] + "..."
+
+
+def _error(message: str, status: int) -> None:
+    err_console.print(Text.assemble(("error:", "bold red"), " ", rich_text(message)))
+    raise SystemExit(status)
+
+
+@app.callback()
+def _options(debug: Annotated[bool, typer.Option(
+        "--debug", help="print the traceback of an unexpected failure (also: "
+        "RECURSOR_DEBUG=1)")] = False) -> None:
+    """Recursor: unattended improvement campaigns with a discovery archive."""
+    if debug:
+        os.environ["RECURSOR_DEBUG"] = "1"
 

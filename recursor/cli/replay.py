@@ -20,6 +20,7 @@ import yaml
 from rich.console import Console
 from rich.table import Table
 
+from recursor.config import absolute_archive_url
 from recursor.errors import ConfigError
 from recursor.replay.policies import policies
 from recursor.replay.record import RecordedCampaign, load_campaign, load_from_archive
@@ -61,7 +62,7 @@ def _load(dirs: list[Path] | None, archives: list[str] | None = None) -> list[Re
     campaigns = [load_campaign(d) for d in dirs or []]
     for spec in archives or []:
         url, _, campaign_id = spec.partition("#")
-        campaigns.append(load_from_archive(url, campaign_id or None))
+        campaigns.append(load_from_archive(absolute_archive_url(url), campaign_id or None))
     return campaigns
 
 
@@ -159,6 +160,7 @@ def plot_curves(results: list[PolicyResult], path: Path, metric: str) -> None:
 
 @app.command("tune")
 def tune_command(
+    ctx: typer.Context,
     dirs: Dirs = None,
     archives: Archives = None,
     out: Annotated[Path, typer.Option("--out", help="where to write the YAML fragment")] = Path(
@@ -175,7 +177,8 @@ def tune_command(
     if objective not in ("evals_to_target", "best_at_budget"):
         raise ConfigError(f"--objective {objective!r}: use evals_to_target or best_at_budget")
     goal: Goal = "evals_to_target" if objective == "evals_to_target" else "best_at_budget"
-    campaigns = _load(dirs, archives)
+    given = ctx.parent.params if ctx.parent is not None else {}  # `replay --dir D tune`
+    campaigns = _load(dirs or given.get("dirs"), archives or given.get("archives"))
     sims = [Simulator(c) for c in campaigns]
     budget = budget or campaigns[0].config.budget.max_evals
     result = tune(sims, _targets(campaigns, target), budget, trials, range(seeds), goal,

@@ -13,6 +13,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from recursor.config import absolute_archive_url
 from recursor.errors import ConfigError
 
 console = Console()
@@ -50,7 +51,7 @@ def ui(
     if token is not None and len(token) < 16:
         raise ConfigError("the --token is too short: use at least 16 characters, e.g. "
                           "`python -c 'import secrets; print(secrets.token_urlsafe(24))'`")
-    catalog = Catalog.open(directories or [], urls or [])
+    catalog = Catalog.open(directories or [], [absolute_archive_url(u) for u in urls or []])
     shown = "localhost" if is_loopback(host) else host
     suffix = f"/?token={token}" if token else "/"
     console.print(f"serving {len(catalog.campaigns)} campaign(s) at "

@@ -7,10 +7,10 @@ appear here: they come from the environment at the point of use.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import (
     Field,
     ValidationError,
@@ -80,11 +80,33 @@ from recursor.config.tasks import (
     TaskConfig,
     WorldsTaskConfig,
 )
+from recursor.config.yamlfile import read_yaml
 from recursor.errors import ConfigError
 
 
 class ArchiveConfig(_Model):
-    url: str | None = Field(None, description="SQLAlchemy URL; default: SQLite in the campaign dir")
+    url: str | None = Field(None, description="SQLAlchemy URL; default: SQLite in the campaign "
+                            "dir; a relative SQLite path starts in the campaign file's folder")
+
+    def resolved(self, base: Path) -> ArchiveConfig:
+        """This config with a relative SQLite file made absolute against ``base``."""
+        if self.url is None:
+            return self
+        return self.model_copy(update={"url": absolute_archive_url(self.url, base)})
+
+
+_RELATIVE_SQLITE = re.compile(r"^(sqlite(?:\+\w+)?):///(?!/)([^?]+)(\?.*)?$")
+
+
+def absolute_archive_url(url: str, base: Path | None = None) -> str:
+    """``url`` with a relative SQLite file (``sqlite:///runs/a.db``) made absolute against
+    ``base`` (default: the working directory), so it names the same file from anywhere;
+    every other URL unchanged."""
+    match = _RELATIVE_SQLITE.match(url)
+    if match is None or match.group(2) == ":memory:":
+        return url
+    where = ((base or Path.cwd()) / Path(match.group(2)).expanduser()).resolve()
+    return f"{match.group(1)}:///{where}{match.group(3) or ''}"
 
 
 def _default_proposers() -> list[ProposerConfig]:
@@ -141,20 +163,46 @@ class CampaignConfig(_Model):
         return self
 
 
-def _format_errors(err: ValidationError, source: str) -> str:
-    lines = [f"invalid campaign config ({source}):"]
+def _user_path(loc: tuple[int | str, ...], data: Any) -> str:
+    """``loc`` as the user wrote it: without the tags pydantic adds for a tagged union (the
+    ``tournament`` in ``selection.tournament.kindd`` when the file said ``selection.kindd``)."""
+    out: list[str] = []
+    node = data
+    for i, part in enumerate(loc):
+        if isinstance(node, dict) and isinstance(part, str) and part not in node \
+                and i < len(loc) - 1:
+            continue
+        out.append(str(part))
+        if isinstance(node, dict):
+            node = node.get(part)
+        elif isinstance(node, list) and isinstance(part, int) and part < len(node):
+            node = node[part]
+        else:
+            node = None
+    return ".".join(out) or "<root>"
+
+
+def _format_errors(err: ValidationError, source: str, data: Any) -> str:
+    """One line for one mistake (``FILE: FIELD: PROBLEM``), else a line per field."""
+    lines = []
     for e in err.errors():
-        path = ".".join(str(p) for p in e["loc"]) or "<root>"
+        path = _user_path(e["loc"], data)
         msg = e["msg"]
         if e["type"] == "extra_forbidden":
             msg = "unknown field; check its spelling (see docs/configuration.md)"
         elif e["type"] == "literal_error":
             msg = f"{msg} (got {e.get('input')!r})"
+        elif e["type"] == "union_tag_not_found":
+            tag = str((e.get("ctx") or {}).get("discriminator", "kind")).strip("'")
+            msg = (f"needs `{tag}:` to say which {tag} it is (docs/configuration.md lists "
+                   f"them)")
         elif e["type"] == "union_tag_invalid":
             tag = str((e.get("ctx") or {}).get("discriminator", "")).strip("'")
             path = f"{path}.{tag}" if tag.isidentifier() else path
-        lines.append(f"  {path}: {msg}")
-    return "\n".join(lines)
+        lines.append(f"{path}: {msg}")
+    if len(lines) == 1:
+        return f"{source}: {lines[0]}"
+    return "\n  ".join([f"invalid campaign config ({source}):", *lines])
 
 
 def parse_config(data: Any, source: str = "<dict>") -> CampaignConfig:
@@ -167,26 +215,19 @@ def parse_config(data: Any, source: str = "<dict>") -> CampaignConfig:
     try:
         return CampaignConfig.model_validate(data)
     except ValidationError as err:
-        raise ConfigError(_format_errors(err, source)) from None
+        raise ConfigError(_format_errors(err, source, data)) from None
 
 
 def load_config(path: Path | None) -> CampaignConfig:
     """Load a campaign YAML file, or the built-in default campaign when ``path`` is None."""
     if path is None:
         return default_campaign()
-    try:
-        text = Path(path).read_text()
-    except OSError as err:
-        raise ConfigError(f"cannot read campaign file {path}: {err.strerror}") from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as err:
-        raise ConfigError(f"{path}: not valid YAML: {err}") from None
-    config = parse_config(data, str(path))
+    config = parse_config(read_yaml(path, "campaign file"), str(path))
     if isinstance(config.task, ProgramTaskConfig | SearchTaskConfig):  # paths: the file's
         config.task = config.task.resolved(Path(path).resolve().parent)
     if config.search_policy is not None:
         config.search_policy = config.search_policy.resolved(Path(path).resolve().parent)
+    config.archive = config.archive.resolved(Path(path).resolve().parent)
     return config
 
 
@@ -207,6 +248,7 @@ def config_to_dict(config: CampaignConfig) -> dict[str, Any]:
 
 
 __all__ = [
+    "absolute_archive_url",
     "AsyncPipelineConfig",
     "PipelineConfig",
     "RoundsPipelineConfig",

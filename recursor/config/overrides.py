@@ -16,6 +16,7 @@ from typing import Any
 
 import yaml
 
+from recursor.config.yamlfile import read_yaml, yaml_problem
 from recursor.errors import ConfigError
 
 SEARCH_SECTIONS = ("selection", "proposer_choice", "objective")
@@ -37,7 +38,8 @@ def parse_sets(items: Sequence[str]) -> dict[str, Any]:
         try:
             value = yaml.safe_load(raw) if raw.strip() else ""
         except yaml.YAMLError as err:
-            raise ConfigError(f"--set {item!r}: the value is not valid YAML: {err}") from None
+            raise ConfigError(f"--set {item!r}: the value is not valid YAML: "
+                              f"{yaml_problem(err)}") from None
         node = out
         for part in parts[:-1]:
             child = node.setdefault(part, {})
@@ -50,13 +52,7 @@ def parse_sets(items: Sequence[str]) -> dict[str, Any]:
 
 def read_search_policy(path: Path) -> dict[str, Any]:
     """The search-policy file at ``path``: its ``selection`` and ``proposer_choice``."""
-    try:
-        data = yaml.safe_load(Path(path).read_text())
-    except OSError as err:
-        raise ConfigError(f"cannot read search-policy file {path}: {err.strerror}") from None
-    except yaml.YAMLError as err:
-        raise ConfigError(f"{path}: not valid YAML: {err}") from None
-    return search_policy_mapping(data, str(path))
+    return search_policy_mapping(read_yaml(path, "search-policy file"), str(path))
 
 
 def search_policy_mapping(data: Any, source: str) -> dict[str, Any]:

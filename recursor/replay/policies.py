@@ -11,9 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from recursor.config import CampaignConfig, config_to_dict, parse_config
+from recursor.config.yamlfile import parse_yaml
 from recursor.errors import ConfigError
 from recursor.replay.simulator import Policy, policy_from_config
 
@@ -34,10 +33,7 @@ def read_fragment(spec: str) -> dict[str, Any]:
         text = path.read_text() if path.is_file() else spec
     except OSError as err:
         raise ConfigError(f"--policy {spec}: cannot read it ({err.strerror})") from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as err:
-        raise ConfigError(f"--policy {spec}: not valid YAML: {err}") from None
+    data = parse_yaml(text, f"--policy {spec}")
     if not isinstance(data, dict):
         raise ConfigError(f"--policy {spec}: expected a mapping with selection and/or "
                           "proposer_choice, e.g. '{selection: {kind: greedy}}'")

@@ -157,9 +157,9 @@ class CFRTask(Task):
         leduc = dev_metrics.get("expl_leduc_poker")
         if leduc is None or self.iterations != REFERENCE_ITERATIONS:
             return ()
-        return [f"leduc exploitability {leduc:.5f} after {self.iterations} iterations: "
-                f"{'reached' if leduc <= level else 'did not reach'} the {name} level "
-                f"({level})" for name, level in LEDUC_REFERENCES.items()]
+        levels = ", ".join(f"{'at' if leduc <= level else 'not at'} {name} ({level})"
+                           for name, level in LEDUC_REFERENCES.items())
+        return [f"leduc exploitability {leduc:.5f} ({self.iterations} iterations): {levels}"]
 
 
 __all__ = ["CFRTask", "static_check"]

@@ -77,9 +77,12 @@ def load_evaluator(path: Path) -> Any:
     sys.modules[MODULE_NAME] = module
     try:
         spec.loader.exec_module(module)
-    except Exception:
+    except Exception as exc:  # the user's module, imported before any candidate runs
         raise Rejected(f"the evaluator failed to import:\n{traceback.format_exc()}",
-                       "the evaluator failed to import", "") from None
+                       "the evaluator failed to import",
+                       f"{type(exc).__name__}: {exc} (it runs with Recursor's Python in the "
+                       "sandbox: install what it imports there, and give its helper files "
+                       "as task.evaluator_files)") from None
     evaluate = getattr(module, "evaluate", None)
     if not callable(evaluate):
         raise Rejected(f"the evaluator {path.name} defines no evaluate(path)",

@@ -81,7 +81,8 @@ def to_verdict(returned: Any, metric: str) -> dict[str, Any]:
         instances = {}
     if metric not in metrics:
         raise Rejected(f"evaluate() returned no {metric!r} metric (got "
-                       f"{sorted(metrics)[:10]}); the task optimizes {metric!r}")
+                       f"{sorted(metrics)[:10]}); the task optimizes {metric!r}: name the "
+                       "metric to optimize with --metric NAME (task.metric in a campaign file)")
     return {"metrics": metrics, "instances": instances, "error": None}
 
 

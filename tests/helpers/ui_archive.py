@@ -88,6 +88,32 @@ def build(directory: Path) -> Path:
     return directory
 
 
+START_ONLY_ID = "0a1b2c3d4e5f"
+
+
+def build_start_only(directory: Path) -> Path:
+    """A campaign that has evaluated only its starting point (every plot but the progress one
+    has nothing to show yet)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "campaign.json").write_text(json.dumps(
+        {"campaign_id": START_ONLY_ID, "archive_url": sqlite_url(directory)}))
+    archive = Archive.in_directory(directory)
+    store = GitStore(directory / "repo")
+    archive.create_campaign(START_ONLY_ID, "start-only", "cfr", CONFIG, str(directory / "repo"))
+    root_id = f"{START_ONLY_ID[:6]}-000-0"
+    commit = store.commit({"algo.py": "def weight(t):\n    return 1.0\n"}, [], root_id)
+    archive.add_node(Node(id=root_id, campaign_id=START_ONLY_ID, parent_id=None, round=0,
+                          slot=0, commit=commit, kind="root", proposer="seed",
+                          rationale="the start", status="done", run_status="ok", score=1.0,
+                          heldout_score=1.2, wall_s=2.0))
+    archive.set_root_node(START_ONLY_ID, root_id)
+    archive.add_evaluation(Evaluation(node_id=root_id, split="dev", seed=0, run_status="ok",
+                                      metrics={"score": 1.0}, instances={}, wall_s=2.0))
+    archive.add_promotion(START_ONLY_ID, "algorithm", root_id, None, {"reason": "start"})
+    archive.close()
+    return directory
+
+
 def add_node(directory: Path, round_: int, rationale: str = "a node added live") -> str:
     """Record one more finished node under the best node, as a running campaign would."""
     archive = Archive.in_directory(directory)

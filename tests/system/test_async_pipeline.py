@@ -300,7 +300,7 @@ def test_the_pipeline_key_is_checked() -> None:
     assert parse_config({}).pipeline.mode == "rounds"
     steady = parse_config({"pipeline": {"mode": "async", "max_in_flight": 4}}).pipeline
     assert steady.mode == "async" and steady.max_in_flight == 4
-    with pytest.raises(ConfigError, match="pipeline.rounds.max_in_flight: unknown field"):
+    with pytest.raises(ConfigError, match="pipeline.max_in_flight: unknown field"):
         parse_config({"pipeline": {"mode": "rounds", "max_in_flight": 4}})
     with pytest.raises(ConfigError, match="cannot run a schedule"):
         parse_config({"pipeline": {"mode": "async"}, "schedule": {"steps": [

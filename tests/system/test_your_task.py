@@ -78,7 +78,7 @@ def test_the_cli_front_door_runs_the_example(tmp_path: Path,
     assert stored["task"]["kind"] == "program" and stored["components"] == ["program"]
     assert stored["task"]["evaluator"] == str(EXAMPLE / "evaluate.py")  # made absolute
     # the summary table and where to look next, whether or not six evaluations found better
-    assert "dev score" in proc.stdout and "recursor archive best" in proc.stdout
+    assert "dev score" in proc.stdout and "recursor archive tree --dir" in proc.stdout
 
 
 def test_recursor_run_takes_proposer_objects_and_resume_needs_them(tmp_path: Path) -> None:

@@ -45,6 +45,11 @@ def synthetic(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return ui_archive.build(tmp_path_factory.mktemp("synthetic") / "campaign")
 
 
+@pytest.fixture(scope="session")
+def start_only(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return ui_archive.build_start_only(tmp_path_factory.mktemp("start") / "campaign")
+
+
 def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -65,12 +70,12 @@ def _wait_until_up(url: str, server: subprocess.Popen[str]) -> None:
 
 
 @pytest.fixture(scope="session")
-def server(real_campaign: Path, synthetic: Path) -> Iterator[str]:
-    """``recursor ui`` serving both campaigns on a free loopback port; its base URL."""
+def server(real_campaign: Path, synthetic: Path, start_only: Path) -> Iterator[str]:
+    """``recursor ui`` serving the three campaigns on a free loopback port; its base URL."""
     port = _free_port()
     process = subprocess.Popen(
         [sys.executable, "-m", "recursor.cli", "ui", "--dir", str(real_campaign),
-         "--dir", str(synthetic), "--port", str(port)],
+         "--dir", str(synthetic), "--dir", str(start_only), "--port", str(port)],
         env=ui_archive.recursor_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     url = f"http://127.0.0.1:{port}"
     try:

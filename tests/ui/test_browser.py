@@ -51,9 +51,34 @@ def test_real_campaign_tree_node_page_diff_and_evaluations(page: Page, server: s
 def test_plots_are_rendered(page: Page, server: str, real_campaign: Path) -> None:
     page.goto(f"{server}/c/{campaign_id(real_campaign)}")
     for plot in ("plot-progress", "plot-goodhart", "plot-proposers", "plot-shares"):
-        expect(page.locator(f"#{plot} svg.main-svg").first).to_be_attached(timeout=TIMEOUT)
+        # drawn, or (dev against held-out before a second promotion) left out with its reason
+        expect(page.locator(f"#{plot} svg.main-svg, #{plot}.empty").first).to_be_attached(
+            timeout=TIMEOUT)
     # the best-so-far trace has a drawn line, one point per evaluation
     expect(page.locator("#plot-progress path.js-line").first).to_be_attached()
+
+
+def test_panels_are_shown_only_with_data(page: Page, server: str, real_campaign: Path) -> None:
+    """An offline campaign has no model-cost panel; a campaign that has evaluated only its
+    start shows, in place of each empty plot, one line saying why; shares are moving ones."""
+    page.goto(f"{server}/c/{campaign_id(real_campaign)}")
+    progress = page.locator("#plot-progress")
+    expect(progress.locator("svg.main-svg").first).to_be_attached(timeout=TIMEOUT)
+    expect(progress).to_contain_text("no model-cost panel: no proposal so far came from a "
+                                     "priced model")
+    expect(progress).not_to_contain_text("model cost ($)")
+    expect(page.locator("#plot-shares")).to_contain_text("share of the last 20 proposals")
+    page.goto(f"{server}/c/{ui_archive.CAMPAIGN_ID}")  # an LLM proposer with a price
+    expect(page.locator("#plot-progress")).to_contain_text("model cost ($)", timeout=TIMEOUT)
+    page.goto(f"{server}/c/{ui_archive.START_ONLY_ID}")
+    expect(page.locator("#plot-progress svg.main-svg").first).to_be_attached(timeout=TIMEOUT)
+    for plot, reason in (("goodhart", "no promotion beyond the starting point yet"),
+                         ("proposers", "no candidate has a dev score yet"),
+                         ("shares", "Proposer choice: no proposal yet")):
+        panel = page.locator(f"#plot-{plot}")
+        expect(panel).to_have_class("plot empty")
+        expect(panel).to_contain_text(reason)
+        expect(panel.locator("svg")).to_have_count(0)
 
 
 def test_a_live_campaign_adds_a_node_without_reload(page: Page, server: str,

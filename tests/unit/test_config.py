@@ -52,7 +52,8 @@ def test_yaml_errors_name_the_file(tmp_path: Path) -> None:
     path.write_text("- a\n- b\n")
     with pytest.raises(ConfigError, match="must be a YAML mapping"):
         load_config(path)
-    with pytest.raises(ConfigError, match="cannot read"):
+    with pytest.raises(ConfigError,
+                       match="missing.yaml: no such file; check the campaign file.s path"):
         load_config(tmp_path / "missing.yaml")
 
 
@@ -93,10 +94,22 @@ def test_a_bare_executor_name_still_loads(name: str) -> None:
 
 
 def test_executor_fields_belong_to_their_kind() -> None:
-    with pytest.raises(ConfigError, match=r"schedule.executor.ray.zero_stage: unknown field"):
+    with pytest.raises(ConfigError, match=r"schedule.executor.zero_stage: unknown field"):
         parse_config({"schedule": {"executor": {"kind": "ray", "zero_stage": 2}}})
     with pytest.raises(ConfigError, match=r"schedule.executor.kind: .*'slurm'.*'local', "
                        r"'deepspeed', 'ray', 'plugin'"):
         parse_config({"schedule": {"executor": "slurm"}})
-    with pytest.raises(ConfigError, match=r"schedule.executor.deepspeed.zero_stage"):
+    with pytest.raises(ConfigError, match=r"schedule.executor.zero_stage"):
         parse_config({"schedule": {"executor": {"kind": "deepspeed", "zero_stage": 4}}})
+
+
+def test_a_relative_sqlite_archive_url_is_made_absolute(tmp_path: Path) -> None:
+    from recursor.config import absolute_archive_url
+
+    assert absolute_archive_url("sqlite:///runs/a.db?mode=rw", tmp_path) == \
+        f"sqlite:///{tmp_path / 'runs' / 'a.db'}?mode=rw"
+    assert absolute_archive_url("sqlite+pysqlite:///a.db", tmp_path) == \
+        f"sqlite+pysqlite:///{tmp_path / 'a.db'}"
+    for unchanged in ("sqlite:////abs/a.db", "sqlite:///:memory:", "sqlite://",
+                      "postgresql+psycopg://u@h:5432/db"):
+        assert absolute_archive_url(unchanged, tmp_path) == unchanged

@@ -70,7 +70,8 @@ def test_a_bad_search_policy_names_what_is_wrong(data: object, message: str) -> 
 
 
 def test_an_unreadable_search_policy_file_is_named(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match="cannot read search-policy file"):
+    with pytest.raises(ConfigError,
+                       match="absent.yaml: no such file; check the search-policy file"):
         read_search_policy(tmp_path / "absent.yaml")
     broken = tmp_path / "broken.yaml"
     broken.write_text("selection: [\n")

@@ -140,3 +140,27 @@ def test_a_relative_jobs_folder_means_the_shells(tmp_path: Path,
     record = json.loads(done.stdout)
     assert record["status"] == "done", record["error"]
     assert (work / "jobs" / record["job_id"] / "record.json").is_file()
+
+
+def test_spec_paths_mean_the_spec_files_folder(tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """A spec's relative data file and checkpoint folder are found beside the spec, whatever
+    the working directory; a data file that is not there is named before anything runs."""
+    specs = tmp_path / "specs"
+    (specs / "ckpt").mkdir(parents=True)
+    (specs / "rows.jsonl").write_text('{"text": "a"}\n')
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    path = specs / "job.yaml"
+    path.write_text("kind: sft\nmodel: ckpt\ndata: rows.jsonl\n")
+    spec = load_spec(Path("..") / "specs" / "job.yaml")
+    assert spec.data == str(specs / "rows.jsonl")  # type: ignore[attr-defined]
+    assert spec.model == str(specs / "ckpt")  # type: ignore[attr-defined]
+    path.write_text("kind: sft\nmodel: tiny-gpt2\ndata: absent.jsonl\n")
+    with pytest.raises(ConfigError, match=r"data: absent.jsonl is not a file \(looked for "
+                       + str(specs / "absent.jsonl")):
+        load_spec(path)
+    path.write_text("kind: sft\n  model: tiny-gpt2\n")
+    with pytest.raises(ConfigError, match=r"job.yaml: not valid YAML at line 2, column 8"):
+        load_spec(path)

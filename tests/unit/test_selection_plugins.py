@@ -127,5 +127,5 @@ def test_older_configs_still_parse() -> None:
     assert config.selection.kind == "rank" and config.selection.exponent == 2.0
     assert config.proposer_choice.kind == "alternate"
     assert parse_config({"selection": {"kind": "tournament", "tournament_size": 4}})
-    with pytest.raises(ConfigError, match="selection.plugin.epsilon"):
+    with pytest.raises(ConfigError, match="selection.epsilon: unknown field"):
         parse_config({"selection": {"kind": "plugin", "class_path": "a:B", "epsilon": 0.1}})

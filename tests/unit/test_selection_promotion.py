@@ -119,8 +119,7 @@ def test_cfr_milestones_say_which_reference_levels_leduc_reached() -> None:
     from recursor.tasks.cfr import CFRTask
 
     lines = CFRTask().milestones({"expl_leduc_poker": 0.01})
-    assert lines == ["leduc exploitability 0.01000 after 100 iterations: reached the CFR+ level "
-                     "(0.01342)", "leduc exploitability 0.01000 after 100 iterations: did not "
-                     "reach the DCFR level (0.00775)"]
+    assert lines == ["leduc exploitability 0.01000 (100 iterations): at CFR+ (0.01342), not "
+                     "at DCFR (0.00775)"]
     assert CFRTask(iterations=50).milestones({"expl_leduc_poker": 0.01}) == ()
     assert CFRTask().milestones({}) == ()

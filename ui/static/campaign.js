@@ -59,7 +59,18 @@
     const figures = await getJSON(base + "/plots");
     for (const [id, fig] of Object.entries(figures)) {
       const div = document.getElementById(id);
-      if (div) Plotly.react(div, fig.data, fig.layout, {displaylogo: false, responsive: true});
+      if (!div) continue;
+      if (fig.empty) {  // a panel with nothing to show: one line saying why, in its place
+        if (div.classList.contains("js-plotly-plot")) Plotly.purge(div);
+        div.classList.add("empty");
+        div.textContent = fig.empty;
+        continue;
+      }
+      if (div.classList.contains("empty")) {
+        div.classList.remove("empty");
+        div.textContent = "";
+      }
+      Plotly.react(div, fig.data, fig.layout, {displaylogo: false, responsive: true});
     }
   }
 

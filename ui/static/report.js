@@ -25,6 +25,12 @@
   tree.load(data.tree);
   for (const [id, fig] of Object.entries(data.figures)) {
     const div = document.getElementById(id);
-    if (div) Plotly.newPlot(div, fig.data, fig.layout, {displaylogo: false, responsive: true});
+    if (!div) continue;
+    if (fig.empty) {  // a panel with nothing to show: one line saying why, in its place
+      div.classList.add("empty");
+      div.textContent = fig.empty;
+      continue;
+    }
+    Plotly.newPlot(div, fig.data, fig.layout, {displaylogo: false, responsive: true});
   }
 })();
