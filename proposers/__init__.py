@@ -10,6 +10,8 @@ from recursor.proposers._base import (
     find_node,
     newest_nodes,
 )
+from recursor.proposers.edit_render import render_edits
+from recursor.proposers.edits import EditError, apply_response
 from recursor.proposers.ensemble import (
     AlternateChoice,
     ProposerChoice,
@@ -23,6 +25,8 @@ from recursor.proposers.optuna_tuner import OptunaProposer
 from recursor.proposers.registry import build_proposers, instance_configs, use_instances
 
 __all__ = [
+    "EditError",
+    "apply_response",
     "AlternateChoice",
     "ThompsonChoice",
     "UcbChoice",
@@ -41,5 +45,6 @@ __all__ = [
     "find_node",
     "instance_configs",
     "newest_nodes",
+    "render_edits",
     "use_instances",
 ]

@@ -33,6 +33,7 @@ from recursor.archive import ArchiveReader, GitStore, Node, SearchPolicy, upgrad
 from recursor.cli.export import columns, flat, node_fields, node_rows
 from recursor.config import absolute_archive_url
 from recursor.errors import ConfigError
+from recursor.orchestrator.proposer_data import SftFilter, jsonl, sft_rows
 from recursor.untrusted import for_terminal, rich_text
 
 app = typer.Typer(help="Inspect a campaign's archive (the discovery tree).",
@@ -324,15 +325,30 @@ def best(directory: Dir = None, url: Url = None, campaign: CampaignId = None,
 
 
 @app.command()
-def export(fmt: Annotated[str, typer.Option("--format", help="json or csv")] = "json",
-           directory: Dir = None, url: Url = None, campaign: CampaignId = None) -> None:
+def export(fmt: Annotated[str, typer.Option("--format", help="json, csv, or sft (training "
+                                            "rows for a proposer model, JSONL)")] = "json",
+           directory: Dir = None, url: Url = None, campaign: CampaignId = None,
+           improving: Annotated[bool, typer.Option(
+               "--improving", help="sft: only changes that improved on their parent (dev)")
+           ] = False,
+           min_gain: Annotated[float, typer.Option(
+               "--min-gain", help="sft, with --improving: the gain a change must beat")] = 0.0,
+           top_k: Annotated[int | None, typer.Option(
+               "--top-k", min=1, help="sft: at most K changes per parent, best first")] = None,
+           ) -> None:
     """Every node with its scores, whether (and for which components) it was promoted, the
     judgement's figures and its evaluations per split (metrics and per-instance values), as
-    JSON or CSV on stdout."""
-    if fmt not in ("json", "csv"):
-        raise typer.BadParameter(f"--format must be json or csv, not {fmt!r}")
+    JSON or CSV on stdout; or, with --format sft, each evaluated change as a prompt/completion
+    row for training a proposer model (dev scores only; docs/ui.md, "Exporting")."""
+    if fmt not in ("json", "csv", "sft"):
+        raise typer.BadParameter(f"--format must be json, csv or sft, not {fmt!r}")
+    if fmt != "sft" and (improving or top_k is not None or min_gain):
+        raise ConfigError("--improving, --min-gain and --top-k go with --format sft")
     with _open(directory, url) as archive:
         cid = _campaign_id(archive, directory, campaign)
+        if fmt == "sft":
+            _export_sft(archive, cid, SftFilter(improving, min_gain, top_k))
+            return
         rows = node_rows(archive, cid, archive.nodes(cid))
     if fmt == "json":
         _emit_json(rows)
@@ -344,6 +360,17 @@ def export(fmt: Annotated[str, typer.Option("--format", help="json or csv")] = "
     writer.writerows(flat_rows)
     _emit_raw(buffer.getvalue())
 
+
+def _export_sft(archive: ArchiveReader, campaign_id: str, filters: SftFilter) -> None:
+    """The rows as JSONL on stdout; what was left out, and why, on stderr."""
+    from recursor.ui.payloads import objective_of
+
+    rows, skipped = sft_rows(archive, campaign_id, objective_of(archive.campaign(campaign_id)),
+                             filters)
+    _emit_raw(jsonl(rows))
+    left = ", ".join(f"{count} {why}" for why, count in sorted(skipped.items()))
+    Console(stderr=True).print(rich_text(f"{len(rows)} rows" + (f"; left out: {left}"
+                                                                 if left else "")))
 
 
 @app.command()

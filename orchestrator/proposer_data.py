@@ -1,0 +1,165 @@
+"""What a proposer model learns from: an archive's evaluated changes as prompt/completion pairs.
+
+For each evaluated node with an evaluated parent, the *prompt* is a compact rendering of the
+parent (its campaign's metric and direction, its dev score, and the marked regions of each
+file that has any: what a proposer may change), and the *completion* is the change the node
+made, written as SEARCH/REPLACE blocks (:func:`recursor.proposers.render_edits`), the edit
+language the ``llm`` proposer's parser reads, whoever made the change (mutation, Optuna, a
+model). Each row carries the change's *gain*: the node's dev score against its parent's, in
+objective units (positive is better).
+
+Only dev scores are read. Held-out and sealed test scores never enter a row, so a model
+trained on the export cannot learn what the held-out split rewards. Rows are written as JSONL
+(``recursor archive export --format sft``), which the ``sft`` job reads (prompt/completion).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from recursor.archive import ArchiveReader, GitStore, Node
+from recursor.proposers import EditError, apply_response, render_edits
+from recursor.types import NodeStatus, Objective
+
+BLOCK_START, BLOCK_END = "EVOLVE-BLOCK-START", "EVOLVE-BLOCK-END"
+END = "### end"  # closes every completion: where a trained model learns to stop
+
+
+@dataclass(frozen=True)
+class SftFilter:
+    """Which evaluated changes become rows."""
+
+    improving_only: bool = False  # only changes with a gain above min_gain
+    min_gain: float = 0.0
+    top_k: int | None = None  # at most this many rows per parent, the largest gains first
+    dedupe: bool = True  # one row per distinct (prompt, completion)
+
+
+@dataclass(frozen=True)
+class SftRow:
+    prompt: str
+    completion: str
+    gain: float
+    node: str
+    parent: str
+    proposer: str
+    campaign: str
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def render_parent(files: Mapping[str, str], score: float, objective: Objective) -> str:
+    """The prompt: the objective, the parent's dev score, each marked region with its file."""
+    lines = [f"# objective: {objective.metric} ({objective.direction})",
+             f"# parent dev score: {score:.6g}"]
+    for path in sorted(files):
+        regions = marked_regions(files[path])
+        if regions:
+            lines.append(f"FILE {path}")
+            lines += [line for region in regions for line in (*region, "...")][:-1]
+    return "\n".join(lines) + "\n# edit:\n"
+
+
+def marked_regions(text: str) -> list[list[str]]:
+    """The lines of each EVOLVE block (markers included), in order."""
+    regions: list[list[str]] = []
+    current: list[str] | None = None
+    for line in text.split("\n"):
+        if BLOCK_START in line:
+            current = [line]
+        elif current is not None:
+            current.append(line)
+            if BLOCK_END in line:
+                regions.append(current)
+                current = None
+    return regions
+
+
+def sft_rows(archive: ArchiveReader, campaign_id: str, objective: Objective,
+             filters: SftFilter = SftFilter()) -> tuple[list[SftRow], dict[str, int]]:
+    """The campaign's rows after ``filters``, and how many changes each reason left out."""
+    campaign = archive.campaign(campaign_id)
+    store = GitStore(Path(campaign.repo_path))
+    nodes = {n.id: n for n in archive.nodes(campaign_id)}
+    skipped: dict[str, int] = {}
+    rows: list[SftRow] = []
+    for node in nodes.values():
+        parent = nodes.get(node.parent_id or "")
+        reason = _unusable(node, parent)
+        if reason is None and parent is not None:
+            row = _row(node, parent, store, objective, campaign_id)
+            if isinstance(row, str):
+                reason = row
+            else:
+                rows.append(row)
+        if reason is not None:
+            skipped[reason] = skipped.get(reason, 0) + 1
+    kept = select(rows, filters)
+    if len(kept) < len(rows):
+        skipped["filtered out"] = len(rows) - len(kept)
+    return kept, skipped
+
+
+def _unusable(node: Node, parent: Node | None) -> str | None:
+    if node.round == 0 or parent is None:
+        return "no parent (a starting point)"
+    if node.duplicate_of is not None:
+        return "a duplicate (never evaluated)"
+    if node.status != NodeStatus.DONE or node.score is None:
+        return "not scored (failed, invalid or unfinished)"
+    if parent.score is None:
+        return "parent not scored"
+    return None
+
+
+def _row(node: Node, parent: Node, store: GitStore, objective: Objective,
+         campaign_id: str) -> SftRow | str:
+    before, after = store.read(parent.commit or ""), store.read(node.commit or "")
+    edit = render_edits(before, after)
+    if not edit:
+        return "no change to a file the parent has"
+    try:  # the model's own parser must read the row back into exactly this change
+        applied = apply_response(edit, before, [p for p in before if p in after]).files
+    except EditError:
+        applied = {}
+    if any(applied.get(path) != after[path] for path in before if path in after):
+        return "the change does not round-trip as SEARCH/REPLACE"
+    return SftRow(prompt=render_parent(before, float(parent.score or 0.0), objective),
+                  completion=f"{edit}\n{END}\n",
+                  gain=objective.improvement(float(node.score or 0.0), float(parent.score or 0.0)),
+                  node=node.id, parent=parent.id, proposer=node.proposer, campaign=campaign_id)
+
+
+def select(rows: Sequence[SftRow], filters: SftFilter) -> list[SftRow]:
+    """``rows`` after the filters, in their original order."""
+    kept = [r for r in rows if not filters.improving_only or r.gain > filters.min_gain]
+    if filters.dedupe:
+        seen: set[tuple[str, str]] = set()
+        unique: set[int] = set()
+        for row in sorted(kept, key=lambda r: -r.gain):  # a repeat keeps its best gain
+            if (row.prompt, row.completion) not in seen:
+                seen.add((row.prompt, row.completion))
+                unique.add(id(row))
+        kept = [r for r in kept if id(r) in unique]
+    if filters.top_k is not None:
+        best: dict[str, list[SftRow]] = {}
+        for row in sorted(kept, key=lambda r: -r.gain):
+            best.setdefault(row.parent, [])
+            if len(best[row.parent]) < filters.top_k:
+                best[row.parent].append(row)
+        chosen = {id(r) for group in best.values() for r in group}
+        kept = [r for r in kept if id(r) in chosen]
+    return kept
+
+
+def jsonl(rows: Iterable[SftRow]) -> str:
+    return "".join(json.dumps(r.to_json(), sort_keys=True) + "\n" for r in rows)
+
+
+__all__ = ["END", "SftFilter", "SftRow", "jsonl", "marked_regions", "render_parent",
+           "select", "sft_rows"]

@@ -1,0 +1,87 @@
+"""`recursor archive export --format sft`: an archive's evaluated changes as prompt/completion
+rows for a proposer model, with dev gains only (held-out and test never exported) and the
+filters (improving only, top-k per parent, deduplicated)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from recursor.archive import ArchiveReader
+from recursor.cli import app
+from recursor.orchestrator.proposer_data import END, SftFilter, SftRow, select, sft_rows
+from recursor.proposers import apply_response
+from recursor.types import Objective
+from tests.helpers import ui_archive
+
+MINIMIZE = Objective(metric="score", direction="minimize")
+
+
+@pytest.fixture
+def campaign(tmp_path: Path) -> Path:
+    return ui_archive.build(tmp_path / "c")
+
+
+def _rows(directory: Path) -> tuple[list[SftRow], dict[str, int]]:
+    manifest = json.loads((directory / "campaign.json").read_text())
+    archive = ArchiveReader.open(manifest["archive_url"])
+    try:
+        return sft_rows(archive, manifest["campaign_id"], MINIMIZE, SftFilter())
+    finally:
+        archive.close()
+
+
+def test_each_scored_change_is_a_row_with_its_dev_gain(campaign: Path) -> None:
+    rows, skipped = _rows(campaign)
+    by_node = {r.node: r for r in rows}
+    assert set(by_node) == {ui_archive.GOOD, ui_archive.GRANDCHILD}
+    assert by_node[ui_archive.GOOD].gain == pytest.approx(1.0 - 0.5)  # dev, minimized
+    assert by_node[ui_archive.GRANDCHILD].gain == pytest.approx(0.5 - 0.6)
+    assert skipped == {"no parent (a starting point)": 1,
+                       "not scored (failed, invalid or unfinished)": 1}
+    good = by_node[ui_archive.GOOD]
+    assert good.prompt.startswith("# objective: score (minimize)\n# parent dev score: 1\n")
+    assert good.completion.endswith(f"{END}\n")
+    edit = good.completion.removesuffix(f"{END}\n")
+    old = {"algo.py": "def weight(t):\n    return 1.0\n"}
+    assert apply_response(edit, old, ["algo.py"]).files["algo.py"] == \
+        "def weight(t):\n    return float(t)  # linear averaging\n"
+
+
+def test_held_out_and_test_scores_never_enter_a_row(campaign: Path) -> None:
+    text = json.dumps([r.to_json() for r in _rows(campaign)[0]])
+    # the synthetic archive's held-out scores are 1.2 (start) and 0.7 (GOOD)
+    assert "1.2" not in text and "0.7" not in text
+    assert "heldout" not in text.lower() and "held-out" not in text.lower()
+    assert "test" not in text.lower()
+
+
+def _row(node: str, parent: str, gain: float, completion: str = "c") -> SftRow:
+    return SftRow("p", completion, gain, node, parent, "mutation", "cid")
+
+
+def test_filters_keep_improving_changes_the_best_per_parent_and_no_repeats() -> None:
+    rows = [_row("a", "r", 0.3, "x"), _row("b", "r", -0.1, "y"), _row("c", "r", 0.5, "z"),
+            _row("d", "q", 0.2, "x"), _row("e", "r", 0.1, "x"), _row("f", "q", 0.0, "w")]
+    assert [r.node for r in select(rows, SftFilter(improving_only=True))] == ["a", "c"]
+    # "d" and "e" repeat "a"'s (prompt, completion): the repeat with the best gain stays
+    assert [r.node for r in select(rows, SftFilter())] == ["a", "b", "c", "f"]
+    assert [r.node for r in select(rows, SftFilter(dedupe=False, top_k=1))] == ["c", "d"]
+    assert [r.node for r in select(rows, SftFilter(improving_only=True, min_gain=0.4))] == ["c"]
+
+
+def test_the_cli_writes_jsonl_and_says_what_it_left_out(campaign: Path) -> None:
+    result = CliRunner().invoke(app, ["archive", "export", "--format", "sft", "--improving",
+                                      "--dir", str(campaign)])
+    assert result.exit_code == 0, result.output
+    lines = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
+    assert [row["node"] for row in lines] == [ui_archive.GOOD]
+    assert set(lines[0]) == {"prompt", "completion", "gain", "node", "parent", "proposer",
+                             "campaign"}
+    assert "1 rows; left out: 1 filtered out" in result.output
+    wrong = CliRunner().invoke(app, ["archive", "export", "--top-k", "2", "--dir",
+                                     str(campaign)])
+    assert wrong.exit_code != 0
