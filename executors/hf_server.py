@@ -4,7 +4,8 @@
 It serves ``GET /v1/models``, ``POST /v1/completions`` and ``POST /v1/chat/completions`` (the
 messages joined into one prompt) for one checkpoint, one request at a time, with the fields
 the LLM proposer and the eval jobs use: ``prompt``/``messages``, ``max_tokens``,
-``temperature``, ``n``; the answer carries ``usage``. It is a fallback, not a fast server.
+``temperature``, ``n``, ``stop`` (the text is cut before the first stop string, as vLLM
+does); the answer carries ``usage``. It is a fallback, not a fast server.
 """
 
 from __future__ import annotations
@@ -67,6 +68,8 @@ def _handler(generator: Generator) -> type[BaseHTTPRequestHandler]:
                            else body["prompt"])
                 prompts = [prompts] if isinstance(prompts, str) else [str(p) for p in prompts]
                 n = int(body.get("n", 1))
+                stops = body.get("stop") or []
+                stops = [stops] if isinstance(stops, str) else [str(s) for s in stops]
                 texts, prompt_tokens, used = [], 0, 0
                 for prompt in prompts:
                     some, p_tokens, c_tokens = generator.complete(
@@ -77,10 +80,11 @@ def _handler(generator: Generator) -> type[BaseHTTPRequestHandler]:
             except (KeyError, TypeError, ValueError) as exc:
                 self._send(400, {"error": {"message": f"bad request: {exc}"}})
                 return
+            cut = [_until_stop(t, stops) for t in texts]
             choices = [({"index": i, "message": {"role": "assistant", "content": t},
-                         "finish_reason": "length"} if chat else
-                        {"index": i, "text": t, "finish_reason": "length"})
-                       for i, t in enumerate(texts)]
+                         "finish_reason": why} if chat else
+                        {"index": i, "text": t, "finish_reason": why})
+                       for i, (t, why) in enumerate(cut)]
             self._send(200, {"id": "hf-1", "object": "chat.completion" if chat
                              else "text_completion", "created": int(time.time()),
                              "model": generator.name, "choices": choices,
@@ -96,6 +100,12 @@ def _handler(generator: Generator) -> type[BaseHTTPRequestHandler]:
             self.wfile.write(data)
 
     return Handler
+
+
+def _until_stop(text: str, stops: list[str]) -> tuple[str, str]:
+    """``text`` up to its first stop string (left out, as vLLM does) and the finish reason."""
+    found = [text.index(stop) for stop in stops if stop and stop in text]
+    return (text[:min(found)], "stop") if found else (text, "length")
 
 
 def main() -> None:

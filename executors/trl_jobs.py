@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from recursor.executors.spec import GrpoJob, ModelJob, SftJob
-from recursor.executors.tiny import build_model, build_tokenizer
+from recursor.executors.tiny import TOKENIZER_OPTIONS, build_model, build_tokenizer
 from recursor.plugins import load_class_path
 
 SFT_DEFAULTS: dict[str, Any] = {"max_steps": 50, "per_device_train_batch_size": 16,
@@ -38,7 +38,8 @@ def read_rows(path: str) -> list[dict[str, Any]]:
 def load_model(spec: ModelJob, texts: Sequence[str]) -> tuple[Any, Any]:
     """(model, tokenizer): from a checkpoint directory, or a tiny GPT-2 built here."""
     if spec.model == "tiny-gpt2":
-        tokenizer = build_tokenizer(texts)
+        options = {**TOKENIZER_OPTIONS, **spec.model_options}
+        tokenizer = build_tokenizer(texts, int(options["vocab_size"]), str(options["tokenizer"]))
         return build_model(tokenizer, spec.model_options), tokenizer
     from transformers import AutoModelForCausalLM, AutoTokenizer
 

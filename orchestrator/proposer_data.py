@@ -16,17 +16,14 @@ trained on the export cannot learn what the held-out split rewards. Rows are wri
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from recursor.archive import ArchiveReader, GitStore, Node
-from recursor.proposers import EditError, apply_response, render_edits
+from recursor.proposers import END, EditError, apply_response, render_edits, render_parent
 from recursor.types import NodeStatus, Objective
-
-BLOCK_START, BLOCK_END = "EVOLVE-BLOCK-START", "EVOLVE-BLOCK-END"
-END = "### end"  # closes every completion: where a trained model learns to stop
 
 
 @dataclass(frozen=True)
@@ -51,33 +48,6 @@ class SftRow:
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
-
-
-def render_parent(files: Mapping[str, str], score: float, objective: Objective) -> str:
-    """The prompt: the objective, the parent's dev score, each marked region with its file."""
-    lines = [f"# objective: {objective.metric} ({objective.direction})",
-             f"# parent dev score: {score:.6g}"]
-    for path in sorted(files):
-        regions = marked_regions(files[path])
-        if regions:
-            lines.append(f"FILE {path}")
-            lines += [line for region in regions for line in (*region, "...")][:-1]
-    return "\n".join(lines) + "\n# edit:\n"
-
-
-def marked_regions(text: str) -> list[list[str]]:
-    """The lines of each EVOLVE block (markers included), in order."""
-    regions: list[list[str]] = []
-    current: list[str] | None = None
-    for line in text.split("\n"):
-        if BLOCK_START in line:
-            current = [line]
-        elif current is not None:
-            current.append(line)
-            if BLOCK_END in line:
-                regions.append(current)
-                current = None
-    return regions
 
 
 def sft_rows(archive: ArchiveReader, campaign_id: str, objective: Objective,
@@ -129,7 +99,8 @@ def _row(node: Node, parent: Node, store: GitStore, objective: Objective,
         applied = {}
     if any(applied.get(path) != after[path] for path in before if path in after):
         return "the change does not round-trip as SEARCH/REPLACE"
-    return SftRow(prompt=render_parent(before, float(parent.score or 0.0), objective),
+    return SftRow(prompt=render_parent(before, parent.score, objective.metric,
+                                       objective.direction),
                   completion=f"{edit}\n{END}\n",
                   gain=objective.improvement(float(node.score or 0.0), float(parent.score or 0.0)),
                   node=node.id, parent=parent.id, proposer=node.proposer, campaign=campaign_id)
@@ -161,5 +132,4 @@ def jsonl(rows: Iterable[SftRow]) -> str:
     return "".join(json.dumps(r.to_json(), sort_keys=True) + "\n" for r in rows)
 
 
-__all__ = ["END", "SftFilter", "SftRow", "jsonl", "marked_regions", "render_parent",
-           "select", "sft_rows"]
+__all__ = ["SftFilter", "SftRow", "jsonl", "select", "sft_rows"]

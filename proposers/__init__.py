@@ -20,11 +20,16 @@ from recursor.proposers.ensemble import (
     UcbChoice,
     build_proposer_choice,
 )
+from recursor.proposers.learned import END, Checkpoint, LearnedProposer, render_parent
 from recursor.proposers.mutation import MutationProposer
 from recursor.proposers.optuna_tuner import OptunaProposer
 from recursor.proposers.registry import build_proposers, instance_configs, use_instances
 
 __all__ = [
+    "END",
+    "Checkpoint",
+    "LearnedProposer",
+    "render_parent",
     "EditError",
     "apply_response",
     "AlternateChoice",

@@ -12,6 +12,7 @@ from typing import Any, Protocol
 
 from recursor.config import (
     InstanceProposerConfig,
+    LearnedProposerConfig,
     LLMProposerConfig,
     MutationProposerConfig,
     OptunaProposerConfig,
@@ -30,6 +31,7 @@ BUILTIN = {
     "mutation": "AST mutation of EVOLVE-BLOCK regions (offline, free)",
     "optuna": "TPE over the numeric constants, with the archive as trials (offline, free)",
     "llm": "a language model through litellm or any OpenAI-compatible server",
+    "learned": "a proposer model trained on Recursor's own archives, served OpenAI-compatibly",
 }
 
 
@@ -60,6 +62,8 @@ def build_proposer(config: ProposerConfig, task: TaskHooks, seed: int,
         from recursor.proposers.llm.proposer import build_llm_proposer
 
         return build_llm_proposer(config)
+    if isinstance(config, LearnedProposerConfig):
+        return _learned(config)
     if isinstance(config, PluginProposerConfig):
         return _plugin(config)
     if isinstance(config, InstanceProposerConfig):
@@ -68,6 +72,17 @@ def build_proposer(config: ProposerConfig, task: TaskHooks, seed: int,
             "started; continue it from Python with the same objects: "
             "recursor.resume(directory, proposers=[...])")
     raise ConfigError(f"proposers: unknown kind {config!r}")
+
+
+def _learned(config: LearnedProposerConfig) -> Proposer:
+    from recursor.proposers.learned import Checkpoint, LearnedProposer
+    from recursor.proposers.llm.resilience import CircuitBreaker, RetryPolicy
+
+    return LearnedProposer(
+        Checkpoint(config.checkpoint or config.model, config.api_base, config.model),
+        config.temperature, config.max_tokens, config.timeout_s,
+        RetryPolicy(config.max_retries, config.retry_base_delay_s),
+        CircuitBreaker(config.circuit_failures, config.circuit_cooldown_s), config.name)
 
 
 def _plugin(config: PluginProposerConfig) -> Proposer:

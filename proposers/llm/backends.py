@@ -95,11 +95,31 @@ class OpenAIBackend:
                            "api_base") from exc
 
     def complete(self, messages: Sequence[Message]) -> ChatReply:
+        return _reply(self._call(lambda: self._client.chat.completions.create(
+            model=self.model, messages=list(messages),  # type: ignore[arg-type]
+            temperature=self._settings.temperature, max_tokens=self._settings.max_tokens)),
+            None)
+
+    def complete_text(self, prompt: str, stop: Sequence[str] = ()) -> ChatReply:
+        """A plain completion of ``prompt`` (``/v1/completions``), for a model trained on a
+        prompt format of its own rather than chat."""
+        response = self._call(lambda: self._client.completions.create(
+            model=self.model, prompt=prompt, temperature=self._settings.temperature,
+            max_tokens=self._settings.max_tokens, stop=list(stop) or None))
+        choices = getattr(response, "choices", None) or []
+        if not choices:
+            raise TransientLLMError("the response has no choices")
+        usage = getattr(response, "usage", None)
+        return ChatReply(getattr(choices[0], "text", None) or "",
+                         getattr(choices[0], "finish_reason", None),
+                         int(getattr(usage, "prompt_tokens", 0) or 0),
+                         int(getattr(usage, "completion_tokens", 0) or 0), None)
+
+    def _call(self, request: Any) -> Any:
+        """``request()``, its errors sorted into transient and permanent, keys redacted."""
         openai = self._openai
         try:
-            response = self._client.chat.completions.create(
-                model=self.model, messages=list(messages),  # type: ignore[arg-type]
-                temperature=self._settings.temperature, max_tokens=self._settings.max_tokens)
+            return request()
         except (openai.RateLimitError, openai.APITimeoutError, openai.APIConnectionError,
                 openai.InternalServerError) as exc:
             raise TransientLLMError(self._settings.redact(f"{type(exc).__name__}: {exc}")
@@ -110,7 +130,6 @@ class OpenAIBackend:
                                              f"{exc}")) from exc
         except openai.OpenAIError as exc:
             raise LLMError(self._settings.redact(f"{type(exc).__name__}: {exc}")) from exc
-        return _reply(response, None)
 
 
 class LiteLLMBackend:

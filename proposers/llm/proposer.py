@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from recursor.errors import ProposerError
+from recursor.errors import ProposerError, ProposerUnavailable
 from recursor.proposers._base import Proposal, ProposalContext, Proposer
 from recursor.proposers.edits import EditError, apply_response
 from recursor.proposers.llm.backends import BackendSettings, ChatBackend, ChatReply, build_backend
@@ -51,14 +51,15 @@ class LLMProposer(Proposer):
 
     def propose(self, context: ProposalContext) -> Proposal:
         self.breaker.check(self.name)
-        messages = build_messages(context, self._templates)
         try:
-            reply = call_with_retries(lambda: self.backend.complete(messages), self._retry)
+            prompt, reply, about = self._ask(context)
+        except ProposerUnavailable:
+            raise
         except ProposerError:
             self.breaker.record(success=False)
             raise
-        record = {"prompt": messages, "response": reply.text, "usage": self._usage(reply),
-                  "finish_reason": reply.finish_reason}
+        record = {"prompt": prompt, "response": reply.text, "usage": self._usage(reply),
+                  "finish_reason": reply.finish_reason, **about}
         editable = list(self._editable or context.editable_paths)
         try:
             result = apply_response(reply.text, context.parent.files, editable)
@@ -73,6 +74,12 @@ class LLMProposer(Proposer):
         return Proposal(kind, _rationale(reply.text), changed,
                         {**record, "edits": result.applied, "edit_failures": result.failures,
                          "attributions": result.attributions})
+
+    def _ask(self, context: ProposalContext) -> tuple[Any, ChatReply, dict[str, Any]]:
+        """One model call: (what was sent, the reply, facts for the node's metadata)."""
+        messages = build_messages(context, self._templates)
+        backend = self.backend
+        return messages, call_with_retries(lambda: backend.complete(messages), self._retry), {}
 
     def paused(self) -> str | None:
         return self.breaker.open_reason(self.name)

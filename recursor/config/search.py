@@ -68,6 +68,27 @@ class LLMProposerConfig(_Model):
     templates_dir: str | None = Field(None, description="folder with system.md / user.md")
 
 
+class LearnedProposerConfig(_Model):
+    """A proposer model trained on Recursor's own archives (``recursor archive export --format
+    sft``, an ``sft`` job, a ``serve`` job; docs/proposers.md), asked with the compact prompt
+    it was trained on through any OpenAI-compatible server's completions endpoint."""
+
+    kind: Literal["learned"]
+    name: str = Field("learned", min_length=1, description="how the archive names it")
+    api_base: str = Field(min_length=1, description="the server, e.g. http://127.0.0.1:8000/v1")
+    model: str = Field(min_length=1, description="the served model's name (vLLM and the "
+                       "transformers server name it by its checkpoint folder)")
+    checkpoint: str | None = Field(None, description="what each node records as the "
+                                   "checkpoint that proposed it; default: model")
+    temperature: float = Field(0.8, ge=0, le=2)
+    max_tokens: int = Field(256, ge=16)
+    timeout_s: float = Field(120.0, gt=0, description="per request")
+    max_retries: int = Field(3, ge=0, le=20, description="on rate limits and server errors")
+    retry_base_delay_s: float = Field(1.0, ge=0, description="backoff: base * 2**attempt")
+    circuit_failures: int = Field(3, ge=1, description="failures in a row that pause it")
+    circuit_cooldown_s: float = Field(300.0, ge=0, description="how long it stays paused")
+
+
 class InstanceProposerConfig(_Model):
     """A proposer passed as a Python object (``recursor.run(proposers=[...])``): only its name
     is recorded, so a resumed campaign must be given the same instances again."""
@@ -78,7 +99,7 @@ class InstanceProposerConfig(_Model):
 
 ProposerConfig = Annotated[
     MutationProposerConfig | OptunaProposerConfig | PluginProposerConfig | LLMProposerConfig
-    | InstanceProposerConfig,
+    | LearnedProposerConfig | InstanceProposerConfig,
     Field(discriminator="kind"),
 ]
 

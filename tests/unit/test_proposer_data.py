@@ -12,8 +12,8 @@ from typer.testing import CliRunner
 
 from recursor.archive import ArchiveReader
 from recursor.cli import app
-from recursor.orchestrator.proposer_data import END, SftFilter, SftRow, select, sft_rows
-from recursor.proposers import apply_response
+from recursor.orchestrator.proposer_data import SftFilter, SftRow, select, sft_rows
+from recursor.proposers import END, apply_response
 from recursor.types import Objective
 from tests.helpers import ui_archive
 
