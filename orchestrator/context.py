@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import re
 import secrets
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -107,6 +107,7 @@ class CampaignContext:
     policy: SearchPolicy | None = None  # the search-policy version in force
     retune_s: float = 0.0  # time the retune steps took in this process
     lock: CampaignLock | None = None  # this process's hold on the directory
+    closers: list[Callable[[], None]] = field(default_factory=list)  # run by close(), first
 
     def scope(self, editable: Sequence[str] | None = None,
               search_set: Sequence[str] = ()) -> Scope:
@@ -126,6 +127,8 @@ class CampaignContext:
 
     def close(self) -> None:
         try:
+            for closer in self.closers:
+                closer()
             self.sandbox.close()
             self.archive.close()
         finally:

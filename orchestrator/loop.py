@@ -36,7 +36,7 @@ from typing import Protocol
 
 from recursor.archive import Node
 from recursor.config import BudgetConfig
-from recursor.orchestrator import goodhart, objective
+from recursor.orchestrator import goodhart, objective, proposer_training
 from recursor.orchestrator import retune as retune_step
 from recursor.orchestrator.context import CampaignContext, Scope
 from recursor.orchestrator.duplicates import answer_duplicate, fingerprint
@@ -133,14 +133,17 @@ def choice_step(proposed_before: int, slot: int) -> int:
 
 
 def retune(ctx: CampaignContext, round_: int, active_s: float) -> None:
-    """The self-tuning step before round ``round_`` chooses its parents (rounds driver): due
-    when the evaluations spent by the earlier rounds crossed a multiple of
-    ``self_tuning.every`` during the last round (:mod:`recursor.orchestrator.retune`)."""
-    if not ctx.config.self_tuning.enabled or round_ <= 1:
+    """The steps before round ``round_`` chooses its parents (rounds driver), each due when
+    the evaluations spent by the earlier rounds crossed a multiple of its ``every`` during
+    the last round: the proposer models' training (:mod:`~recursor.orchestrator.
+    proposer_training`), then self-tuning (:mod:`recursor.orchestrator.retune`)."""
+    if round_ <= 1:
         return
     now = ctx.archive.counts(ctx.campaign_id, 1, round_).attempted
     before = ctx.archive.counts(ctx.campaign_id, 1, round_ - 1).attempted
-    retune_step.maybe_retune(ctx, before, now, active_s)
+    proposer_training.maybe_retrain(ctx, before, now)
+    if ctx.config.self_tuning.enabled:
+        retune_step.maybe_retune(ctx, before, now, active_s)
 
 
 # one candidate's life ----------------------------------------------------------------------

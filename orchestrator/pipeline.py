@@ -49,7 +49,7 @@ from typing import Any
 
 from recursor.archive import Node, NodeCounts
 from recursor.config import AsyncPipelineConfig
-from recursor.orchestrator import goodhart, loop, root
+from recursor.orchestrator import goodhart, loop, proposer_training, root
 from recursor.orchestrator import retune as retune_step
 from recursor.orchestrator.context import CampaignContext
 from recursor.orchestrator.loop import Step
@@ -112,14 +112,16 @@ class Pipeline:
         self.retune_seen: int | None = None  # spent evaluations at the last retune check
 
     def _retune(self, attempted: int) -> None:
-        """The self-tuning step, when the spent evaluations crossed a multiple of
-        ``self_tuning.every`` since the last check (none is due at a (re)start); no candidate
-        is selected meanwhile."""
+        """The proposer models' training and the self-tuning step, each when the spent
+        evaluations crossed a multiple of its ``every`` since the last check (none is due at a
+        (re)start); no candidate is selected meanwhile."""
         seen, self.retune_seen = self.retune_seen, attempted
-        if seen is None or not self.ctx.config.self_tuning.enabled:
+        if seen is None:
             return
         with self.selecting:
-            retune_step.maybe_retune(self.ctx, seen, attempted, self.clock.active_s)
+            proposer_training.maybe_retrain(self.ctx, seen, attempted)
+            if self.ctx.config.self_tuning.enabled:
+                retune_step.maybe_retune(self.ctx, seen, attempted, self.clock.active_s)
 
     async def run(self) -> str:
         self.ctx.reporter.step(Step.SEED, 1)

@@ -8,6 +8,7 @@ import asyncio
 
 from recursor.archive import Node
 from recursor.errors import RecursorError
+from recursor.orchestrator import proposer_training
 from recursor.orchestrator.coevolution import initial_files
 from recursor.orchestrator.context import CampaignContext
 from recursor.orchestrator.rescore import rescore_incumbent
@@ -37,6 +38,7 @@ async def start(ctx: CampaignContext) -> None:
         ctx.store.set_branch("best", root.commit or "")
     # the objective changed at resume (recursor resume --set objective.splits=...)
     await asyncio.to_thread(rescore_incumbent, ctx, "the objective changed at resume")
+    await asyncio.to_thread(proposer_training.resume_serving, ctx)  # a resumed campaign's
     ctx.reporter.start(snapshot(ctx))
 
 

@@ -78,8 +78,11 @@ def _learned(config: LearnedProposerConfig) -> Proposer:
     from recursor.proposers.learned import Checkpoint, LearnedProposer
     from recursor.proposers.llm.resilience import CircuitBreaker, RetryPolicy
 
+    served = None
+    if config.api_base is not None and config.model is not None:
+        served = Checkpoint(config.checkpoint or config.model, config.api_base, config.model)
     return LearnedProposer(
-        Checkpoint(config.checkpoint or config.model, config.api_base, config.model),
+        served,
         config.temperature, config.max_tokens, config.timeout_s,
         RetryPolicy(config.max_retries, config.retry_base_delay_s),
         CircuitBreaker(config.circuit_failures, config.circuit_cooldown_s), config.name)

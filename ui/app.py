@@ -27,7 +27,7 @@ from fastapi.templating import Jinja2Templates
 from recursor.errors import ArchiveError
 from recursor.ui import gitview
 from recursor.ui.escape import for_html, jsonable
-from recursor.ui.payloads import node_detail, objective_of, tree_payload
+from recursor.ui.payloads import node_detail, objective_of, proposer_models, tree_payload
 from recursor.ui.plots import campaign_figures, compare_figure
 from recursor.ui.source import CampaignSource, Catalog
 
@@ -144,7 +144,8 @@ def _pages(app: FastAPI, catalog: Catalog) -> None:
         others = [(cid, s.label) for cid, s in catalog.campaigns.items() if cid != campaign_id]
         return pages.TemplateResponse(request, "campaign.html", {
             "cid": campaign_id, "label": source.label, "campaign": source.row(),
-            "others": others, "policies": source.archive.policies(campaign_id)})
+            "others": others, "policies": source.archive.policies(campaign_id),
+            "models": proposer_models(source)})
 
     @app.get("/c/{campaign_id}/n/{node_id}")
     def node_page(request: Request, campaign_id: str, node_id: str) -> Response:

@@ -22,6 +22,8 @@ from recursor.ui import gitview
 from recursor.ui.escape import jsonable, strip_controls
 from recursor.ui.source import CampaignSource
 
+PROPOSER_MODEL = "proposer-model"  # recursor.orchestrator.proposer_training.ROLE
+
 TITLE_CHARS = 140
 BUILTIN_TASKS = ("cfr", "worlds", "psro")  # tasks whose objective the UI may build to learn it
 
@@ -170,6 +172,7 @@ class NodeDetail:
     start: Node | None
     incumbent: str | None = None
     children: list[Node] = field(default_factory=list)
+    checkpoint: str | None = None  # the proposer model's checkpoint that proposed it
 
 
 def _parsed(text: str) -> dict[str, Any] | None:
@@ -183,6 +186,8 @@ def _parsed(text: str) -> dict[str, Any] | None:
 def _exchange(node: Node) -> tuple[list[dict[str, str]], str | None]:
     metadata = (node.proposal or {}).get("metadata") or {}
     messages = metadata.get("prompt") or []
+    if isinstance(messages, str):  # a completion prompt (the learned proposer's)
+        messages = [{"role": "prompt", "content": messages}]
     prompt = [{"role": strip_controls(str(m.get("role", "?"))),
                "content": strip_controls(str(m.get("content", "")))}
               for m in messages if isinstance(m, dict)] if isinstance(messages, list) else []
@@ -237,8 +242,37 @@ def node_detail(source: CampaignSource, node_id: str) -> NodeDetail:
         parent=parent, start=start,
         incumbent=all_promotions[-1].node_id if all_promotions else None,
         children=archive.children(node.id),
+        checkpoint=_checkpoint(node),
     )
 
 
+def _checkpoint(node: Node) -> str | None:
+    value = ((node.proposal or {}).get("metadata") or {}).get("checkpoint")
+    return strip_controls(str(value)) if value is not None else None
+
+
+def proposer_models(source: CampaignSource) -> list[dict[str, Any]]:
+    """The campaign's proposer-model versions (their training jobs, oldest first), each with
+    how many nodes it proposed and how many of those were evaluated (``done``)."""
+    trained = [j for j in source.archive.jobs() if j.kind == "sft"
+               and j.provenance.get("role") == PROPOSER_MODEL
+               and j.provenance.get("campaign") == source.campaign_id]
+    if not trained:
+        return []
+    proposed: Counter[str] = Counter()
+    evaluated: Counter[str] = Counter()
+    for node in source.archive.nodes(source.campaign_id):
+        checkpoint = _checkpoint(node)
+        if checkpoint is not None:
+            proposed[checkpoint] += 1
+            evaluated[checkpoint] += node.status == "done"
+    return [{"id": j.id, "proposer": strip_controls(str(j.provenance.get("proposer", ""))),
+             "version": strip_controls(str(j.provenance.get("version", ""))),
+             "rows": j.provenance.get("rows"), "at_evals": j.provenance.get("at_evals"),
+             "status": j.status, "loss": jsonable([j.metrics.get("loss_first"),
+                                                   j.metrics.get("loss_last")]),
+             "proposed": proposed[j.id], "evaluated": evaluated[j.id]} for j in trained]
+
+
 __all__ = ["NodeDetail", "Objective", "node_brief", "node_detail", "objective_of", "progress",
-           "tree_payload"]
+           "proposer_models", "tree_payload"]

@@ -25,6 +25,9 @@ JUDGEMENT = (("judge_dev_improvement", ("dev", "improvement")),
 def node_fields(node: Node) -> dict[str, Any]:
     out = {k: getattr(node, k) for k in NODE_FIELDS}
     out["created_at"] = node.created_at.isoformat() if node.created_at else None
+    # the proposer model's checkpoint that proposed it (learned proposers), else None
+    checkpoint = ((node.proposal or {}).get("metadata") or {}).get("checkpoint")
+    out["checkpoint"] = None if checkpoint is None else str(checkpoint)
     return out
 
 

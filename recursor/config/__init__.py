@@ -229,6 +229,10 @@ def load_config(path: Path | None) -> CampaignConfig:
     if config.search_policy is not None:
         config.search_policy = config.search_policy.resolved(Path(path).resolve().parent)
     config.archive = config.archive.resolved(Path(path).resolve().parent)
+    config.proposers = [p.model_copy(update={"train": p.train.resolved(Path(path).resolve()
+                                                                      .parent)})
+                        if isinstance(p, LearnedProposerConfig) and p.train is not None else p
+                        for p in config.proposers]
     return config
 
 

@@ -17,6 +17,7 @@ from pydantic import (
     TypeAdapter,
     field_validator,
     model_serializer,
+    model_validator,
 )
 
 from recursor.config._base import _Model, _PluginSource
@@ -68,18 +69,52 @@ class LLMProposerConfig(_Model):
     templates_dir: str | None = Field(None, description="folder with system.md / user.md")
 
 
+class LearnedTrainingConfig(_Model):
+    """How a campaign trains its own proposer model: on its archive's changes (and those of
+    ``pool``), every ``every`` evaluations, through the local executor's ``sft`` and
+    ``serve`` jobs (docs/proposers.md)."""
+
+    every: int = Field(20, ge=1, description="evaluations between two trainings")
+    min_rows: int = Field(8, ge=1, description="no training on fewer rows than this")
+    improving_only: bool = Field(False, description="train only on changes that improved")
+    top_k: int | None = Field(None, ge=1, description="at most K rows per parent")
+    pool: list[str] = Field(default_factory=list, description="earlier campaign directories "
+                            "whose changes join the training rows")
+    model: str = Field("tiny-gpt2", min_length=1, description="tiny-gpt2 (built here), or a "
+                       "checkpoint directory to fine-tune")
+    model_options: dict[str, Any] = Field(
+        default_factory=lambda: {"tokenizer": "bytelevel", "vocab_size": 1000,
+                                 "n_positions": 512},
+        description="tiny-gpt2: tokenizer, vocab_size, n_layer, n_embd, n_head, n_positions")
+    sft: dict[str, Any] = Field(
+        default_factory=lambda: {"max_steps": 150, "max_length": 512,
+                                 "per_device_train_batch_size": 8, "learning_rate": 2e-3},
+        description="TRL SFTConfig options")
+    serve_backend: Literal["auto", "vllm", "transformers"] = Field(
+        "auto", description="auto: vLLM where its environment exists, else transformers")
+    wall_time_s: float = Field(3600.0, gt=0, description="each training job's limit")
+
+    def resolved(self, base: Path) -> LearnedTrainingConfig:
+        """This config with relative pool directories made absolute against ``base``."""
+        return self.model_copy(update={"pool": [str((base / Path(d).expanduser()).resolve())
+                                                for d in self.pool]})
+
+
 class LearnedProposerConfig(_Model):
-    """A proposer model trained on Recursor's own archives (``recursor archive export --format
-    sft``, an ``sft`` job, a ``serve`` job; docs/proposers.md), asked with the compact prompt
-    it was trained on through any OpenAI-compatible server's completions endpoint."""
+    """A proposer model trained on Recursor's own archives (docs/proposers.md): one a server
+    already serves (``api_base`` and ``model``), or one the campaign trains itself
+    (``train``), asked with the compact prompt it was trained on through an OpenAI-compatible
+    server's completions endpoint."""
 
     kind: Literal["learned"]
     name: str = Field("learned", min_length=1, description="how the archive names it")
-    api_base: str = Field(min_length=1, description="the server, e.g. http://127.0.0.1:8000/v1")
-    model: str = Field(min_length=1, description="the served model's name (vLLM and the "
-                       "transformers server name it by its checkpoint folder)")
+    api_base: str | None = Field(None, description="the server, e.g. http://127.0.0.1:8000/v1")
+    model: str | None = Field(None, description="the served model's name (vLLM and the "
+                              "transformers server name it by its checkpoint folder)")
     checkpoint: str | None = Field(None, description="what each node records as the "
                                    "checkpoint that proposed it; default: model")
+    train: LearnedTrainingConfig | None = Field(None, description="the campaign trains (and "
+                                                "retrains) the model itself")
     temperature: float = Field(0.8, ge=0, le=2)
     max_tokens: int = Field(256, ge=16)
     timeout_s: float = Field(120.0, gt=0, description="per request")
@@ -87,6 +122,15 @@ class LearnedProposerConfig(_Model):
     retry_base_delay_s: float = Field(1.0, ge=0, description="backoff: base * 2**attempt")
     circuit_failures: int = Field(3, ge=1, description="failures in a row that pause it")
     circuit_cooldown_s: float = Field(300.0, ge=0, description="how long it stays paused")
+
+    @model_validator(mode="after")
+    def _served_or_trained(self) -> LearnedProposerConfig:
+        if (self.api_base is None) != (self.model is None):
+            raise ValueError("give api_base and model together (a served checkpoint)")
+        if self.api_base is None and self.train is None:
+            raise ValueError("give api_base and model (a served checkpoint), or train: {} "
+                             "(the campaign trains its own)")
+        return self
 
 
 class InstanceProposerConfig(_Model):

@@ -5,14 +5,21 @@ the ``openai`` client, with the checkpoint recorded and swapped while in use."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+import time
 from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
 import pytest
 
+from recursor.archive import ArchiveReader
 from recursor.errors import ProposerUnavailable
 from recursor.executors.local import LocalExecutor
 from recursor.executors.serving import server_info
 from recursor.executors.spec import JobSpec, JobStatus
+from recursor.orchestrator.proposer_training import versions
 from recursor.proposers import (
     END,
     Checkpoint,
@@ -98,3 +105,94 @@ def test_a_campaign_file_plugs_in_a_served_checkpoint(served: tuple[str, str, st
     learned = built["learned"]
     assert isinstance(learned, LearnedProposer) and learned.paused() is None
     assert learned.propose(_context()).metadata["checkpoint"] == job_id
+
+
+CAMPAIGN = """name: learned
+budget: {max_evals: 10}
+concurrency: 2
+seed: 3
+proposers:
+  - kind: mutation
+  - kind: learned
+    train:
+      every: 4
+      min_rows: 3
+      sft: {max_steps: 20, max_length: 512, per_device_train_batch_size: 4}
+      serve_backend: transformers
+"""
+
+
+def _recursor(args: list[str], cwd: Path, env: dict[str, str]) -> subprocess.Popen[str]:
+    return subprocess.Popen([sys.executable, "-m", "recursor.cli", *args], cwd=cwd, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def _archive(directory: Path) -> tuple[ArchiveReader, str]:
+    manifest = json.loads((directory / "campaign.json").read_text())
+    return ArchiveReader.open(manifest["archive_url"]), manifest["campaign_id"]
+
+
+def test_a_campaign_trains_serves_and_proposes_with_its_own_model(
+        tmp_path: Path, subprocess_env: dict[str, str]) -> None:
+    (tmp_path / "c.yaml").write_text(CAMPAIGN)
+    run = _recursor(["run", "c.yaml", "--dir", "c", "-q"], tmp_path, subprocess_env)
+    output, _ = run.communicate(timeout=1200)
+    assert run.returncode == 0, output
+    archive, cid = _archive(tmp_path / "c")
+    try:
+        trained = versions(archive, cid, "learned")
+        assert trained and all(j.status == "done" for j in trained)
+        assert [j.provenance["version"] for j in trained] == \
+            [str(i) for i in range(1, len(trained) + 1)]
+        learned = [n for n in archive.nodes(cid) if n.proposer == "learned"]
+        assert learned, "the proposer choice never asked the trained model"
+        ids = {j.id for j in trained}
+        assert all((n.proposal or {}).get("metadata", {}).get("checkpoint") in ids
+                   for n in learned)
+    finally:
+        archive.close()
+    servers = [p for p in (tmp_path / "c" / "jobs").glob("serve-*")]
+    assert servers and all((p / "record.json").is_file() for p in servers)  # all stopped
+    _the_web_view_shows_versions_and_who_proposed(tmp_path / "c", cid, trained, learned[0])
+
+
+def _the_web_view_shows_versions_and_who_proposed(directory: Path, cid: str,
+                                                  trained: list[Any], node: Any) -> None:
+    from fastapi.testclient import TestClient
+
+    from recursor.ui import Catalog, create_app
+
+    client = TestClient(create_app(Catalog.open([directory]), None),
+                        base_url="http://127.0.0.1")
+    page = client.get(f"/c/{cid}").text
+    assert "Proposer models" in page
+    assert all(f'id="model-{j.id}"' in page for j in trained)
+    checkpoint = node.proposal["metadata"]["checkpoint"]
+    node_page = client.get(f"/c/{cid}/n/{node.id}").text
+    assert f"#model-{checkpoint}" in node_page and "# objective: score" in node_page
+
+
+def test_a_campaign_killed_while_training_resumes_into_the_same_job(
+        tmp_path: Path, subprocess_env: dict[str, str]) -> None:
+    (tmp_path / "c.yaml").write_text(CAMPAIGN)
+    run = _recursor(["run", "c.yaml", "--dir", "c", "-q"], tmp_path, subprocess_env)
+    jobs = tmp_path / "c" / "jobs"
+    deadline = time.monotonic() + 900
+    while not any(jobs.glob("sft-*/spec.json")):
+        assert run.poll() is None and time.monotonic() < deadline, run.communicate()[0]
+        time.sleep(0.2)
+    run.kill()  # kill -9 while the first training runs
+    run.wait()
+    started = [p.name for p in jobs.glob("sft-*")]
+    resumed = _recursor(["resume", "--dir", "c", "-q"], tmp_path, subprocess_env)
+    output, _ = resumed.communicate(timeout=1200)
+    assert resumed.returncode == 0, output
+    archive, cid = _archive(tmp_path / "c")
+    try:
+        trained = versions(archive, cid, "learned")
+        assert trained[0].id == started[0]  # re-attached, not trained again
+        nodes = archive.nodes(cid)
+        assert len({(n.round, n.slot) for n in nodes}) == len(nodes)  # none twice
+        assert all(n.status in ("done", "failed") for n in nodes)  # none lost in flight
+    finally:
+        archive.close()
