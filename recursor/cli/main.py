@@ -77,6 +77,8 @@ def _finish(summary: Any, directory: Path, metric: str) -> None:
         console.file.flush()
         # The patch is candidate code. Escaped even into a pipe (`| tee log` still shows it on
         # a terminal); the exact patch is `recursor archive diff`'s job.
+        width = max(20, console.width)  # a longer line is cut: archive diff has it whole
+        lines = [line if len(line) <= width else line[:width - 1] + "…" for line in lines]
         sys.stdout.write(for_terminal("\n".join(lines)) + "\n")
         sys.stdout.flush()
         if left_out:

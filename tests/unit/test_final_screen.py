@@ -60,13 +60,14 @@ def test_the_final_screen_fits_forty_rows_at_a_hundred_columns(
         monkeypatch: pytest.MonkeyPatch) -> None:
     cli = importlib.import_module("recursor.cli.main")
     long_patch = PATCH + "".join(f"@@ -{100 + 10 * i},1 +{100 + 10 * i},1 @@\n-a = {i}\n"
-                                 f"+a = {i + 1}\n" for i in range(30))
+                                 f"+a = {i + 1} + {'t ** 2.5 * ' * 20}1\n" for i in range(30))
     out = StringIO()
     monkeypatch.setattr(cli, "console", Console(file=out, width=100))
     monkeypatch.setattr("sys.stdout", out)
     cli._finish(_summary(long_patch), Path("campaigns/demo"), "score")
     screen = out.getvalue().splitlines()
     assert len(screen) + 2 <= 40, "\n".join(screen)  # + the progress bar and the stop line
+    assert max(len(line) for line in screen) <= 100  # no line wraps into two rows
     assert any("more lines" in line for line in screen)
     assert sum(line.startswith("  abc123-00") for line in screen) == 4  # every flag, once
     assert "recursor archive tree --dir campaigns/demo" in out.getvalue()
