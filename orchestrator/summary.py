@@ -21,6 +21,7 @@ from recursor.archive import ArchiveReader, GitStore
 from recursor.errors import ArchiveError
 from recursor.orchestrator import goodhart
 from recursor.orchestrator.final_report import test_result
+from recursor.orchestrator.proposer_stats import proposer_stats
 from recursor.types import Split
 from recursor.untrusted import rich_text
 
@@ -67,6 +68,7 @@ class CampaignSummary:
     heldout_change: float | None = None
     policies: list[str] = field(default_factory=list)  # search-policy versions after the first
     retune_s: float = 0.0  # the retune steps' time in this run (self-tuning)
+    proposers: list[str] = field(default_factory=list)  # each proposer's share and rates
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -123,6 +125,8 @@ def summarize(ctx: Any, stop_reason: str) -> CampaignSummary:
     summary.policies = [f"{v.id} from {v.source.value} after {v.at_evals} evaluations: "
                         f"{v.reason}" for v in ctx.archive.policies(ctx.campaign_id)[1:]]
     summary.retune_s = ctx.retune_s
+    stats = proposer_stats(ctx.archive.nodes(ctx.campaign_id), ctx.task.objective)
+    summary.proposers = [s.describe() for s in stats] if len(stats) > 1 else []
     return summary
 
 
@@ -153,6 +157,8 @@ def render_summary(summary: CampaignSummary, metric: str, console: Console) -> N
     console.print(table)
     console.print(rich_text(f"{summary.evaluated} candidates evaluated, {summary.failed} failed, "
                             f"{summary.promotions} promotions. {summary.stop_reason}"))
+    if summary.proposers:
+        console.print(rich_text("proposers: " + "; ".join(summary.proposers)))
     if summary.tokens:
         console.print(Text(f"Model usage: {summary.tokens} tokens, ${summary.cost:.4f}."))
     console.print(_test_line(summary.best, metric))
@@ -198,8 +204,8 @@ def _goodhart_block(summary: CampaignSummary) -> list[str]:
     if not summary.flags:
         return []
     count = len(summary.flags)
-    lines = [f"Goodhart guard: {count} flag{'s' if count > 1 else ''}, each a window of "
-             "promotions where dev improved and held-out did not:"]
+    lines = [f"Goodhart guard, {count} flag{'s' if count > 1 else ''} (promotions where dev "
+             "improved, held-out did not):"]
     lines += [f"  {f['first']} -> {f['last']} ({f['window']} promotions): dev "
               f"{f['dev_gain'] + 0.0:+.4g}, held-out {f['heldout_gain'] + 0.0:+.4g}"
               for f in summary.flags]  # + 0.0: no "-0"

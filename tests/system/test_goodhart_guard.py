@@ -147,7 +147,7 @@ def test_each_flag_is_shown_once_in_the_summary_with_what_to_do(tmp_path: Path) 
     out = io.StringIO()
     render_summary(summary, "score", Console(file=out, width=200))
     text = out.getvalue()
-    assert text.count("Goodhart guard: 3 flags") == 1
+    assert text.count("Goodhart guard, 3 flags") == 1
     windows = [f"{f['first']} -> {f['last']} (2 promotions): dev +2, held-out +0"
                for f in summary.flags]
     assert len(windows) == 3 and all(text.count(w) == 1 for w in windows)

@@ -85,3 +85,21 @@ def test_the_cli_writes_jsonl_and_says_what_it_left_out(campaign: Path) -> None:
     wrong = CliRunner().invoke(app, ["archive", "export", "--top-k", "2", "--dir",
                                      str(campaign)])
     assert wrong.exit_code != 0
+
+
+def test_each_proposers_share_and_valid_improving_and_duplicate_rates(campaign: Path) -> None:
+    from recursor.orchestrator.proposer_stats import proposer_stats
+
+    manifest = json.loads((campaign / "campaign.json").read_text())
+    archive = ArchiveReader.open(manifest["archive_url"])
+    try:
+        stats = {s.name: s for s in proposer_stats(archive.nodes(manifest["campaign_id"]),
+                                                   MINIMIZE)}
+    finally:
+        archive.close()
+    assert set(stats) == {"llm", "mutation"}  # the start is no proposer's
+    llm, mutation = stats["llm"], stats["mutation"]
+    assert (llm.proposals, llm.valid, llm.improving, llm.duplicates) == (1, 1, 1, 0)
+    assert (mutation.proposals, mutation.improving) == (2, 0)  # a crash, and a worse square
+    assert llm.share == pytest.approx(1 / 3)
+    assert llm.describe() == "llm 33% (valid 100%, improving 100%)"
