@@ -12,7 +12,9 @@ export RECURSOR_TEST_POSTGRES_URL ?= postgresql+psycopg://recursor@127.0.0.1:554
 
 COEVOLVE_DIR ?= campaigns/coevolve-$(shell date +%Y%m%d-%H%M%S)
 
-.PHONY: demo demo-coevolve test lint typecheck unit system-deps browser-deps container-engine postgres sandbox-image vllm-env clean
+RECURSIVE_DIR ?= campaigns/recursive-$(shell date +%Y%m%d-%H%M%S)
+
+.PHONY: demo demo-coevolve demo-recursive test lint typecheck unit system-deps browser-deps container-engine postgres sandbox-image vllm-env clean
 
 demo: $(STAMP) system-deps
 	$(VENV)/bin/recursor run --dir $(DEMO_DIR)
@@ -20,6 +22,10 @@ demo: $(STAMP) system-deps
 # co-evolution of a tiny policy LM and its harness (worlds task; about 15 minutes on 2 CPUs)
 demo-coevolve: $(STAMP) system-deps
 	$(VENV)/bin/recursor run examples/campaigns/coevolve.yaml --dir $(COEVOLVE_DIR)
+
+# the cfr campaign with a proposer model trained on its own archive as it grows (CPU)
+demo-recursive: $(STAMP) system-deps
+	$(VENV)/bin/recursor run examples/campaigns/learned-proposer.yaml --dir $(RECURSIVE_DIR)
 
 test: $(STAMP) system-deps lint typecheck unit
 
