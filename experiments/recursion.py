@@ -221,8 +221,10 @@ def describe_paired(arm: str, diffs: list[float], what: str, higher: str, lower:
 
 
 def arms_and_base(parser: argparse.ArgumentParser, argv: list[str] | None,
-                  prefix: str) -> tuple[argparse.Namespace, list[str], Path]:
-    """The common options (seeds, arms, budget, jobs, folder), checked; the folder made."""
+                  prefix: str, more_arms: tuple[str, ...] = ()
+                  ) -> tuple[argparse.Namespace, list[str], Path]:
+    """The common options (seeds, arms, budget, jobs, folder), checked; the folder made.
+    ``more_arms``: arms a calling experiment knows besides this one's."""
     parser.add_argument("--seeds", default="100-109", help="e.g. 100-109 or 100,105")
     parser.add_argument("--arms", default="default,self-tuning")
     parser.add_argument("--max-evals", type=int, default=100)
@@ -232,8 +234,9 @@ def arms_and_base(parser: argparse.ArgumentParser, argv: list[str] | None,
                         "a policy.py or a search campaign's DIR#NODE (DIR#best)")
     args = parser.parse_args(argv)
     arms = [a for a in args.arms.split(",") if a]
-    if unknown := [a for a in arms if a not in ARMS and a != "meta"]:
-        parser.error(f"unknown arm(s) {', '.join(unknown)}; known: {', '.join(ARMS)}, meta")
+    known = [*ARMS, "meta", *more_arms]
+    if unknown := [a for a in arms if a not in known]:
+        parser.error(f"unknown arm(s) {', '.join(unknown)}; known: {', '.join(known)}")
     if "meta" in arms:
         if not args.policy:
             parser.error("the meta arm needs --policy (e.g. campaigns/meta#best)")
