@@ -195,6 +195,17 @@ def _config(directory: Path, stored: dict[str, Any] | None,
     return config
 
 
+def _open_archive(url: str, reporter: Reporter) -> Archive:
+    """The campaign's archive, upgraded to this version's schema (and the user told)."""
+    archive = Archive(url, upgrade=True)
+    if archive.prepared.upgraded:
+        backup = archive.prepared.backup
+        reporter.message(f"archive upgraded from schema version {archive.prepared.before} to "
+                         f"{archive.prepared.after}"
+                         + (f" (the old one is kept at {backup})" if backup else ""))
+    return archive
+
+
 def open_context(directory: Path, reporter: Reporter,
                  overrides: dict[str, Any] | None = None,
                  instances: Instances | None = None,
@@ -212,15 +223,10 @@ def open_context(directory: Path, reporter: Reporter,
     campaign_id, url = manifest["campaign_id"], manifest["archive_url"]
     lock = CampaignLock.acquire(directory)
     try:
-        archive = Archive(url, upgrade=True)
+        archive = _open_archive(url, reporter)
     except BaseException:
         lock.release()
         raise
-    if archive.prepared.upgraded:
-        backup = archive.prepared.backup
-        reporter.message(f"archive upgraded from schema version {archive.prepared.before} to "
-                         f"{archive.prepared.after}"
-                         + (f" (the old one is kept at {backup})" if backup else ""))
     try:
         row = next((c for c in archive.campaigns() if c.id == campaign_id), None)
         config = _config(directory, row.config if row is not None else None, overrides)

@@ -43,7 +43,17 @@ class PluginProposerConfig(_PluginSource):
     kind: Literal["plugin"]
 
 
-class LLMProposerConfig(_Model):
+class _ModelCalls(_Model):
+    """How a proposer calls a model server: its patience, retries and circuit breaker."""
+
+    timeout_s: float = Field(120.0, gt=0, description="per request")
+    max_retries: int = Field(3, ge=0, le=20, description="on rate limits and server errors")
+    retry_base_delay_s: float = Field(1.0, ge=0, description="backoff: base * 2**attempt")
+    circuit_failures: int = Field(3, ge=1, description="failures in a row that pause it")
+    circuit_cooldown_s: float = Field(300.0, ge=0, description="how long it stays paused")
+
+
+class LLMProposerConfig(_ModelCalls):
     """A language model; the API key comes from the environment variable ``api_key_env``."""
 
     kind: Literal["llm"]
@@ -58,11 +68,6 @@ class LLMProposerConfig(_Model):
         description="name of the environment variable holding the key (never the key)")
     temperature: float = Field(0.7, ge=0, le=2)
     max_tokens: int = Field(4096, ge=16)
-    timeout_s: float = Field(120.0, gt=0, description="per request")
-    max_retries: int = Field(3, ge=0, le=20, description="on rate limits and server errors")
-    retry_base_delay_s: float = Field(1.0, ge=0, description="backoff: base * 2**attempt")
-    circuit_failures: int = Field(3, ge=1, description="failures in a row that pause it")
-    circuit_cooldown_s: float = Field(300.0, ge=0, description="how long it stays paused")
     price_per_1k_input: float | None = Field(None, ge=0, description="$ per 1000 prompt "
                                              "tokens, when litellm does not know the model")
     price_per_1k_output: float | None = Field(None, ge=0)
@@ -100,7 +105,7 @@ class LearnedTrainingConfig(_Model):
                                                 for d in self.pool]})
 
 
-class LearnedProposerConfig(_Model):
+class LearnedProposerConfig(_ModelCalls):
     """A proposer model trained on Recursor's own archives (docs/proposers.md): one a server
     already serves (``api_base`` and ``model``), or one the campaign trains itself
     (``train``), asked with the compact prompt it was trained on through an OpenAI-compatible
@@ -117,11 +122,6 @@ class LearnedProposerConfig(_Model):
                                                 "retrains) the model itself")
     temperature: float = Field(0.8, ge=0, le=2)
     max_tokens: int = Field(256, ge=16)
-    timeout_s: float = Field(120.0, gt=0, description="per request")
-    max_retries: int = Field(3, ge=0, le=20, description="on rate limits and server errors")
-    retry_base_delay_s: float = Field(1.0, ge=0, description="backoff: base * 2**attempt")
-    circuit_failures: int = Field(3, ge=1, description="failures in a row that pause it")
-    circuit_cooldown_s: float = Field(300.0, ge=0, description="how long it stays paused")
 
     @model_validator(mode="after")
     def _served_or_trained(self) -> LearnedProposerConfig:

@@ -37,14 +37,19 @@ def _evaluate(archive: Archive, node_id: str, split: str, score: float, wall: fl
         instances={"kuhn_poker": score / 2, f"game {IMG}": score / 2}, wall_s=wall))
 
 
-def build(directory: Path) -> Path:
-    """Write the campaign into ``directory`` (a campaign directory ``recursor ui`` opens)."""
+def _campaign(directory: Path, campaign_id: str, name: str) -> tuple[Archive, GitStore]:
+    """A campaign directory holding an empty campaign: its archive and git store."""
     directory.mkdir(parents=True, exist_ok=True)
     (directory / "campaign.json").write_text(json.dumps(
-        {"campaign_id": CAMPAIGN_ID, "archive_url": sqlite_url(directory)}))
+        {"campaign_id": campaign_id, "archive_url": sqlite_url(directory)}))
     archive = Archive.in_directory(directory)
-    store = GitStore(directory / "repo")
-    archive.create_campaign(CAMPAIGN_ID, "synthetic", "cfr", CONFIG, str(directory / "repo"))
+    archive.create_campaign(campaign_id, name, "cfr", CONFIG, str(directory / "repo"))
+    return archive, GitStore(directory / "repo")
+
+
+def build(directory: Path) -> Path:
+    """Write the campaign into ``directory`` (a campaign directory ``recursor ui`` opens)."""
+    archive, store = _campaign(directory, CAMPAIGN_ID, "synthetic")
     start = {"algo.py": "def weight(t):\n    return 1.0\n"}
     root = _node(archive, store, ROOT, None, 0, 0, start, kind="root", proposer="seed",
                  rationale="the task's starting algorithm", status="done", run_status="ok",
@@ -94,12 +99,7 @@ START_ONLY_ID = "0a1b2c3d4e5f"
 def build_start_only(directory: Path) -> Path:
     """A campaign that has evaluated only its starting point (every plot but the progress one
     has nothing to show yet)."""
-    directory.mkdir(parents=True, exist_ok=True)
-    (directory / "campaign.json").write_text(json.dumps(
-        {"campaign_id": START_ONLY_ID, "archive_url": sqlite_url(directory)}))
-    archive = Archive.in_directory(directory)
-    store = GitStore(directory / "repo")
-    archive.create_campaign(START_ONLY_ID, "start-only", "cfr", CONFIG, str(directory / "repo"))
+    archive, store = _campaign(directory, START_ONLY_ID, "start-only")
     root_id = f"{START_ONLY_ID[:6]}-000-0"
     commit = store.commit({"algo.py": "def weight(t):\n    return 1.0\n"}, [], root_id)
     archive.add_node(Node(id=root_id, campaign_id=START_ONLY_ID, parent_id=None, round=0,

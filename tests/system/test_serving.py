@@ -93,3 +93,25 @@ def test_vllm_serves_the_checkpoint(trained, vllm_env, monkeypatch) -> None:  # 
     evaluation, served = _serve_and_eval(trained, "vllm")
     assert 0.0 <= evaluation.metrics["mean_reward"] <= 1.0
     assert served.status is JobStatus.CANCELLED
+
+
+def test_vllm_serves_a_model_with_fewer_positions_than_the_default_length(
+        trained, vllm_env, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """A checkpoint trained with n_positions 64: the server's length comes from the checkpoint
+    (vLLM refused the old fixed 256), and a completion comes back."""
+    executor, _, tmp = trained
+    rows = [{"text": f"the {c} star is {c} ."} for c in COLOURS] * 8
+    short = executor.wait(executor.submit(JobSpec(
+        kind="sft", model="tiny-gpt2", data=_jsonl(tmp / "short.jsonl", rows),
+        model_options={"n_positions": 64}, config={"max_steps": 5})), timeout_s=600)
+    assert short.status is JobStatus.DONE, short.error
+    checkpoint = short.artifacts["checkpoint"]
+    serve = executor.submit(JobSpec(kind="serve", model=checkpoint, wall_time_s=900,
+                                    config={"backend": "vllm"}))
+    try:
+        info = server_info(serve.directory, timeout_s=600)
+        client = openai.OpenAI(base_url=info["url"], api_key="unused")
+        reply = client.completions.create(model=checkpoint, prompt="the red star", max_tokens=4)
+        assert reply.usage is not None
+    finally:
+        executor.cancel(serve)
