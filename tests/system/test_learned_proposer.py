@@ -196,3 +196,42 @@ def test_a_campaign_killed_while_training_resumes_into_the_same_job(
         assert all(n.status in ("done", "failed") for n in nodes)  # none lost in flight
     finally:
         archive.close()
+
+
+def test_a_model_that_emits_garbage_is_contained(tmp_path: Path) -> None:
+    """A checkpoint trained for one step answers garbage: every proposal it makes is a
+    recorded failure (never a crash), and the circuit breaker and the proposer choice keep its
+    share to a few proposals while mutation carries the campaign."""
+    from recursor.config import parse_config
+    from recursor.orchestrator.graph import run_campaign
+    from recursor.orchestrator.progress import NullReporter
+
+    row = {"prompt": render_parent(FILES, -1.55, "score", "minimize"), "completion": "x\n"}
+    (tmp_path / "rows.jsonl").write_text((json.dumps(row) + "\n") * 4)
+    executor = LocalExecutor(tmp_path / "jobs")
+    untrained = executor.wait(executor.submit(JobSpec(
+        kind="sft", model="tiny-gpt2", data=str(tmp_path / "rows.jsonl"),
+        model_options={"tokenizer": "bytelevel", "vocab_size": 400, "n_positions": 512},
+        config={"max_steps": 1, "max_length": 512})), timeout_s=600)
+    assert untrained.status is JobStatus.DONE, untrained.error
+    checkpoint = untrained.artifacts["checkpoint"]
+    serve = executor.submit(JobSpec(kind="serve", model=checkpoint, wall_time_s=900,
+                                    config={"backend": "transformers"}))
+    try:
+        url = str(server_info(serve.directory, timeout_s=300)["url"])
+        config = parse_config({"budget": {"max_evals": 12}, "concurrency": 2, "proposers": [
+            {"kind": "mutation"}, {"kind": "learned", "api_base": url, "model": checkpoint,
+                                   "max_tokens": 64, "circuit_failures": 3}]})
+        run_campaign(config, tmp_path / "c", NullReporter())
+    finally:
+        executor.cancel(serve)
+    archive, cid = _archive(tmp_path / "c")
+    try:
+        nodes = archive.nodes(cid)
+    finally:
+        archive.close()
+    learned = [n for n in nodes if n.proposer == "learned"]
+    assert learned and all(n.status == "failed" and (n.error or "").startswith("proposer:")
+                           for n in learned)
+    assert len(learned) <= 3  # paused by its breaker after three failures in a row
+    assert sum(n.proposer == "mutation" and n.status == "done" for n in nodes) >= 8
