@@ -132,3 +132,22 @@ def _drop_database(conn: Any, name: str, busy: type[Exception]) -> None:
 def postgres_url(postgres_databases: Callable[[], str]) -> str:
     """A fresh, empty PostgreSQL database for one test (see ``postgres_databases``)."""
     return postgres_databases()
+
+
+@pytest.fixture(scope="session")
+def vllm_env() -> Iterator[str]:
+    """The vLLM environment's python (built once, then cached; several minutes the first time:
+    scripts/vllm-env.sh, which `make test` runs)."""
+    import subprocess
+
+    out = subprocess.run([str(ROOT / "scripts" / "vllm-env.sh")], capture_output=True,
+                         text=True, check=False, timeout=1200)
+    assert out.returncode == 0, f"building the vLLM environment failed:\n{out.stderr[-3000:]}"
+    python = out.stdout.strip().splitlines()[-1]
+    previous = os.environ.get("RECURSOR_VLLM_PYTHON")
+    os.environ["RECURSOR_VLLM_PYTHON"] = python
+    yield python
+    if previous is None:
+        os.environ.pop("RECURSOR_VLLM_PYTHON", None)
+    else:
+        os.environ["RECURSOR_VLLM_PYTHON"] = previous

@@ -46,27 +46,49 @@ def _context() -> ProposalContext:
 
 
 @pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str, str]]:
-    """(job id, server URL, model name) of a checkpoint trained on one improving change."""
+def trained(tmp_path_factory: pytest.TempPathFactory) -> tuple[LocalExecutor, str, str]:
+    """(executor, job id, checkpoint) of a model trained on one improving change."""
     tmp = tmp_path_factory.mktemp("learned")
     row = {"prompt": render_parent(FILES, -1.55, "score", "minimize"),
            "completion": f"{render_edits(FILES, {**FILES, PATH: BETTER})}\n{END}\n"}
     (tmp / "rows.jsonl").write_text((json.dumps(row) + "\n") * 16)
     executor = LocalExecutor(tmp / "jobs")
-    trained = executor.wait(executor.submit(JobSpec(
+    record = executor.wait(executor.submit(JobSpec(
         kind="sft", model="tiny-gpt2", data=str(tmp / "rows.jsonl"),
         model_options={"tokenizer": "bytelevel", "vocab_size": 600, "n_positions": 512},
         config={"max_steps": 40, "max_length": 512, "per_device_train_batch_size": 4,
                 "learning_rate": 3e-3})), timeout_s=900)
-    assert trained.status is JobStatus.DONE, trained.error
-    checkpoint = trained.artifacts["checkpoint"]
+    assert record.status is JobStatus.DONE, record.error
+    return executor, record.job_id, record.artifacts["checkpoint"]
+
+
+def _serving(trained: tuple[LocalExecutor, str, str],
+             backend: str) -> Iterator[tuple[str, str, str]]:
+    executor, job_id, checkpoint = trained
     serve = executor.submit(JobSpec(kind="serve", model=checkpoint, wall_time_s=900,
-                                    config={"backend": "transformers"}))
+                                    config={"backend": backend}))
     try:
-        info = server_info(serve.directory, timeout_s=300)
-        yield trained.job_id, str(info["url"]), checkpoint
+        info = server_info(serve.directory, timeout_s=600)
+        assert info["backend"] == backend
+        yield job_id, str(info["url"]), checkpoint
     finally:
         executor.cancel(serve)
+
+
+@pytest.fixture(scope="module")
+def served(trained: tuple[LocalExecutor, str, str]) -> Iterator[tuple[str, str, str]]:
+    """(job id, server URL, model name) of that checkpoint, served by transformers."""
+    yield from _serving(trained, "transformers")
+
+
+def test_vllm_serves_the_learned_proposer(trained: tuple[LocalExecutor, str, str],
+                                          vllm_env: str) -> None:
+    """The same round with the checkpoint served by vLLM (its CPU build here)."""
+    for job_id, url, model in _serving(trained, "vllm"):
+        proposal = LearnedProposer(Checkpoint(job_id, url, model), temperature=0.0
+                                   ).propose(_context())
+        assert proposal.files == {PATH: BETTER}
+        assert proposal.metadata["checkpoint"] == job_id
 
 
 def test_a_served_checkpoint_proposes_the_change_it_learned(

@@ -4,9 +4,6 @@ own environment, built by scripts/vllm-env.sh) and the transformers fallback ser
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import openai
@@ -37,22 +34,6 @@ def trained(tmp_path_factory: pytest.TempPathFactory) -> tuple[LocalExecutor, st
         config={"max_steps": 30, "learning_rate": 3e-3})), timeout_s=600)
     assert record.status is JobStatus.DONE, record.error
     return executor, record.artifacts["checkpoint"], tmp
-
-
-@pytest.fixture(scope="module")
-def vllm_env() -> Iterator[str]:
-    """The vLLM environment's python (built once, then cached; several minutes the first time)."""
-    out = subprocess.run([str(ROOT / "scripts" / "vllm-env.sh")], capture_output=True,
-                         text=True, check=False, timeout=1200)
-    assert out.returncode == 0, f"building the vLLM environment failed:\n{out.stderr[-3000:]}"
-    python = out.stdout.strip().splitlines()[-1]
-    previous = os.environ.get("RECURSOR_VLLM_PYTHON")
-    os.environ["RECURSOR_VLLM_PYTHON"] = python
-    yield python
-    if previous is None:
-        os.environ.pop("RECURSOR_VLLM_PYTHON", None)
-    else:
-        os.environ["RECURSOR_VLLM_PYTHON"] = previous
 
 
 def _serve_and_eval(trained: tuple[LocalExecutor, str, Path],
