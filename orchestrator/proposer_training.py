@@ -26,6 +26,7 @@ from typing import Any
 
 from recursor.archive import ArchiveReader
 from recursor.config import LearnedProposerConfig
+from recursor.errors import RecursorError
 from recursor.executors import JobHandle, JobRecord, JobSpec, JobStatus, LocalExecutor, server_info
 from recursor.orchestrator.context import CampaignContext, read_manifest
 from recursor.orchestrator.proposer_data import SftFilter, SftRow, jsonl, sft_rows
@@ -74,14 +75,15 @@ def trained_proposers(ctx: CampaignContext) -> list[tuple[LearnedProposerConfig,
 
 def maybe_retrain(ctx: CampaignContext, before: int, now: int) -> None:
     """Retrain each self-training proposer whose ``train.every`` multiple the evaluations
-    crossed from ``before`` to ``now`` (and one that has no checkpoint yet, once it has
-    enough rows)."""
+    crossed from ``before`` to ``now``. A training that cannot run is reported and the
+    campaign goes on (the proposer keeps its checkpoint, or stays paused)."""
     for config, proposer in trained_proposers(ctx):
         assert config.train is not None
-        every = config.train.every
-        due = now // every > before // every or (proposer.checkpoint is None and now >= every)
-        if due:
-            retrain(ctx, config, proposer, now, serving_of(ctx))
+        if now // config.train.every > before // config.train.every:
+            try:
+                retrain(ctx, config, proposer, now, serving_of(ctx))
+            except (RecursorError, OSError) as exc:
+                ctx.reporter.message(f"{config.name}: no training this time: {exc}")
 
 
 def retrain(ctx: CampaignContext, config: LearnedProposerConfig, proposer: LearnedProposer,

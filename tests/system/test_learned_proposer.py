@@ -257,3 +257,29 @@ def test_a_model_that_emits_garbage_is_contained(tmp_path: Path) -> None:
                            for n in learned)
     assert len(learned) <= 3  # paused by its breaker after three failures in a row
     assert sum(n.proposer == "mutation" and n.status == "done" for n in nodes) >= 8
+
+
+def test_a_training_that_fails_is_recorded_and_the_campaign_goes_on(tmp_path: Path) -> None:
+    from recursor.config import parse_config
+    from recursor.orchestrator.graph import run_campaign
+    from recursor.orchestrator.progress import Reporter
+
+    said: list[str] = []
+
+    class Said(Reporter):
+        def message(self, text: str) -> None:
+            said.append(text)
+
+    config = parse_config({"budget": {"max_evals": 8}, "concurrency": 2, "proposers": [
+        {"kind": "mutation"}, {"kind": "learned", "train": {
+            "every": 4, "min_rows": 1, "model": str(tmp_path / "no-such-checkpoint")}}]})
+    summary = run_campaign(config, tmp_path / "c", Said())
+    assert summary.stop_reason.startswith("evaluation budget reached")
+    archive, cid = _archive(tmp_path / "c")
+    try:
+        trained = versions(archive, cid, "learned")
+        assert trained and all(j.status == "failed" for j in trained)
+        assert not [n for n in archive.nodes(cid) if n.proposer == "learned"]
+    finally:
+        archive.close()
+    assert any("training failed" in m and "keeps its checkpoint" in m for m in said)
