@@ -50,7 +50,7 @@ CASES: list[tuple[list[str], str]] = [
     (["archive", "tree", "--dir", IN], "is not a campaign directory (no campaign.json)"),
     (["archive", "tree", "--dir", "sqlite:///x.db"], "looks like an archive URL: give a URL "
      "with --archive URL"),
-    (["archive", "export", "--format", "xml", "--dir", IN], "--format must be json or csv"),
+    (["archive", "export", "--format", "xml", "--dir", IN], "--format must be json, csv or sft"),
     (["resume", "--dir", IN], "is not a campaign directory"),
     (["resume", "--dir", IN, "--set", "nonsense"], "write SECTION.KEY=VALUE"),
     (["replay", "--dir", IN, "tune"], "is not a campaign directory"),
