@@ -1,6 +1,6 @@
 """Changes written as SEARCH/REPLACE blocks read back by the model proposers' own edit parser
 into exactly the new files: for every kind of change (replaced, inserted, deleted lines,
-repeated lines, several files) and for a thousand random program mutations."""
+repeated lines, several files) and for 400 random program mutations."""
 
 from __future__ import annotations
 
@@ -44,7 +44,7 @@ def test_random_mutations_of_the_cfr_hooks_round_trip() -> None:
     engine = MutationEngine(task.mutation_primitives(), max_mutations=3)
     rng = random.Random(0)
     source = files[path]
-    for _ in range(1000):
+    for _ in range(400):
         mutant = engine.mutate(source, rng, lambda _text: None).source
         text = render_edits({path: source}, {path: mutant})
         assert apply_response(text, {path: source}, [path]).files[path] == mutant
