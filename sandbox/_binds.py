@@ -76,7 +76,7 @@ while [ "$groups" -gt 0 ]; do
   mount -n -t tmpfs -o "size=1m,nr_inodes=1024,mode=0755" recursor-keep "$top"
   while [ "$count" -gt 0 ]; do
     if [ -d "$1" ]; then mkdir -p "$2"; else mkdir -p "$(dirname "$2")" && : > "$2"; fi
-    mount -n --bind "$1" "$2"
+    mount -n --rbind "$1" "$2"
     mount -n -o remount,bind,ro "$2"
     shift 2
     count=$((count - 1))
@@ -222,16 +222,25 @@ def walkable_parents(targets: Iterable[Path | str]) -> list[str]:
 
 
 def hide_args(paths: Iterable[Path], sources: Iterable[Path]) -> list[str]:
-    """Cover each of ``paths`` that lies inside a bound source (others are not visible)."""
+    """Cover each of ``paths`` that lies inside a bound source (others are not visible). A
+    source under a scratch root is bound at ``KEEP/<n>`` first (``interpreter_binds``) and
+    carried back to its own path with its submounts (the setup step's ``--rbind``), so a path
+    inside it is covered at ``KEEP/<n>``: a cover at its own path would lie under the scratch
+    space and be shadowed by the source bound back over it."""
     bound = list(sources)
     args: list[str] = []
     for path in paths:
-        if not any(path == src or src in path.parents for src in bound):
+        index = next((i for i, src in enumerate(bound) if path == src or src in path.parents),
+                     None)
+        if index is None:
             continue
+        source = bound[index]
+        target = (str(Path(f"{KEEP}/{index}") / path.relative_to(source))
+                  if under_scratch(source) else str(path))
         if path.is_dir():
-            args += ["--size", str(1 << 16), "--tmpfs", str(path), "--remount-ro", str(path)]
+            args += ["--size", str(1 << 16), "--tmpfs", target, "--remount-ro", target]
         elif path.exists():
-            args += ["--ro-bind", "/dev/null", str(path)]
+            args += ["--ro-bind", "/dev/null", target]
     return args
 
 
