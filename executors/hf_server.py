@@ -5,7 +5,9 @@ It serves ``GET /v1/models``, ``POST /v1/completions`` and ``POST /v1/chat/compl
 messages joined into one prompt) for one checkpoint, one request at a time, with the fields
 the LLM proposer and the eval jobs use: ``prompt``/``messages``, ``max_tokens``,
 ``temperature``, ``n``, ``stop`` (the text is cut before the first stop string, as vLLM
-does); the answer carries ``usage``. It is a fallback, not a fast server.
+does), and vLLM's ``structured_outputs: {choice: [...]}`` (the answer is one of the choices,
+drawn by the model's likelihood of each, sharpened by the temperature: the most likely at 0);
+the answer carries ``usage``. It is a fallback, not a fast server.
 """
 
 from __future__ import annotations
@@ -48,6 +50,48 @@ class Generator:
         return texts, int(encoded["input_ids"].shape[1]), used
 
 
+    def choose(self, prompt: str, choices: list[str], temperature: float,
+               n: int) -> tuple[list[str], int, int]:
+        """``n`` of ``choices``, drawn by the model's log-likelihood of each after ``prompt``
+        (divided by ``temperature``; the most likely when it is 0)."""
+        import torch
+
+        prompt_ids = self.tokenizer(prompt)["input_ids"]
+        scores = []
+        with self.lock, torch.no_grad():
+            for start in range(0, len(choices), CHOICE_BATCH):
+                scores += self._loglik(prompt_ids, choices[start:start + CHOICE_BATCH])
+        values = torch.tensor(scores)
+        if temperature <= 0:
+            picked = [int(values.argmax())] * n
+        else:
+            weights = torch.softmax(values / temperature, dim=0)
+            picked = [int(i) for i in torch.multinomial(weights, n, replacement=True)]
+        return [choices[i] for i in picked], len(prompt_ids), 0
+
+    def _loglik(self, prompt_ids: list[int], choices: list[str]) -> list[float]:
+        """The summed log-probability of each choice's tokens after the prompt."""
+        import torch
+
+        pad = self.tokenizer.pad_token_id or 0
+        rows = [self.tokenizer(c, add_special_tokens=False)["input_ids"] for c in choices]
+        width = len(prompt_ids) + max(len(r) for r in rows)
+        ids = torch.full((len(rows), width), pad)
+        mask = torch.zeros((len(rows), width), dtype=torch.long)
+        for i, row in enumerate(rows):  # right-padded: positions line up with the prompt
+            ids[i, :len(prompt_ids) + len(row)] = torch.tensor(prompt_ids + row)
+            mask[i, :len(prompt_ids) + len(row)] = 1
+        logits = self.model(input_ids=ids, attention_mask=mask).logits.log_softmax(-1)
+        out = []
+        for i, row in enumerate(rows):
+            at = torch.arange(len(prompt_ids) - 1, len(prompt_ids) + len(row) - 1)
+            out.append(float(logits[i, at, torch.tensor(row)].sum()))
+        return out
+
+
+CHOICE_BATCH = 32
+
+
 def _handler(generator: Generator) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         def log_message(self, *args: object) -> None:
@@ -70,11 +114,16 @@ def _handler(generator: Generator) -> type[BaseHTTPRequestHandler]:
                 n = int(body.get("n", 1))
                 stops = body.get("stop") or []
                 stops = [stops] if isinstance(stops, str) else [str(s) for s in stops]
+                choices = (body.get("structured_outputs") or {}).get("choice")
+                if choices is not None and (not isinstance(choices, list) or not choices):
+                    raise ValueError("structured_outputs.choice must be a non-empty list")
                 texts, prompt_tokens, used = [], 0, 0
                 for prompt in prompts:
-                    some, p_tokens, c_tokens = generator.complete(
-                        prompt, int(body.get("max_tokens", 16)),
-                        float(body.get("temperature", 0.0)), n)
+                    temperature = float(body.get("temperature", 0.0))
+                    some, p_tokens, c_tokens = (
+                        generator.choose(prompt, [str(c) for c in choices], temperature, n)
+                        if choices else generator.complete(
+                            prompt, int(body.get("max_tokens", 16)), temperature, n))
                     texts += some
                     prompt_tokens, used = prompt_tokens + p_tokens, used + c_tokens
             except (KeyError, TypeError, ValueError) as exc:

@@ -1,12 +1,17 @@
 """What a proposer model learns from: an archive's evaluated changes as prompt/completion pairs.
 
 For each evaluated node with an evaluated parent, the *prompt* is a compact rendering of the
-parent (its campaign's metric and direction, its dev score, and the marked regions of each
-file that has any: what a proposer may change), and the *completion* is the change the node
-made, written as SEARCH/REPLACE blocks (:func:`recursor.proposers.render_edits`), the edit
-language the ``llm`` proposer's parser reads, whoever made the change (mutation, Optuna, a
-model). Each row carries the change's *gain*: the node's dev score against its parent's, in
-objective units (positive is better).
+parent (its campaign's metric and direction, its dev score, the marked regions of each file
+that has any: what a proposer may change, and whether the change improved on it), and the
+*completion* is the change the node made, in one of two languages. ``edits``: SEARCH/REPLACE
+blocks (:func:`recursor.proposers.render_edits`), the edit language the ``llm`` proposer's parser
+reads, whoever made the change (mutation, Optuna, a model). ``ops``: the operator lines of
+:mod:`recursor.proposers.learned.ops` (the prompt's region lines numbered), for the changes
+recorded as operators (the ``mutation`` proposer's, and a ``learned`` proposer's own). Each
+row carries the change's *gain*: the node's dev score against its parent's, in objective
+units (positive is better). With ``failed_runs``, changes whose run failed (invalid, crashed,
+timed out, out of memory) are rows too, with no gain and the outcome ``not improved``: a model
+learns from them what not to propose.
 
 Only dev scores are read. Held-out and sealed test scores never enter a row, so a model
 trained on the export cannot learn what the held-out split rewards. Rows are written as JSONL
@@ -19,11 +24,16 @@ import json
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from recursor.archive import ArchiveReader, GitStore, Node
 from recursor.proposers import END, EditError, apply_response, render_edits, render_parent
-from recursor.types import NodeStatus, Objective
+from recursor.proposers.learned.ops import ops_of
+from recursor.proposers.learned.prompt import IMPROVED, NOT_IMPROVED
+from recursor.types import NodeStatus, Objective, RunStatus
+
+Language = Literal["edits", "ops"]
+FAILED_RUNS = (RunStatus.INVALID, RunStatus.CRASHED, RunStatus.TIMEOUT, RunStatus.OOM)
 
 
 @dataclass(frozen=True)
@@ -34,13 +44,14 @@ class SftFilter:
     min_gain: float = 0.0
     top_k: int | None = None  # at most this many rows per parent, the largest gains first
     dedupe: bool = True  # one row per distinct (prompt, completion)
+    failed_runs: bool = False  # also changes whose run failed (invalid, crashed, timed out)
 
 
 @dataclass(frozen=True)
 class SftRow:
     prompt: str
     completion: str
-    gain: float
+    gain: float | None  # None: the change's run failed (with SftFilter.failed_runs)
     node: str
     parent: str
     proposer: str
@@ -51,8 +62,10 @@ class SftRow:
 
 
 def sft_rows(archive: ArchiveReader, campaign_id: str, objective: Objective,
-             filters: SftFilter = SftFilter()) -> tuple[list[SftRow], dict[str, int]]:
-    """The campaign's rows after ``filters``, and how many changes each reason left out."""
+             filters: SftFilter = SftFilter(), language: Language = "edits"
+             ) -> tuple[list[SftRow], dict[str, int]]:
+    """The campaign's rows after ``filters``, in ``language``, and how many changes each
+    reason left out."""
     campaign = archive.campaign(campaign_id)
     store = GitStore(Path(campaign.repo_path))
     nodes = {n.id: n for n in archive.nodes(campaign_id)}
@@ -60,9 +73,10 @@ def sft_rows(archive: ArchiveReader, campaign_id: str, objective: Objective,
     rows: list[SftRow] = []
     for node in nodes.values():
         parent = nodes.get(node.parent_id or "")
-        reason = _unusable(node, parent)
+        reason = _unusable(node, parent, filters.failed_runs)
         if reason is None and parent is not None:
-            row = _row(node, parent, store, objective, campaign_id)
+            row = (_ops_row(node, parent, store, objective, campaign_id) if language == "ops"
+                   else _row(node, parent, store, objective, campaign_id))
             if isinstance(row, str):
                 reason = row
             else:
@@ -75,11 +89,13 @@ def sft_rows(archive: ArchiveReader, campaign_id: str, objective: Objective,
     return kept, skipped
 
 
-def _unusable(node: Node, parent: Node | None) -> str | None:
+def _unusable(node: Node, parent: Node | None, failed_runs: bool) -> str | None:
     if node.round == 0 or parent is None:
         return "no parent (a starting point)"
     if node.duplicate_of is not None:
         return "a duplicate (never evaluated)"
+    if failed_runs and _run_failed(node):
+        return None if parent.score is not None else "parent not scored"
     if node.status != NodeStatus.DONE or node.score is None:
         return "not scored (failed, invalid or unfinished)"
     if parent.score is None:
@@ -99,27 +115,62 @@ def _row(node: Node, parent: Node, store: GitStore, objective: Objective,
         applied = {}
     if any(applied.get(path) != after[path] for path in before if path in after):
         return "the change does not round-trip as SEARCH/REPLACE"
+    gain = _gain(node, parent, objective)
     return SftRow(prompt=render_parent(before, parent.score, objective.metric,
-                                       objective.direction),
-                  completion=f"{edit}\n{END}\n",
-                  gain=objective.improvement(float(node.score or 0.0), float(parent.score or 0.0)),
+                                       objective.direction, outcome=_outcome(gain)),
+                  completion=f"{edit}\n{END}\n", gain=gain,
                   node=node.id, parent=parent.id, proposer=node.proposer, campaign=campaign_id)
+
+
+def _ops_row(node: Node, parent: Node, store: GitStore, objective: Objective,
+             campaign_id: str) -> SftRow | str:
+    ops = ops_of((node.proposal or {}).get("metadata"))
+    if not ops:
+        return "no operator form (not a mutation)"
+    gain = _gain(node, parent, objective)
+    return SftRow(prompt=render_parent(store.read(parent.commit or ""), parent.score,
+                                       objective.metric, objective.direction, numbered=True,
+                                       outcome=_outcome(gain)),
+                  completion="".join(f"{op.render()}\n" for op in ops) + f"{END}\n",
+                  gain=gain, node=node.id, parent=parent.id, proposer=node.proposer,
+                  campaign=campaign_id)
+
+
+def _run_failed(node: Node) -> bool:
+    """The change was made and run, and its run failed (not the proposer, not the loop)."""
+    return (node.status == NodeStatus.FAILED and node.commit is not None
+            and node.run_status in FAILED_RUNS)
+
+
+def _gain(node: Node, parent: Node, objective: Objective) -> float | None:
+    if node.score is None:
+        return None
+    return objective.improvement(float(node.score), float(parent.score or 0.0))
+
+
+def _outcome(gain: float | None) -> str:
+    return IMPROVED if gain is not None and gain > 0 else NOT_IMPROVED
+
+
+def _best_first(row: SftRow) -> float:
+    return -row.gain if row.gain is not None else float("inf")
 
 
 def select(rows: Sequence[SftRow], filters: SftFilter) -> list[SftRow]:
     """``rows`` after the filters, in their original order."""
-    kept = [r for r in rows if not filters.improving_only or r.gain > filters.min_gain]
+    kept = [r for r in rows if not filters.improving_only
+            or (r.gain is not None and r.gain > filters.min_gain)]
     if filters.dedupe:
         seen: set[tuple[str, str]] = set()
         unique: set[int] = set()
-        for row in sorted(kept, key=lambda r: -r.gain):  # a repeat keeps its best gain
+        for row in sorted(kept, key=_best_first):  # a repeat keeps its best gain
             if (row.prompt, row.completion) not in seen:
                 seen.add((row.prompt, row.completion))
                 unique.add(id(row))
         kept = [r for r in kept if id(r) in unique]
     if filters.top_k is not None:
         best: dict[str, list[SftRow]] = {}
-        for row in sorted(kept, key=lambda r: -r.gain):
+        for row in sorted(kept, key=_best_first):
             best.setdefault(row.parent, [])
             if len(best[row.parent]) < filters.top_k:
                 best[row.parent].append(row)
@@ -132,4 +183,4 @@ def jsonl(rows: Iterable[SftRow]) -> str:
     return "".join(json.dumps(r.to_json(), sort_keys=True) + "\n" for r in rows)
 
 
-__all__ = ["SftFilter", "SftRow", "jsonl", "select", "sft_rows"]
+__all__ = ["Language", "SftFilter", "SftRow", "jsonl", "select", "sft_rows"]

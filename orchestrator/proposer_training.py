@@ -126,13 +126,16 @@ def training_rows(ctx: CampaignContext, config: LearnedProposerConfig) -> list[S
     """The rows of the campaign's own archive and of each ``pool`` campaign."""
     assert config.train is not None
     train = config.train
-    filters = SftFilter(improving_only=train.improving_only, top_k=train.top_k)
-    rows, _ = sft_rows(ctx.archive, ctx.campaign_id, ctx.task.objective, filters)
+    filters = SftFilter(improving_only=train.improving_only, top_k=train.top_k,
+                        failed_runs=train.failed_runs)
+    language = config.language
+    rows, _ = sft_rows(ctx.archive, ctx.campaign_id, ctx.task.objective, filters, language)
     for directory in train.pool:
         manifest = read_manifest(Path(directory))
         reader = ArchiveReader.open(manifest["archive_url"])
         try:
-            rows += sft_rows(reader, manifest["campaign_id"], ctx.task.objective, filters)[0]
+            rows += sft_rows(reader, manifest["campaign_id"], ctx.task.objective, filters,
+                             language)[0]
         finally:
             reader.close()
     return rows

@@ -63,7 +63,7 @@ def build_proposer(config: ProposerConfig, task: TaskHooks, seed: int,
 
         return build_llm_proposer(config)
     if isinstance(config, LearnedProposerConfig):
-        return _learned(config)
+        return _learned(config, [*generic_primitives(), *task.mutation_primitives()], seed)
     if isinstance(config, PluginProposerConfig):
         return _plugin(config)
     if isinstance(config, InstanceProposerConfig):
@@ -74,7 +74,7 @@ def build_proposer(config: ProposerConfig, task: TaskHooks, seed: int,
     raise ConfigError(f"proposers: unknown kind {config!r}")
 
 
-def _learned(config: LearnedProposerConfig) -> Proposer:
+def _learned(config: LearnedProposerConfig, primitives: Sequence[Any], seed: int) -> Proposer:
     from recursor.proposers.learned import Checkpoint, LearnedProposer
     from recursor.proposers.llm.resilience import CircuitBreaker, RetryPolicy
 
@@ -85,7 +85,8 @@ def _learned(config: LearnedProposerConfig) -> Proposer:
         served,
         config.temperature, config.max_tokens, config.timeout_s,
         RetryPolicy(config.max_retries, config.retry_base_delay_s),
-        CircuitBreaker(config.circuit_failures, config.circuit_cooldown_s), config.name)
+        CircuitBreaker(config.circuit_failures, config.circuit_cooldown_s), config.name,
+        config.language, primitives, seed, config.constrained)
 
 
 def _plugin(config: PluginProposerConfig) -> Proposer:

@@ -8,23 +8,31 @@ it at a newly served checkpoint (a hot swap; a proposal in flight finishes on th
 started with), and every proposal records the checkpoint that made it. Until a first
 checkpoint is in use it is paused, so the proposer choice asks the others.
 
-Everything else is the ``llm`` path's: the edits are parsed and applied by the same code, the
-answer is fenced and kept in the node's record, retries and the circuit breaker are the same,
-and the loop's duplicate and no-op checks apply to what it proposes.
+It speaks one of two languages (``language``). ``ops`` (a campaign's default): a line or two
+naming a mutation primitive and a line of the numbered prompt
+(:mod:`recursor.proposers.learned.ops`), which the mutation engine executes. ``edits``:
+SEARCH/REPLACE blocks, parsed and applied by the ``llm`` proposer's code. Everything else is
+the ``llm`` path's: the answer is fenced and kept in the node's record, retries and the
+circuit breaker are the same, and the loop's validity, duplicate and no-op checks apply to
+what it proposes.
 """
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
-from recursor.errors import ProposerUnavailable
+from recursor.errors import ProposerError, ProposerUnavailable
+from recursor.mutation import MutationPrimitive
 from recursor.proposers._base import ProposalContext
+from recursor.proposers.learned.ops import Op, apply_ops, candidate_ops, parse_ops, pinned
 from recursor.proposers.learned.prompt import END, render_parent
 from recursor.proposers.llm.backends import BackendSettings, ChatReply, OpenAIBackend
 from recursor.proposers.llm.proposer import LLMProposer
 from recursor.proposers.llm.resilience import CircuitBreaker, RetryPolicy, call_with_retries
+from recursor.proposers.mutation.proposer import context_rng
 
 
 @dataclass(frozen=True)
@@ -36,14 +44,30 @@ class Checkpoint:
     model: str
 
 
+Language = Literal["ops", "edits"]
+
+
 class LearnedProposer(LLMProposer):
     """See the module docstring. ``checkpoint``: the one to use from the start (a user's own
-    served model), or None until the campaign's first training round has served one."""
+    served model), or None until the campaign's first training round has served one.
+    ``primitives``: the mutation library the ``ops`` language names (required for it);
+    ``seed``: the operators' random choices, with the proposal's context. ``constrained``
+    (``ops`` only): the answer must be one of the operators that apply to the parent (the
+    server's ``structured_outputs`` choice), so the model chooses where and what, and never
+    names a site that is not there."""
 
     def __init__(self, checkpoint: Checkpoint | None = None, temperature: float = 0.8,
                  max_tokens: int = 256, timeout_s: float = 120.0,
                  retry: RetryPolicy | None = None, breaker: CircuitBreaker | None = None,
-                 name: str = "learned") -> None:
+                 name: str = "learned", language: Language = "edits",
+                 primitives: Sequence[MutationPrimitive] = (), seed: int = 0,
+                 constrained: bool = False) -> None:
+        if language == "ops" and not primitives:
+            raise ValueError("the ops language needs the mutation primitives it names")
+        self.language = language
+        self.constrained = constrained and language == "ops"
+        self._primitives = list(primitives)
+        self._seed = seed
         self._settings = (temperature, max_tokens, timeout_s)
         self._lock = threading.Lock()
         self._current: tuple[Checkpoint, OpenAIBackend] | None = None
@@ -77,10 +101,34 @@ class LearnedProposer(LLMProposer):
             raise ProposerUnavailable(f"{self.name}: no checkpoint in use yet")
         checkpoint, backend = current
         prompt = render_parent(context.parent.files, context.parent.score,
-                               context.objective_metric, context.objective_direction)
-        reply = call_with_retries(lambda: backend.complete_text(prompt, stop=[END]),
-                                  self._retry)
-        return prompt, reply, {"checkpoint": checkpoint.id}
+                               context.objective_metric, context.objective_direction,
+                               numbered=self.language == "ops")
+        choices = self._choices(context) if self.constrained else []
+        reply = call_with_retries(lambda: backend.complete_text(prompt, stop=[END],
+                                                                choices=choices), self._retry)
+        about: dict[str, Any] = {"checkpoint": checkpoint.id, "language": self.language}
+        if self.constrained:
+            about["choices"] = len(choices)
+        return prompt, reply, about
+
+    def _choices(self, context: ProposalContext) -> list[str]:
+        """Every operator that applies to the parent, as the lines the answer may be."""
+        ops = candidate_ops(context.parent.files, context.editable_paths, self._primitives)
+        if not ops:
+            raise ProposerError(f"{self.name}: no operator applies to the parent's blocks")
+        return [f"{op.render()}\n" for op in ops]
+
+    def _apply(self, text: str, context: ProposalContext
+               ) -> tuple[dict[str, str], dict[str, Any]]:
+        if self.language == "edits":
+            return super()._apply(text, context)
+        ops = parse_ops(text)
+        rng = context_rng(self.name, context, self._seed)
+        files, applied = apply_ops(context.parent.files, ops, context.editable_paths,
+                                   self._primitives, rng)
+        done = [Op(m.primitive, op.path, m.line, pinned(m.before)).render()
+                for op, m in zip(ops, applied, strict=True)]
+        return files, {"ops": done, "mutations": [m.as_dict() for m in applied]}
 
 
 class _NoBackend:

@@ -100,12 +100,15 @@ class OpenAIBackend:
             temperature=self._settings.temperature, max_tokens=self._settings.max_tokens)),
             None)
 
-    def complete_text(self, prompt: str, stop: Sequence[str] = ()) -> ChatReply:
+    def complete_text(self, prompt: str, stop: Sequence[str] = (),
+                      choices: Sequence[str] = ()) -> ChatReply:
         """A plain completion of ``prompt`` (``/v1/completions``), for a model trained on a
-        prompt format of its own rather than chat."""
+        prompt format of its own rather than chat. ``choices``: the completion must be one of
+        them (vLLM's ``structured_outputs`` choice; the transformers server honours it too)."""
+        extra = {"structured_outputs": {"choice": list(choices)}} if choices else None
         response = self._call(lambda: self._client.completions.create(
             model=self.model, prompt=prompt, temperature=self._settings.temperature,
-            max_tokens=self._settings.max_tokens, stop=list(stop) or None))
+            max_tokens=self._settings.max_tokens, stop=list(stop) or None, extra_body=extra))
         choices = getattr(response, "choices", None) or []
         if not choices:
             raise TransientLLMError("the response has no choices")

@@ -60,20 +60,26 @@ class LLMProposer(Proposer):
             raise
         record = {"prompt": prompt, "response": reply.text, "usage": self._usage(reply),
                   "finish_reason": reply.finish_reason, **about}
-        editable = list(self._editable or context.editable_paths)
         try:
-            result = apply_response(reply.text, context.parent.files, editable)
+            files, about_edits = self._apply(reply.text, context)
         except EditError as exc:
             self.breaker.record(success=False)  # a model that never follows the format pauses
             note = " (the response was cut off at max_tokens)" if reply.truncated else ""
             raise ProposalFailed(f"{exc}{note}", {**record, "edit_failures": exc.failures}
                                  ) from exc
         self.breaker.record(success=True)
-        changed = {p: t for p, t in result.files.items() if context.parent.files.get(p) != t}
+        changed = {p: t for p, t in files.items() if context.parent.files.get(p) != t}
         kind = context.allowed_kinds[0] if context.allowed_kinds else ChangeKind.ALGORITHM
-        return Proposal(kind, _rationale(reply.text), changed,
-                        {**record, "edits": result.applied, "edit_failures": result.failures,
-                         "attributions": result.attributions})
+        return Proposal(kind, _rationale(reply.text), changed, {**record, **about_edits})
+
+    def _apply(self, text: str, context: ProposalContext
+               ) -> tuple[dict[str, str], dict[str, Any]]:
+        """The parent's files with the response's edits, and facts about them for the
+        node's metadata; EditError when none applies."""
+        editable = list(self._editable or context.editable_paths)
+        result = apply_response(text, context.parent.files, editable)
+        return result.files, {"edits": result.applied, "edit_failures": result.failures,
+                              "attributions": result.attributions}
 
     def _ask(self, context: ProposalContext) -> tuple[Any, ChatReply, dict[str, Any]]:
         """One model call: (what was sent, the reply, facts for the node's metadata)."""

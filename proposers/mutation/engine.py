@@ -119,6 +119,40 @@ def mutate_once(source: str, primitives: Sequence[MutationPrimitive],
     return None
 
 
+def site_names(source: str, primitives: Sequence[MutationPrimitive]
+               ) -> list[tuple[str, int, str]]:
+    """(primitive name, line, the node's source) of every site inside a block, in order."""
+    tree = pyast.parse(source)
+    return [(p.name, getattr(node, "lineno", 0),
+             ast.get_source_segment(source, node) or ast.unparse(node))
+            for node, p in _sites(tree, source, primitives)]
+
+
+def mutate_at(source: str, primitives: Sequence[MutationPrimitive], rng: random.Random,
+              primitive: str, line: int, before: str | None = None
+              ) -> tuple[str, AppliedMutation] | str:
+    """Apply the primitive named ``primitive`` to a node starting on ``line`` (one whose source
+    is ``before`` when given; drawn uniformly among several); why not, when it cannot."""
+    tree = pyast.parse(source)
+    sites = [(node, p) for node, p in _sites(tree, source, primitives)
+             if p.name == primitive and getattr(node, "lineno", 0) == line]
+    if before is not None:
+        sites = [(node, p) for node, p in sites
+                 if (ast.get_source_segment(source, node) or ast.unparse(node)) == before]
+    if not sites:
+        where = f"line {line}" + ("" if before is None else f" on {before!r}")
+        return f"{primitive} does not apply at {where}"
+    parents = parent_map(tree)
+    while sites:
+        node, chosen = sites.pop(rng.randrange(len(sites)))
+        replacement = chosen.mutate(node, rng)
+        if replacement is not None:
+            text = replacement_text(node, replacement, parents)
+            seen = ast.get_source_segment(source, node) or ast.unparse(node)
+            return splice(source, [(node, text)]), AppliedMutation(chosen.name, line, seen, text)
+    return f"{primitive} offered no replacement at line {line}"
+
+
 class MutationEngine:
     """Applies primitives to EVOLVE blocks until a valid, new program comes out."""
 

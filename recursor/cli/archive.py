@@ -33,7 +33,7 @@ from recursor.archive import ArchiveReader, GitStore, Node, SearchPolicy, upgrad
 from recursor.cli.export import columns, flat, node_fields, node_rows
 from recursor.config import absolute_archive_url
 from recursor.errors import ConfigError
-from recursor.orchestrator.proposer_data import SftFilter, jsonl, sft_rows
+from recursor.orchestrator.proposer_data import Language, SftFilter, jsonl, sft_rows
 from recursor.untrusted import for_terminal, rich_text
 
 app = typer.Typer(help="Inspect a campaign's archive (the discovery tree).",
@@ -335,6 +335,12 @@ def export(fmt: Annotated[str, typer.Option("--format", help="json, csv, or sft 
                "--min-gain", help="sft, with --improving: the gain a change must beat")] = 0.0,
            top_k: Annotated[int | None, typer.Option(
                "--top-k", min=1, help="sft: at most K changes per parent, best first")] = None,
+           failed_runs: Annotated[bool, typer.Option(
+               "--failed-runs", help="sft: also changes whose run failed (no gain, "
+               "outcome not improved)")] = False,
+           language: Annotated[str, typer.Option(
+               "--language", help="sft: edits (SEARCH/REPLACE) or ops (mutation operators)"
+           )] = "edits",
            ) -> None:
     """Every node with its scores, whether (and for which components) it was promoted, the
     judgement's figures and its evaluations per split (metrics and per-instance values), as
@@ -342,12 +348,18 @@ def export(fmt: Annotated[str, typer.Option("--format", help="json, csv, or sft 
     row for training a proposer model (dev scores only; docs/ui.md, "Exporting")."""
     if fmt not in ("json", "csv", "sft"):
         raise typer.BadParameter(f"--format must be json, csv or sft, not {fmt!r}")
-    if fmt != "sft" and (improving or top_k is not None or min_gain):
-        raise ConfigError("--improving, --min-gain and --top-k go with --format sft")
+    if fmt != "sft" and (improving or top_k is not None or min_gain or failed_runs
+                         or language != "edits"):
+        raise ConfigError("--improving, --min-gain, --top-k, --failed-runs and --language go "
+                          "with --format sft")
+    if language not in ("edits", "ops"):
+        raise typer.BadParameter(f"--language must be edits or ops, not {language!r}")
     with _open(directory, url) as archive:
         cid = _campaign_id(archive, directory, campaign)
         if fmt == "sft":
-            _export_sft(archive, cid, SftFilter(improving, min_gain, top_k))
+            _export_sft(archive, cid, SftFilter(improving, min_gain, top_k,
+                                                failed_runs=failed_runs),
+                        "ops" if language == "ops" else "edits")
             return
         rows = node_rows(archive, cid, archive.nodes(cid))
     if fmt == "json":
@@ -361,12 +373,13 @@ def export(fmt: Annotated[str, typer.Option("--format", help="json, csv, or sft 
     _emit_raw(buffer.getvalue())
 
 
-def _export_sft(archive: ArchiveReader, campaign_id: str, filters: SftFilter) -> None:
+def _export_sft(archive: ArchiveReader, campaign_id: str, filters: SftFilter,
+                language: Language) -> None:
     """The rows as JSONL on stdout; what was left out, and why, on stderr."""
     from recursor.ui.payloads import objective_of
 
     rows, skipped = sft_rows(archive, campaign_id, objective_of(archive.campaign(campaign_id)),
-                             filters)
+                             filters, language)
     _emit_raw(jsonl(rows))
     left = ", ".join(f"{count} {why}" for why, count in sorted(skipped.items()))
     Console(stderr=True).print(rich_text(f"{len(rows)} rows" + (f"; left out: {left}"

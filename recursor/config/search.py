@@ -82,6 +82,8 @@ class LearnedTrainingConfig(_Model):
     every: int = Field(20, ge=1, description="evaluations between two trainings")
     min_rows: int = Field(8, ge=1, description="no training on fewer rows than this")
     improving_only: bool = Field(False, description="train only on changes that improved")
+    failed_runs: bool = Field(True, description="also train on changes whose run failed "
+                              "(as not improved): what not to propose")
     top_k: int | None = Field(None, ge=1, description="at most K rows per parent")
     pool: list[str] = Field(default_factory=list, description="earlier campaign directories "
                             "whose changes join the training rows")
@@ -120,6 +122,12 @@ class LearnedProposerConfig(_ModelCalls):
                                    "checkpoint that proposed it; default: model")
     train: LearnedTrainingConfig | None = Field(None, description="the campaign trains (and "
                                                 "retrains) the model itself")
+    language: Literal["ops", "edits"] = Field(
+        "ops", description="what the model answers in: ops (mutation operators the engine "
+        "executes) or edits (SEARCH/REPLACE blocks)")
+    constrained: bool = Field(
+        True, description="ops: the answer is one of the operators that apply to the parent "
+        "(the server's structured_outputs choice; vLLM and the transformers server have it)")
     temperature: float = Field(0.8, ge=0, le=2)
     max_tokens: int = Field(256, ge=16)
 

@@ -5,6 +5,7 @@ the ``openai`` client, with the checkpoint recorded and swapped while in use."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import time
@@ -36,6 +37,8 @@ pytestmark = pytest.mark.timeout(1500)
 FILES = dict(CFRTask().seed_files())
 PATH = next(p for p in FILES if "EVOLVE-BLOCK-START" in FILES[p])
 BETTER = FILES[PATH].replace("    weight = 1.0\n", "    weight = t\n")
+WEIGHT_LINE = FILES[PATH].split("\n").index("    weight = 1.0") + 1
+OP = f"ConstantToSchedule {PATH}:{WEIGHT_LINE} on 1.0"
 
 
 def _context() -> ProposalContext:
@@ -51,12 +54,14 @@ def trained(tmp_path_factory: pytest.TempPathFactory) -> tuple[LocalExecutor, st
     tmp = tmp_path_factory.mktemp("learned")
     row = {"prompt": render_parent(FILES, -1.55, "score", "minimize"),
            "completion": f"{render_edits(FILES, {**FILES, PATH: BETTER})}\n{END}\n"}
-    (tmp / "rows.jsonl").write_text((json.dumps(row) + "\n") * 16)
+    op_row = {"prompt": render_parent(FILES, -1.55, "score", "minimize", numbered=True),
+              "completion": f"{OP}\n{END}\n"}  # the same change in the operator language
+    (tmp / "rows.jsonl").write_text((json.dumps(row) + "\n" + json.dumps(op_row) + "\n") * 8)
     executor = LocalExecutor(tmp / "jobs")
     record = executor.wait(executor.submit(JobSpec(
         kind="sft", model="tiny-gpt2", data=str(tmp / "rows.jsonl"),
         model_options={"tokenizer": "bytelevel", "vocab_size": 600, "n_positions": 512},
-        config={"max_steps": 40, "max_length": 512, "per_device_train_batch_size": 4,
+        config={"max_steps": 60, "max_length": 512, "per_device_train_batch_size": 4,
                 "learning_rate": 3e-3})), timeout_s=900)
     assert record.status is JobStatus.DONE, record.error
     return executor, record.job_id, record.artifacts["checkpoint"]
@@ -89,6 +94,9 @@ def test_vllm_serves_the_learned_proposer(trained: tuple[LocalExecutor, str, str
                                    ).propose(_context())
         assert proposal.files == {PATH: BETTER}
         assert proposal.metadata["checkpoint"] == job_id
+        constrained = _ops_proposer(job_id, url, model, constrained=True).propose(_context())
+        assert constrained.metadata["ops"] == [OP]  # vLLM's structured_outputs choice
+        assert constrained.metadata["choices"] > 10
 
 
 def test_a_served_checkpoint_proposes_the_change_it_learned(
@@ -100,6 +108,31 @@ def test_a_served_checkpoint_proposes_the_change_it_learned(
     assert proposal.metadata["checkpoint"] == job_id
     assert proposal.metadata["prompt"] == render_parent(FILES, -1.55, "score", "minimize")
     assert END not in proposal.metadata["response"]  # the server stopped at it
+
+
+def _ops_proposer(job_id: str, url: str, model: str, constrained: bool) -> LearnedProposer:
+    from recursor.proposers.mutation import generic_primitives
+
+    primitives = [*generic_primitives(), *CFRTask().mutation_primitives()]
+    return LearnedProposer(Checkpoint(job_id, url, model), temperature=0.0, language="ops",
+                           primitives=primitives, constrained=constrained)
+
+
+@pytest.mark.parametrize("constrained", [False, True])
+def test_a_checkpoint_trained_on_operators_proposes_an_operator_the_engine_runs(
+        served: tuple[str, str, str], constrained: bool) -> None:
+    """Free, the model writes the operator line; constrained, the server picks the most
+    likely of the operators that apply (the transformers server scores each)."""
+    proposal = _ops_proposer(*served, constrained=constrained).propose(_context())
+    assert proposal.metadata["ops"] == [OP]
+    assert ("choices" in proposal.metadata) is constrained
+    assert proposal.metadata["prompt"] == render_parent(FILES, -1.55, "score", "minimize",
+                                                        numbered=True)
+    changed = [n for n, (a, b) in enumerate(zip(FILES[PATH].split("\n"),
+                                                proposal.files[PATH].split("\n"),
+                                                strict=True), 1) if a != b]
+    assert changed == [WEIGHT_LINE]
+    assert CFRTask().static_check(proposal.files) is None
 
 
 def test_a_hot_swap_takes_effect_at_the_next_proposal(served: tuple[str, str, str]) -> None:
@@ -122,7 +155,7 @@ def test_a_campaign_file_plugs_in_a_served_checkpoint(served: tuple[str, str, st
     job_id, url, model = served
     config = parse_config({"proposers": [{"kind": "mutation"}, {
         "kind": "learned", "api_base": url, "model": model, "checkpoint": job_id,
-        "temperature": 0.0}]})
+        "language": "edits", "temperature": 0.0}]})
     built = {p.name: p for p in build_proposers(config.proposers, CFRTask(), 0)}
     learned = built["learned"]
     assert isinstance(learned, LearnedProposer) and learned.paused() is None
@@ -171,6 +204,9 @@ def test_a_campaign_trains_serves_and_proposes_with_its_own_model(
         ids = {j.id for j in trained}
         assert all((n.proposal or {}).get("metadata", {}).get("checkpoint") in ids
                    for n in learned)
+        asked = (learned[0].proposal or {})["metadata"]  # the campaign's default language
+        assert asked["language"] == "ops"
+        assert re.search(r"\n\d+\|    # EVOLVE-BLOCK-START\n", asked["prompt"])  # numbered
     finally:
         archive.close()
     servers = [p for p in (tmp_path / "c" / "jobs").glob("serve-*")]

@@ -44,6 +44,9 @@ def test_each_scored_change_is_a_row_with_its_dev_gain(campaign: Path) -> None:
                        "not scored (failed, invalid or unfinished)": 1}
     good = by_node[ui_archive.GOOD]
     assert good.prompt.startswith("# objective: score (minimize)\n# parent dev score: 1\n")
+    # the outcome conditions the model: it asks for "improved" when it proposes
+    assert good.prompt.endswith("# outcome: improved\n# edit:\n")
+    assert by_node[ui_archive.GRANDCHILD].prompt.endswith("# outcome: not improved\n# edit:\n")
     assert good.completion.endswith(f"{END}\n")
     edit = good.completion.removesuffix(f"{END}\n")
     old = {"algo.py": "def weight(t):\n    return 1.0\n"}
@@ -103,3 +106,51 @@ def test_each_proposers_share_and_valid_improving_and_duplicate_rates(campaign: 
     assert (mutation.proposals, mutation.improving) == (2, 0)  # a crash, and a worse square
     assert llm.share == pytest.approx(1 / 3)
     assert llm.describe() == "llm 33% (valid 100%, improving 100%)"
+
+
+def test_operator_rows_come_from_recorded_mutations_and_replay_on_the_parent(
+        tmp_path: Path) -> None:
+    """``--language ops``: each mutation the campaign evaluated is a row whose prompt numbers
+    the parent's region lines and whose completion the operator parser reads and the engine
+    runs on that parent; changes with no operator form (Optuna's) are left out and counted."""
+    import random
+
+    from recursor.config import parse_config
+    from recursor.orchestrator.graph import run_campaign
+    from recursor.orchestrator.progress import NullReporter
+    from recursor.proposers.learned import apply_ops, parse_ops
+    from recursor.proposers.mutation import generic_primitives
+    from recursor.tasks.cfr import CFRTask
+
+    config = parse_config({"budget": {"max_evals": 12}, "seed": 5,
+                           "proposers": [{"kind": "mutation"}, {"kind": "optuna"}],
+                           "proposer_choice": {"kind": "alternate"}})
+    run_campaign(config, tmp_path / "c", NullReporter())
+    result = CliRunner().invoke(app, ["archive", "export", "--format", "sft", "--language",
+                                      "ops", "--failed-runs", "--dir", str(tmp_path / "c")])
+    assert result.exit_code == 0, result.output
+    rows = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
+    assert rows and {r["proposer"] for r in rows} == {"mutation"}
+    assert "no operator form" in result.output
+    failed = [r for r in rows if r["gain"] is None]  # --failed-runs: what not to propose
+    assert all(r["prompt"].endswith("# outcome: not improved\n# edit:\n") for r in failed)
+    task = CFRTask()
+    primitives = [*generic_primitives(), *task.mutation_primitives()]
+    manifest = json.loads((tmp_path / "c" / "campaign.json").read_text())
+    archive = ArchiveReader.open(manifest["archive_url"])
+    try:
+        from recursor.archive import GitStore
+
+        store = GitStore(Path(archive.campaign(manifest["campaign_id"]).repo_path))
+        nodes = {n.id: n for n in archive.nodes(manifest["campaign_id"])}
+        ran_and_failed = [n.id for n in nodes.values() if n.proposer == "mutation"
+                          and n.status == "failed" and n.run_status is not None]
+        assert sorted(r["node"] for r in failed) == sorted(ran_and_failed)
+        for row in rows:
+            assert row["prompt"].count("|    # EVOLVE-BLOCK-START") == 3
+            ops = parse_ops(row["completion"].removesuffix(f"{END}\n"))
+            parent = store.read(nodes[row["parent"]].commit or "")
+            files, applied = apply_ops(parent, ops, list(parent), primitives, random.Random(0))
+            assert len(applied) == len(ops) and task.static_check(files) is None
+    finally:
+        archive.close()
