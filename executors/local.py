@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -32,13 +33,16 @@ POLL_S = 0.2
 
 
 class LocalExecutor(Executor):
-    """Jobs as local processes under ``root`` (one directory per job id)."""
+    """Jobs as local processes under ``root`` (one directory per job id). ``niceness``: the
+    scheduling priority the jobs it starts run at (``nice``; 0 = the caller's): a job that
+    should use only what the machine leaves idle, such as a training beside a campaign."""
 
     kind = "local"
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, niceness: int = 0) -> None:
         self.root = Path(root).expanduser().resolve()  # the runner starts in its job folder
         self.root.mkdir(parents=True, exist_ok=True)
+        self.niceness = niceness
 
     def submit(self, spec: JobSpec) -> JobHandle:
         handle = JobHandle(spec.job_id, self.root / spec.job_id, self.kind)
@@ -58,9 +62,11 @@ class LocalExecutor(Executor):
     def _start(self, handle: JobHandle) -> None:
         log = (handle.directory / "job.log").open("ab")
         try:
+            nice = shutil.which("nice") if self.niceness else None
+            prefix = [nice, "-n", str(self.niceness)] if nice else []
             proc = subprocess.Popen(
-                [sys.executable, "-m", "recursor.executors.runner", str(handle.directory),
-                 self.kind],
+                [*prefix, sys.executable, "-m", "recursor.executors.runner",
+                 str(handle.directory), self.kind],
                 stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                 start_new_session=True, cwd=handle.directory)
         except OSError as exc:

@@ -39,13 +39,13 @@ from recursion import (
     summarize,
 )
 
-from recursor.archive import ArchiveReader
+from recursor.archive import ArchiveReader, GitStore
 from recursor.config import default_campaign, parse_config
 from recursor.orchestrator.context import read_manifest
 from recursor.orchestrator.graph import run_campaign
 from recursor.orchestrator.progress import NullReporter
 from recursor.orchestrator.proposer_stats import proposer_stats
-from recursor.tasks.cfr import LEDUC_REFERENCES
+from recursor.tasks.cfr import LEDUC_REFERENCES, CFRTask
 from recursor.types import Objective
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -68,14 +68,26 @@ def run_one(arm: str, seed: int, max_evals: int, base: Path) -> dict[str, Any]:
 
 
 def _stats(directory: Path) -> dict[str, dict[str, int]]:
+    """Per proposer: proposals, valid (ran cleanly), improving, duplicates, and statically
+    valid (parsed, applied, and the task's static check passes on the files: the issue's
+    definition of a valid proposal; the check executes nothing)."""
     manifest = read_manifest(directory)
     reader = ArchiveReader.open(manifest["archive_url"])
     try:
-        stats = proposer_stats(reader.nodes(manifest["campaign_id"]), CFR)
+        nodes = reader.nodes(manifest["campaign_id"])
+        stats = proposer_stats(nodes, CFR)
+        store = GitStore(Path(reader.campaign(manifest["campaign_id"]).repo_path))
     finally:
         reader.close()
+    task = CFRTask()
+    static: dict[str, int] = {}
+    for node in nodes:
+        if node.round > 0 and node.commit is not None:
+            ok = task.static_check(store.read(node.commit)) is None
+            static[node.proposer] = static.get(node.proposer, 0) + ok
     return {s.name: {"proposals": s.proposals, "valid": s.valid, "improving": s.improving,
-                     "duplicates": s.duplicates} for s in stats}
+                     "duplicates": s.duplicates, "static_valid": static.get(s.name, 0)}
+            for s in stats}
 
 
 def _row(r: dict[str, Any]) -> str:
@@ -97,9 +109,11 @@ def rate_lines(results: list[dict[str, Any]]) -> list[str]:
     for name in sorted({n for r in rows for n in r["proposers"]}):
         made = sum(r["proposers"].get(name, {}).get("proposals", 0) for r in rows)
         valid = sum(r["proposers"].get(name, {}).get("valid", 0) for r in rows)
+        static = sum(r["proposers"].get(name, {}).get("static_valid", 0) for r in rows)
         better = sum(r["proposers"].get(name, {}).get("improving", 0) for r in rows)
         if made:
-            lines.append(f"- learned arm, {name}: {made} proposals, valid {valid / made:.0%}, "
+            lines.append(f"- learned arm, {name}: {made} proposals, statically valid "
+                         f"{static / made:.0%}, ran cleanly {valid / made:.0%}, "
                          f"improving {better / made:.1%}")
     ratio, low, high = _ratio_interval(rows)
     lines.append(f"- learned / mutation improving rate: {ratio:.2f} (95% bootstrap over "

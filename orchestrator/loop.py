@@ -137,8 +137,9 @@ def retune(ctx: CampaignContext, round_: int, active_s: float) -> None:
     the evaluations spent by the earlier rounds crossed a multiple of its ``every`` during
     the last round: the proposer models' training (:mod:`~recursor.orchestrator.
     proposer_training`), then self-tuning (:mod:`recursor.orchestrator.retune`)."""
-    if round_ <= 1:
-        return
+    if round_ <= 1 or not (ctx.config.self_tuning.enabled
+                           or proposer_training.trained_proposers(ctx)):
+        return  # nothing is due: spare the archive the two counts
     now = ctx.archive.counts(ctx.campaign_id, 1, round_).attempted
     before = ctx.archive.counts(ctx.campaign_id, 1, round_ - 1).attempted
     proposer_training.maybe_retrain(ctx, before, now)

@@ -100,6 +100,9 @@ class LearnedTrainingConfig(_Model):
     serve_backend: Literal["auto", "vllm", "transformers"] = Field(
         "auto", description="auto: vLLM where its environment exists, else transformers")
     wall_time_s: float = Field(3600.0, gt=0, description="each training job's limit")
+    background: bool = Field(True, description="train beside the loop, which goes on "
+                             "proposing and evaluating; false: the loop waits for each "
+                             "training and its swap")
 
     def resolved(self, base: Path) -> LearnedTrainingConfig:
         """This config with relative pool directories made absolute against ``base``."""

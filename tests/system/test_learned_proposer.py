@@ -174,6 +174,7 @@ proposers:
       min_rows: 3
       sft: {max_steps: 20, max_length: 512, per_device_train_batch_size: 4}
       serve_backend: transformers
+      background: BACKGROUND
 """
 
 
@@ -189,7 +190,9 @@ def _archive(directory: Path) -> tuple[ArchiveReader, str]:
 
 def test_a_campaign_trains_serves_and_proposes_with_its_own_model(
         tmp_path: Path, subprocess_env: dict[str, str]) -> None:
-    (tmp_path / "c.yaml").write_text(CAMPAIGN)
+    """With the loop waiting for each training (background: false), so that a 10-evaluation
+    campaign surely proposes with its model."""
+    (tmp_path / "c.yaml").write_text(CAMPAIGN.replace("BACKGROUND", "false"))
     run = _recursor(["run", "c.yaml", "--dir", "c", "-q"], tmp_path, subprocess_env)
     output, _ = run.communicate(timeout=1200)
     assert run.returncode == 0, output
@@ -230,9 +233,10 @@ def _the_web_view_shows_versions_and_who_proposed(directory: Path, cid: str,
     assert f"#model-{checkpoint}" in node_page and "# objective: score" in node_page
 
 
+@pytest.mark.parametrize("background", ["false", "true"])
 def test_a_campaign_killed_while_training_resumes_into_the_same_job(
-        tmp_path: Path, subprocess_env: dict[str, str]) -> None:
-    (tmp_path / "c.yaml").write_text(CAMPAIGN)
+        tmp_path: Path, subprocess_env: dict[str, str], background: str) -> None:
+    (tmp_path / "c.yaml").write_text(CAMPAIGN.replace("BACKGROUND", background))
     run = _recursor(["run", "c.yaml", "--dir", "c", "-q"], tmp_path, subprocess_env)
     jobs = tmp_path / "c" / "jobs"
     deadline = time.monotonic() + 900
@@ -308,7 +312,8 @@ def test_a_training_that_fails_is_recorded_and_the_campaign_goes_on(tmp_path: Pa
 
     config = parse_config({"budget": {"max_evals": 8}, "concurrency": 2, "proposers": [
         {"kind": "mutation"}, {"kind": "learned", "train": {
-            "every": 4, "min_rows": 1, "model": str(tmp_path / "no-such-checkpoint")}}]})
+            "every": 4, "min_rows": 1, "model": str(tmp_path / "no-such-checkpoint"),
+            "background": False}}]})
     summary = run_campaign(config, tmp_path / "c", Said())
     assert summary.stop_reason.startswith("evaluation budget reached")
     archive, cid = _archive(tmp_path / "c")
@@ -319,3 +324,31 @@ def test_a_training_that_fails_is_recorded_and_the_campaign_goes_on(tmp_path: Pa
     finally:
         archive.close()
     assert any("training failed" in m and "keeps its checkpoint" in m for m in said)
+
+
+def test_training_runs_beside_the_loop_and_ends_with_the_campaign(tmp_path: Path) -> None:
+    """``background: true``: candidates are evaluated while a training job runs, and when the
+    budget is spent no training or server is left running (a training in flight is
+    cancelled and recorded so)."""
+    from recursor.config import parse_config
+    from recursor.orchestrator.graph import run_campaign
+    from recursor.orchestrator.progress import NullReporter
+
+    config = parse_config({"budget": {"max_evals": 24}, "proposers": [
+        {"kind": "mutation"}, {"kind": "learned", "train": {
+            "every": 4, "min_rows": 2, "serve_backend": "transformers",
+            "sft": {"max_steps": 20, "max_length": 512, "per_device_train_batch_size": 4}}}]})
+    run_campaign(config, tmp_path / "c", NullReporter())
+    archive, cid = _archive(tmp_path / "c")
+    try:
+        trained = versions(archive, cid, "learned")
+        nodes = archive.nodes(cid)
+    finally:
+        archive.close()
+    assert trained and all(j.status in ("done", "cancelled") for j in trained)
+    first = trained[0]
+    during = [n for n in nodes if n.round > 0 and first.created_at < n.updated_at
+              < first.updated_at]
+    assert during, "no candidate was evaluated while the first training ran"
+    jobs = tmp_path / "c" / "jobs"
+    assert all((p / "record.json").is_file() for p in jobs.iterdir() if p.is_dir())

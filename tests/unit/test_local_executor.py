@@ -164,3 +164,16 @@ def test_spec_paths_mean_the_spec_files_folder(tmp_path: Path,
     path.write_text("kind: sft\n  model: tiny-gpt2\n")
     with pytest.raises(ConfigError, match=r"job.yaml: not valid YAML at line 2, column 8"):
         load_spec(path)
+
+
+def test_niceness_lowers_the_jobs_priority(tmp_path: Path) -> None:
+    """A training beside a campaign runs at a lower priority: the job's process (and what it
+    starts) sees the executor's niceness added to the caller's."""
+    script = ("import json, os, pathlib; pathlib.Path(os.environ['JOB_OUT'], 'metrics.json')"
+              ".write_text(json.dumps({'nice': os.nice(0)}))")
+    spec = JobSpec(kind="command", command=[sys.executable, "-c", script])
+    low = LocalExecutor(tmp_path / "low", niceness=7)
+    plain = LocalExecutor(tmp_path / "plain")
+    base = os.nice(0)
+    assert low.wait(low.submit(spec), timeout_s=60).metrics["nice"] == min(base + 7, 19)
+    assert plain.wait(plain.submit(spec), timeout_s=60).metrics["nice"] == base
