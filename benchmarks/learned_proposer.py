@@ -178,24 +178,37 @@ def main() -> None:
     parser.add_argument("--campaign", type=Path, default=None, help="a finished campaign")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--seed", type=int, default=0, help="the paired campaigns' seed")
+    parser.add_argument("--parts", default="sync,background",
+                        help="which measurements: sync, background or both")
     args = parser.parse_args()
+    parts = set(args.parts.split(","))
     work = Path(tempfile.mkdtemp(prefix="recursor-bench-learned-"))
-    if args.campaign is None:
-        directory, wall = _campaign(args.evals, work, args.seed)
-    else:
-        directory, wall = args.campaign, _wall(args.campaign)
-    print(f"campaign: {directory}, wall time {wall:.1f} s")
-    runs = [one_retrain(directory, work, seed) for seed in range(args.repeats)]
+    if "sync" in parts:
+        if args.campaign is None:
+            directory, wall = _campaign(args.evals, work, args.seed)
+        else:
+            directory, wall = args.campaign, _wall(args.campaign)
+        print(f"campaign: {directory}, wall time {wall:.1f} s")
+        _sync(directory, work, wall, args.repeats)
+    if "background" in parts:
+        _background(work, args.evals, args.seed, args.repeats)
+
+
+def _sync(directory: Path, work: Path, wall: float, repeats: int) -> None:
+    runs = [one_retrain(directory, work, seed) for seed in range(repeats)]
     for run in runs:
         print(json.dumps({k: round(v, 2) for k, v in run.items()}))
     totals = [r["total_s"] for r in runs]
     print(f"background: false, one retrain + swap: {statistics.mean(totals):.1f} s (range "
           f"{min(totals):.1f}-{max(totals):.1f}); "
           + _figure("of the campaign's wall time:", [t / wall for t in totals]))
+
+
+def _background(work: Path, evals: int, seed: int, repeats: int) -> None:
     costs = []
-    for pair in range(args.repeats):
-        alone = _campaign(args.evals, work, args.seed, f"alone-{pair}")[1]
-        beside = _beside(args.evals, work, args.seed, pair)
+    for pair in range(repeats):
+        alone = _campaign(evals, work, seed, f"alone-{pair}")[1]
+        beside = _beside(evals, work, seed, pair)
         cost = (beside["wall_s"] - alone + beside["export_s"]) / alone
         costs.append(cost)
         print(json.dumps({"pair": pair, "alone_s": round(alone, 1),

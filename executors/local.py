@@ -32,6 +32,17 @@ from recursor.executors.spec import JobRecord, JobSpec, JobStatus
 POLL_S = 0.2
 
 
+def _lower_session_priority(pid: int, niceness: int) -> None:
+    """Give the job's session ``niceness`` against the machine's other sessions too.
+
+    With the kernel's autogroup scheduling (``/proc/sys/kernel/sched_autogroup_enabled``), a
+    process's nice value only ranks it within its session, and the job runs in a session of
+    its own: its session's nice (``/proc/PID/autogroup``) is what ranks it against the
+    campaign's. Without autogroup the file is absent and the process's nice is enough."""
+    with contextlib.suppress(OSError):
+        Path(f"/proc/{pid}/autogroup").write_text(f"{niceness}\n")
+
+
 class LocalExecutor(Executor):
     """Jobs as local processes under ``root`` (one directory per job id). ``niceness``: the
     scheduling priority the jobs it starts run at (``nice``; 0 = the caller's): a job that
@@ -73,6 +84,8 @@ class LocalExecutor(Executor):
             raise ExecutorError(f"could not start the job runner: {exc}") from exc
         finally:
             log.close()
+        if self.niceness:
+            _lower_session_priority(proc.pid, self.niceness)
         write_json(handle.directory / "process.json",
                     {"pid": proc.pid, "start": _start_time(proc.pid)})
 

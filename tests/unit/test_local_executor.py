@@ -169,11 +169,18 @@ def test_spec_paths_mean_the_spec_files_folder(tmp_path: Path,
 def test_niceness_lowers_the_jobs_priority(tmp_path: Path) -> None:
     """A training beside a campaign runs at a lower priority: the job's process (and what it
     starts) sees the executor's niceness added to the caller's."""
-    script = ("import json, os, pathlib; pathlib.Path(os.environ['JOB_OUT'], 'metrics.json')"
-              ".write_text(json.dumps({'nice': os.nice(0)}))")
+    script = ("import json, os, pathlib; p = pathlib.Path('/proc/self/autogroup'); "
+              "group = p.read_text().split()[-1] if p.exists() else None; "
+              "pathlib.Path(os.environ['JOB_OUT'], 'metrics.json')"
+              ".write_text(json.dumps({'nice': os.nice(0), 'group': group}))")
     spec = JobSpec(kind="command", command=[sys.executable, "-c", script])
     low = LocalExecutor(tmp_path / "low", niceness=7)
     plain = LocalExecutor(tmp_path / "plain")
     base = os.nice(0)
-    assert low.wait(low.submit(spec), timeout_s=60).metrics["nice"] == min(base + 7, 19)
-    assert plain.wait(plain.submit(spec), timeout_s=60).metrics["nice"] == base
+    lowered = low.wait(low.submit(spec), timeout_s=60).metrics
+    assert lowered["nice"] == min(base + 7, 19)
+    # with autogroup scheduling the job's session (its own) is lowered too: that is what
+    # ranks it against the campaign's processes
+    assert lowered["group"] in (None, "7")
+    plain_metrics = plain.wait(plain.submit(spec), timeout_s=60).metrics
+    assert plain_metrics["nice"] == base and plain_metrics["group"] in (None, "0")
