@@ -283,7 +283,9 @@ def test_a_model_that_emits_garbage_is_contained(tmp_path: Path) -> None:
         url = str(server_info(serve.directory, timeout_s=300)["url"])
         config = parse_config({"budget": {"max_evals": 12}, "concurrency": 2, "proposers": [
             {"kind": "mutation"}, {"kind": "learned", "api_base": url, "model": checkpoint,
-                                   "max_tokens": 64, "circuit_failures": 3}]})
+                                   "max_tokens": 64, "circuit_failures": 3,
+                                   # free text: constrained, any answer is a valid operator
+                                   "constrained": False}]})
         run_campaign(config, tmp_path / "c", NullReporter())
     finally:
         executor.cancel(serve)
