@@ -12,7 +12,8 @@ from recursor.executors.factory import build_executor
 from recursor.executors.local import LocalExecutor
 from recursor.executors.ray_executor import RayExecutor
 from recursor.executors.serving import server_info
-from recursor.executors.spec import JobRecord, JobSpec, JobStatus
+from recursor.executors.spec import JOB_SPEC_ADAPTER, JobRecord, JobSpec, JobStatus
 
-__all__ = ["DeepSpeedExecutor", "Executor", "JobHandle", "JobRecord", "JobSpec", "JobStatus",
-           "LocalExecutor", "RayExecutor", "build_executor", "server_info"]
+__all__ = ["JOB_SPEC_ADAPTER", "DeepSpeedExecutor", "Executor", "JobHandle", "JobRecord",
+           "JobSpec", "JobStatus", "LocalExecutor", "RayExecutor", "build_executor",
+           "server_info"]

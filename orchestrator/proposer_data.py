@@ -27,9 +27,16 @@ from pathlib import Path
 from typing import Any, Literal
 
 from recursor.archive import ArchiveReader, GitStore, Node
-from recursor.proposers import END, EditError, apply_response, render_edits, render_parent
-from recursor.proposers.learned.ops import ops_of
-from recursor.proposers.learned.prompt import IMPROVED, NOT_IMPROVED
+from recursor.proposers import (
+    END,
+    IMPROVED,
+    NOT_IMPROVED,
+    EditError,
+    apply_response,
+    ops_of,
+    render_edits,
+    render_parent,
+)
 from recursor.types import NodeStatus, Objective, RunStatus
 
 Language = Literal["edits", "ops"]

@@ -36,8 +36,15 @@ from typing import Any
 from recursor.archive import ArchiveReader
 from recursor.config import LearnedProposerConfig
 from recursor.errors import RecursorError
-from recursor.executors import JobHandle, JobRecord, JobSpec, JobStatus, LocalExecutor, server_info
-from recursor.executors.spec import JOB_SPEC_ADAPTER
+from recursor.executors import (
+    JOB_SPEC_ADAPTER,
+    JobHandle,
+    JobRecord,
+    JobSpec,
+    JobStatus,
+    LocalExecutor,
+    server_info,
+)
 from recursor.orchestrator.context import CampaignContext, read_manifest
 from recursor.orchestrator.proposer_data import SftFilter, SftRow, jsonl, sft_rows
 from recursor.proposers import Checkpoint, LearnedProposer

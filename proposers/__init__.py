@@ -20,13 +20,24 @@ from recursor.proposers.ensemble import (
     UcbChoice,
     build_proposer_choice,
 )
-from recursor.proposers.learned import END, Checkpoint, LearnedProposer, render_parent
+from recursor.proposers.learned import (
+    END,
+    IMPROVED,
+    NOT_IMPROVED,
+    Checkpoint,
+    LearnedProposer,
+    ops_of,
+    render_parent,
+)
 from recursor.proposers.mutation import MutationProposer
 from recursor.proposers.optuna_tuner import OptunaProposer
 from recursor.proposers.registry import build_proposers, instance_configs, use_instances
 
 __all__ = [
     "END",
+    "IMPROVED",
+    "NOT_IMPROVED",
+    "ops_of",
     "Checkpoint",
     "LearnedProposer",
     "render_parent",
