@@ -40,7 +40,6 @@ from recursor.proposers import (
 from recursor.types import NodeStatus, Objective, RunStatus
 
 Language = Literal["edits", "ops"]
-FAILED_RUNS = (RunStatus.INVALID, RunStatus.CRASHED, RunStatus.TIMEOUT, RunStatus.OOM)
 
 
 @dataclass(frozen=True)
@@ -122,11 +121,7 @@ def _row(node: Node, parent: Node, store: GitStore, objective: Objective,
         applied = {}
     if any(applied.get(path) != after[path] for path in before if path in after):
         return "the change does not round-trip as SEARCH/REPLACE"
-    gain = _gain(node, parent, objective)
-    return SftRow(prompt=render_parent(before, parent.score, objective.metric,
-                                       objective.direction, outcome=_outcome(gain)),
-                  completion=f"{edit}\n{END}\n", gain=gain,
-                  node=node.id, parent=parent.id, proposer=node.proposer, campaign=campaign_id)
+    return _sft_row(node, parent, before, f"{edit}\n", objective, campaign_id, numbered=False)
 
 
 def _ops_row(node: Node, parent: Node, store: GitStore, objective: Objective,
@@ -134,19 +129,27 @@ def _ops_row(node: Node, parent: Node, store: GitStore, objective: Objective,
     ops = ops_of((node.proposal or {}).get("metadata"))
     if not ops:
         return "no operator form (not a mutation)"
+    return _sft_row(node, parent, store.read(parent.commit or ""),
+                    "".join(f"{op.render()}\n" for op in ops), objective, campaign_id,
+                    numbered=True)
+
+
+def _sft_row(node: Node, parent: Node, files: dict[str, str], change: str,
+             objective: Objective, campaign_id: str, numbered: bool) -> SftRow:
+    """The row: ``files`` (the parent's) rendered with the change's outcome, then
+    ``change`` closed by the end line."""
     gain = _gain(node, parent, objective)
-    return SftRow(prompt=render_parent(store.read(parent.commit or ""), parent.score,
-                                       objective.metric, objective.direction, numbered=True,
+    return SftRow(prompt=render_parent(files, parent.score, objective.metric,
+                                       objective.direction, numbered=numbered,
                                        outcome=_outcome(gain)),
-                  completion="".join(f"{op.render()}\n" for op in ops) + f"{END}\n",
-                  gain=gain, node=node.id, parent=parent.id, proposer=node.proposer,
-                  campaign=campaign_id)
+                  completion=f"{change}{END}\n", gain=gain, node=node.id, parent=parent.id,
+                  proposer=node.proposer, campaign=campaign_id)
 
 
 def _run_failed(node: Node) -> bool:
     """The change was made and run, and its run failed (not the proposer, not the loop)."""
     return (node.status == NodeStatus.FAILED and node.commit is not None
-            and node.run_status in FAILED_RUNS)
+            and node.run_status not in (None, RunStatus.OK))
 
 
 def _gain(node: Node, parent: Node, objective: Objective) -> float | None:
