@@ -251,6 +251,20 @@ def scratch_mb(limits: SandboxLimits) -> int:
     return max(1, min(limits.disk_mb, limits.memory_mb // 2))
 
 
+def template_dirs() -> list[str]:
+    """The mount points of the run's writable space, and the setup step's capabilities."""
+    options = ["--dir", "/workspace", "--dir", "/tmp", "--dir", SCRATCH, "--dir", "/var",
+               "--symlink", "../tmp", "/var/tmp"]
+    for cap in SETUP_CAPS:
+        options += ["--cap-add", cap]
+    return options
+
+
+def inodes_for(size_mb: int) -> int:
+    """The inode cap of a scratch tmpfs of ``size_mb`` MB."""
+    return max(MIN_INODES, size_mb * INODES_PER_MB)
+
+
 def writable_args(size_mb: int, workdir: str, uid: int | None,
                   kept: Sequence[str] = ("0",), close: Sequence[int] = ()
                   ) -> tuple[list[str], list[str]]:
@@ -258,16 +272,15 @@ def writable_args(size_mb: int, workdir: str, uid: int | None,
     of ``size_mb`` MB, see ``scratch_mb``) and bind back the sources under it (``kept``, from
     ``kept_args``); the command then runs as ``uid`` of the namespace (None: stays the
     namespace's root), without the descriptors ``close``."""
-    options = ["--dir", "/workspace", "--dir", "/tmp", "--dir", SCRATCH, "--dir", "/var",
-               "--symlink", "../tmp", "/var/tmp"]
-    for cap in SETUP_CAPS:
-        options += ["--cap-add", cap]
-    inodes = max(MIN_INODES, size_mb * INODES_PER_MB)
+    options = template_dirs()
+    inodes = inodes_for(size_mb)
     prefix = [SHELL, "-c", _SETUP, "setup", str(size_mb << 20), str(inodes),
               "keep" if uid is None else str(uid), " ".join(map(str, close)), *kept, workdir]
     return options, prefix
 
 
-__all__ = ["INPUT_TARGET", "SHELL", "STANDINS", "etc_args", "hide_args", "interpreter_binds",
+__all__ = ["INPUT_TARGET", "SHELL", "STANDINS", "etc_args", "hide_args", "inodes_for",
+           "interpreter_binds",
            "kept_args", "module_paths", "scratch_mb", "standin_fds", "system_binds",
-           "under_scratch", "visible_sources", "walkable_parents", "writable_args"]
+           "template_dirs", "under_scratch", "visible_sources", "walkable_parents",
+           "writable_args"]

@@ -32,7 +32,7 @@ def build_sandbox(config: SandboxConfig, hidden_paths: Sequence[Path] = ()) -> S
     if isinstance(config, ProcessSandboxConfig):
         from recursor.sandbox.process import ProcessSandbox
 
-        return ProcessSandbox(hidden_paths=list(hidden_paths))
+        return ProcessSandbox(hidden_paths=list(hidden_paths), warm=config.warm)
     if isinstance(config, DockerSandboxConfig):
         # A container sees only what is mounted into it, so hidden paths need no covering.
         from recursor.sandbox.docker import DockerSandbox

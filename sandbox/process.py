@@ -74,18 +74,19 @@ own OOM-kill counter, never from what the candidate prints.
 from __future__ import annotations
 
 import functools
+import logging
 import os
+import resource
 import shutil
 import stat
-import sys
+import subprocess
 import tempfile
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from recursor.errors import SandboxError
-from recursor.plan import CandidateRuns, sandbox_python
+from recursor.plan import TRUSTED_PYTHON_FLAGS, CandidateRuns, Mount, sandbox_python
 from recursor.types import RunStatus
 
 from ._base import Sandbox, SandboxRequest, SandboxResult, check_request
@@ -101,18 +102,21 @@ from ._binds import (
     scratch_mb,
     standin_fds,
     system_binds,
+    template_dirs,
     visible_sources,
     walkable_parents,
     writable_args,
 )
-from ._broker import CANDIDATES_ENV, Cancel, CandidateBroker, Stdio
+from ._broker import Cancel, CandidateBroker, Stdio
 from ._cgroups import RunCgroups, can_limit_memory, can_limit_processes
 from ._judge import MAX_RESULT_BYTES, judge
 from ._mounts import SpecialFreeSnapshots, refuse_special
+from ._role import Fds, Role, run_environment
 from ._seccomp import filter_program
 from ._spawn import (
     Ended,
     kill_group,
+    limits_preexec,
     pipes,
     program_fd,
     spawn,
@@ -127,6 +131,15 @@ from ._userns import (
     give_to_uid,
     writable_by_uid,
 )
+from ._warm import (
+    INBOX,
+    TEMPLATE_MODULE,
+    Shape,
+    WarmPlan,
+    WarmPool,
+    WarmUnavailable,
+)
+from ._warm_supervise import supervise_warm
 from .agent import OutputReader
 
 BWRAP = "/usr/bin/bwrap"
@@ -136,42 +149,7 @@ BWRAP_OWN_PROCESSES = 2
 # setup shell (trusted), the same allowance as the docker agent's.
 HELPER_MEMORY_MB = 64
 PROC_MASKED = ("keys", "key-users")
-
-
-@dataclass(frozen=True)
-class _Role:
-    """Whose run it is: an evaluator's (a verdict channel; a candidate channel when
-    ``channel`` is set) or a candidate run's (the given ``stdio``, killed on ``cancel``)."""
-
-    uid: int
-    verdict: bool = True
-    channel: int | None = None
-    stdio: Stdio | None = None
-    cancel: Cancel | None = None
-    hidden: tuple[Path, ...] = ()
-
-
-@dataclass
-class _Fds:
-    """The descriptors one bwrap start is handed (only the sandbox holds them afterwards)."""
-
-    verdict: int | None
-    seccomp: int | None
-    userns: int | None
-    standins: dict[str, int] = field(default_factory=dict)
-    channel: int | None = None
-
-    def passed(self) -> tuple[int, ...]:
-        fds = (self.verdict, self.seccomp, self.userns, *self.standins.values(), self.channel)
-        return tuple(fd for fd in fds if fd is not None)
-
-    def close(self) -> None:
-        """Close ours (not the channel's: its broker owns it)."""
-        for fd in (self.verdict, self.seccomp, self.userns, *self.standins.values()):
-            if fd is not None:
-                os.close(fd)
-        self.verdict = self.seccomp = self.userns = None
-        self.standins = {}
+_LOG = logging.getLogger(__name__)
 
 
 class ProcessSandbox(Sandbox):
@@ -184,7 +162,8 @@ class ProcessSandbox(Sandbox):
 
     kind = "process"
 
-    def __init__(self, hidden_paths: Sequence[Path | str] = (), bwrap: str = BWRAP) -> None:
+    def __init__(self, hidden_paths: Sequence[Path | str] = (), bwrap: str = BWRAP,
+                 warm: bool = True) -> None:
         if not Path(bwrap).is_file() or not os.access(bwrap, os.X_OK):
             raise SandboxError(
                 f"bubblewrap not found at {bwrap}; install it (`apt-get install bubblewrap`) "
@@ -202,6 +181,9 @@ class ProcessSandbox(Sandbox):
         # one user namespace made ahead of each run, per identity
         self._namespaces = {uid: UsernsSupply(uid) for uid in (SANDBOX_UID, CANDIDATE_UID)}
         self._snapshots = SpecialFreeSnapshots()
+        # the warm path (``_warm``): not where an interpreter source lies under a scratch root
+        self._pool = (WarmPool(self._start_template)
+                      if warm and kept_args(self._sources) == ["0"] else None)
         self._check_works()
 
     def _check_works(self) -> None:
@@ -213,6 +195,8 @@ class ProcessSandbox(Sandbox):
     def close(self) -> None:
         """Remove the snapshots of read-only mounts that held special files, and close the
         user namespaces made ahead."""
+        if self._pool is not None:
+            self._pool.close()
         self._snapshots.close()
         for supply in self._namespaces.values():
             supply.close()
@@ -230,12 +214,12 @@ class ProcessSandbox(Sandbox):
     def run(self, request: SandboxRequest) -> SandboxResult:
         """Run ``request`` to completion (see the module and ``Sandbox`` contracts)."""
         if request.candidates is None:
-            return self._run(request, _Role(SANDBOX_UID))
+            return self._run(request, Role(SANDBOX_UID))
         broker = CandidateBroker(request.candidates, request, functools.partial(
             self._candidate_run, self._hidden_modules(request.candidates)))
         try:
             broker.start()
-            result = self._run(request, _Role(SANDBOX_UID, channel=broker.guest_fd),
+            result = self._run(request, Role(SANDBOX_UID, channel=broker.guest_fd),
                                started=broker.release_guest_end)
         finally:
             broker.release_guest_end()
@@ -249,16 +233,27 @@ class ProcessSandbox(Sandbox):
     def _candidate_run(self, hidden: tuple[Path, ...], request: SandboxRequest, stdio: Stdio,
                        cancel: Cancel) -> SandboxResult:
         """One candidate run (the broker's ``launch``): see the module docstring."""
-        return self._run(request, _Role(CANDIDATE_UID, verdict=False, stdio=stdio,
+        return self._run(request, Role(CANDIDATE_UID, verdict=False, stdio=stdio,
                                         cancel=cancel, hidden=hidden))
 
-    def _run(self, request: SandboxRequest, role: _Role,
+    @property
+    def warm(self) -> bool:
+        """Whether runs that can take the warm path (``_warm``) take it."""
+        return self._pool is not None
+
+    def _run(self, request: SandboxRequest, role: Role,
              started: Callable[[], None] | None = None) -> SandboxResult:
-        scratch = Path(tempfile.mkdtemp(prefix="recursor-sandbox-"))
+        warm = None if self._pool is None else self._pool.plan(request, role.uid, role.hidden)
+        scratch = (warm.template.input_dir() if warm is not None
+                   else Path(tempfile.mkdtemp(prefix="recursor-sandbox-")))
         try:
             workspace = scratch / "workspace"
             self._prepare(request, workspace, role.uid)
-            return self._execute(request, workspace, role, started)
+            try:
+                return self._execute(request, workspace, role, started, warm)
+            except WarmUnavailable as exc:
+                _LOG.warning("%s; this run starts cold", exc)
+                return self._execute(request, workspace, role, started, None)
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
 
@@ -282,24 +277,30 @@ class ProcessSandbox(Sandbox):
                     f"uid sandboxed commands run as under a root controller; `chown "
                     f"{uid} {mount.source}` (or make it world-writable)")
 
-    def _bwrap_args(self, request: SandboxRequest, workspace: Path, role: _Role,
-                    fds: _Fds) -> list[str]:
+    def _layout_args(self, hidden: tuple[Path, ...], fds: Fds,
+                     die_with_parent: bool = True) -> list[str]:
+        """Namespaces, seccomp and the read-only allow-list: the same for every run. A
+        template outlives the thread that starts it, so it does not die with it: it ends when
+        its control socket closes (the controller closed it, or exited)."""
         if fds.userns is None:
             args = ["--unshare-all", "--unshare-user", "--uid", "0", "--gid", "0"]
         else:
             args = ["--userns", str(fds.userns), "--unshare-pid", "--unshare-net",
                     "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
-        args += ["--die-with-parent", "--new-session", "--clearenv"]
+        args += ["--die-with-parent"] if die_with_parent else []
+        args += ["--new-session", "--clearenv"]
         if fds.seccomp is not None:
             args += ["--seccomp", str(fds.seccomp)]
         args += system_binds() + etc_args(fds.standins) + interpreter_binds(self._sources)
-        args += hide_args((*self._hidden, *role.hidden), self._sources)
+        args += hide_args((*self._hidden, *hidden), self._sources)
         args += ["--proc", "/proc", "--dev", "/dev", "--remount-ro", "/dev"]
         for name in PROC_MASKED:  # key names of the controller's uid are listed there
             args += ["--ro-bind", "/dev/null", f"/proc/{name}"]
-        args += ["--ro-bind", str(workspace), INPUT_TARGET]
-        args += walkable_parents(mount.target for mount in request.mounts)
-        for mount in request.mounts:
+        return args
+
+    def _mount_args(self, mounts: Sequence[Mount]) -> list[str]:
+        args = walkable_parents(mount.target for mount in mounts)
+        for mount in mounts:
             if mount.writable:
                 args += ["--bind", str(mount.source.resolve()), mount.target]
             elif mount.feed and stat.S_ISFIFO(mount.source.stat().st_mode):
@@ -307,25 +308,38 @@ class ProcessSandbox(Sandbox):
             else:
                 args += ["--ro-bind", str(self._snapshots.source_for(mount.source)),
                          mount.target]
+        return args
+
+    def _bwrap_args(self, request: SandboxRequest, workspace: Path, role: Role,
+                    fds: Fds) -> list[str]:
+        args = self._layout_args(role.hidden, fds)
+        args += ["--ro-bind", str(workspace), INPUT_TARGET]
+        args += self._mount_args(request.mounts)
         uid = role.uid if fds.userns is not None else None
         close = [fd for fd in (fds.userns, *fds.standins.values()) if fd is not None]
         writable, setup = writable_args(scratch_mb(request.limits), request.workdir, uid,
                                         kept_args(self._sources), close)
         args += writable + ["--remount-ro", "/"]
-        for name, value in _environment(request, fds).items():
+        for name, value in run_environment(request.env, fds.verdict, fds.channel).items():
             args += ["--setenv", name, value]
         return [*args, "--chdir", "/", "--", *setup, *request.command]
 
-    def _execute(self, request: SandboxRequest, workspace: Path, role: _Role,
-                 started: Callable[[], None] | None) -> SandboxResult:
-        """Run bwrap for ``request`` under its limits, in the run's own cgroups."""
+    def _execute(self, request: SandboxRequest, workspace: Path, role: Role,
+                 started: Callable[[], None] | None, warm: WarmPlan | None) -> SandboxResult:
+        """Run ``request`` under its limits, in the run's own cgroups: bwrap, or a fork of
+        the warm template."""
         limits = request.limits
         cgroups = RunCgroups.create(
             limits.max_processes + BWRAP_OWN_PROCESSES,
             (limits.memory_mb + HELPER_MEMORY_MB) << 20)
         try:
-            result, ended, verdict = self._supervise(request, workspace, role, cgroups,
-                                                     started)
+            if warm is None:
+                result, ended, verdict = self._supervise(request, workspace, role, cgroups,
+                                                         started)
+            else:
+                result, ended, verdict = supervise_warm(
+                    request, f"{workspace.parent.name}/{workspace.name}", role,
+                    self._drops_uid, cgroups, started, warm)
             oom_killed = cgroups.oom_kills() > 0
         finally:
             cgroups.remove()  # kills whatever is left: every process of the run is dead now
@@ -334,14 +348,37 @@ class ProcessSandbox(Sandbox):
         return judge(result, ended is Ended.TIMED_OUT, limits.wall_time_s, text, truncated,
                      oom_killed=oom_killed)
 
-    def _open_fds(self, role: _Role) -> tuple[_Fds, int | None]:
+    def _start_template(self, shape: Shape, inbox: Path, control: int
+                        ) -> subprocess.Popen[bytes]:
+        """bubblewrap running the warm template for runs of ``shape`` (``_warm``): the cold
+        layout, the inbox of run inputs read-only, no writable space of its own, and the
+        setup's capabilities (inside its user namespace), which each run gives up."""
+        fds = Fds(None, program_fd(self._seccomp), None, standin_fds())
+        try:
+            fds.userns = self._userns(shape.uid)
+            args = self._layout_args(shape.hidden, fds, die_with_parent=False)
+            args += ["--ro-bind", str(inbox), INBOX, "--perms", "0755", "--dir", INPUT_TARGET]
+            args += self._mount_args(shape.mounts) + template_dirs() + ["--remount-ro", "/"]
+            for name, value in run_environment(dict(shape.env), None, None).items():
+                args += ["--setenv", name, value]
+            args += ["--chdir", "/", "--", sandbox_python(), *TRUSTED_PYTHON_FLAGS, "-m",
+                     TEMPLATE_MODULE, str(control)]
+            return subprocess.Popen(
+                [self._bwrap, *args], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE, pass_fds=(*fds.passed(), control), env={},
+                start_new_session=True,
+                preexec_fn=limits_preexec(None, resource.getrlimit(resource.RLIMIT_NPROC)[1], ()))
+        finally:
+            fds.close()
+
+    def _open_fds(self, role: Role) -> tuple[Fds, int | None]:
         """The descriptors for one start, and the verdict pipe's read end (if any)."""
         verdict_read = verdict_write = None
         if role.verdict:
             verdict_read, verdict_write = os.pipe()
             if self._drops_uid:  # the command reopens it through /proc/self/fd: its own
                 os.fchown(verdict_write, role.uid, role.uid)
-        fds = _Fds(verdict_write, program_fd(self._seccomp), None, standin_fds(), role.channel)
+        fds = Fds(verdict_write, program_fd(self._seccomp), None, standin_fds(), role.channel)
         try:
             fds.userns = self._userns(role.uid)
         except BaseException:
@@ -361,7 +398,7 @@ class ProcessSandbox(Sandbox):
         except OSError as exc:
             raise SandboxError(f"could not make the run's user namespace: {exc}") from exc
 
-    def _supervise(self, request: SandboxRequest, workspace: Path, role: _Role,
+    def _supervise(self, request: SandboxRequest, workspace: Path, role: Role,
                    cgroups: RunCgroups, started: Callable[[], None] | None
                    ) -> tuple[SandboxResult, Ended, OutputReader | None]:
         """Start bwrap, collect its output and verdict, and kill it at the wall-time limit
@@ -405,22 +442,3 @@ class ProcessSandbox(Sandbox):
         result = SandboxResult(RunStatus.OK, proc.returncode, out, err, wall, None, None,
                                truncated)
         return result, ended, verdict
-
-
-def _environment(request: SandboxRequest, fds: _Fds) -> dict[str, str]:
-    bin_dirs = dict.fromkeys([str(Path(sys.prefix).resolve() / "bin"),
-                              str(Path(sandbox_python()).parent)])
-    path = ":".join([*bin_dirs, "/usr/local/bin", "/usr/bin", "/bin"])
-    env = {
-        "PATH": path,
-        "HOME": "/tmp",
-        "LANG": "C.UTF-8",
-        "PYTHONDONTWRITEBYTECODE": "1",
-        "PYTHONHASHSEED": "0",
-    }
-    env.update(request.env)
-    if fds.verdict is not None:
-        env["RECURSOR_RESULT"] = f"/proc/self/fd/{fds.verdict}"
-    if fds.channel is not None:
-        env[CANDIDATES_ENV] = str(fds.channel)
-    return env

@@ -53,6 +53,8 @@ class ProcessSandboxConfig(_SandboxLimitsConfig):
     """A bubblewrap process sandbox: namespaces, seccomp, cgroup limits (docs/sandboxes.md)."""
 
     kind: Literal["process"] = "process"
+    warm: bool = Field(True, description="fork evaluations of `python -m` commands from a "
+                       "pre-imported template, each in sandboxes of its own")
 
 
 class DockerSandboxConfig(_SandboxLimitsConfig):

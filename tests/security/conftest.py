@@ -18,7 +18,8 @@ from recursor.types import Split
 
 HOOKS_DIR = Path(__file__).resolve().parents[2] / "tasks" / "cfr" / "hooks"
 VANILLA = (HOOKS_DIR / "vanilla.py").read_text()
-BACKENDS = ["process", pytest.param("docker", marks=pytest.mark.docker)]
+# "process-warm": the process sandbox's warm path (runs forked from a pre-imported template)
+BACKENDS = ["process", "process-warm", pytest.param("docker", marks=pytest.mark.docker)]
 
 
 @pytest.fixture(scope="module")
@@ -41,7 +42,7 @@ def sandbox(request: pytest.FixtureRequest, campaign_dir: Path) -> Iterator[Sand
     if request.param == "docker":
         box: Sandbox = request.getfixturevalue("docker_sandbox_factory")()
     else:
-        box = ProcessSandbox(hidden_paths=[campaign_dir])
+        box = ProcessSandbox(hidden_paths=[campaign_dir], warm=request.param == "process-warm")
     yield box
     box.close()
 
