@@ -22,6 +22,9 @@ Run from the repository root::
 
     .venv/bin/python benchmarks/loop.py --candidates 30 --utilization-candidates 24
 
+Both of the process sandbox's paths are timed in one run (``--sandbox cold warm``): cold starts
+and the warm path (runs forked from a pre-imported template, docs/sandboxes.md).
+
 Goals (issue 18): overhead <= 60 ms per candidate; utilization >= 0.95 in async mode.
 """
 
@@ -162,7 +165,7 @@ class Figures:
 
 
 def _config(work: Path, mode: str, concurrency: int, candidates: int,
-            url: str) -> dict[str, Any]:
+            url: str, warm: bool) -> dict[str, Any]:
     pipeline: dict[str, Any] = {"mode": mode}
     if mode == "async":
         pipeline["max_in_flight"] = concurrency
@@ -172,19 +175,21 @@ def _config(work: Path, mode: str, concurrency: int, candidates: int,
                  "evaluator": str(work / "evaluate.py")},
         "proposers": [{"kind": "llm", "provider": "openai", "model": "stub", "api_base": url,
                        "name": "llm:stub", "max_retries": 0, "timeout_s": 60.0}],
-        "sandbox": {"kind": "process"},
+        "sandbox": {"kind": "process", "warm": warm},
         "budget": {"max_evals": candidates}}
 
 
-def measure(mode: str, concurrency: int, latency_s: float, candidates: int) -> Figures:
-    """One campaign of ``candidates`` in ``mode``; its loop's figures."""
+def measure(mode: str, concurrency: int, latency_s: float, candidates: int,
+            warm: bool) -> Figures:
+    """One campaign of ``candidates`` in ``mode`` (the process sandbox's warm path or cold
+    starts); its loop's figures."""
     with tempfile.TemporaryDirectory(prefix="recursor-loop-") as tmp, \
             stub_model(latency_s) as model:
         work = Path(tmp)
         (work / "program.py").write_text(PROGRAM)
         (work / "evaluate.py").write_text(EVALUATOR)
         clock = LoopClock()
-        config = parse_config(_config(work, mode, concurrency, candidates, model.url))
+        config = parse_config(_config(work, mode, concurrency, candidates, model.url, warm))
         summary = run_campaign(config, work / "campaign", clock)
         if summary.evaluated != candidates or summary.failed:
             raise SystemExit(f"{mode}: {summary.evaluated} evaluated, {summary.failed} "
@@ -213,19 +218,23 @@ def main() -> None:
                         help="model latency of the utilization runs, seconds")
     parser.add_argument("--modes", nargs="+", default=["rounds", "async"],
                         choices=["rounds", "async"])
+    parser.add_argument("--sandbox", nargs="+", default=["cold", "warm"],
+                        choices=["cold", "warm"],
+                        help="the process sandbox's paths to time (docs/sandboxes.md)")
     args = parser.parse_args()
-    print("mode    concurrency  latency  candidates  wall s  per cand. ms  sandbox run ms"
+    print("sandbox mode    concurrency  latency  candidates  wall s  per cand. ms  sandbox run ms"
           "  overhead ms  utilization")
-    for mode in args.modes:
-        for concurrency, latency, n in ((1, 0.0, args.candidates),
-                                        (args.utilization_concurrency, args.latency,
-                                         args.utilization_candidates)):
-            f = measure(mode, concurrency, latency, n)
-            # overhead is a per-candidate cost only when candidates run one at a time
-            overhead = f"{f.overhead_ms:>12.1f}" if concurrency == 1 else f"{'-':>12}"
-            print(f"{mode:<7} {concurrency:>11} {latency:>6.1f} s {n:>11} {f.wall_s:>7.2f}"
-                  f" {1000 * f.wall_s / n:>13.1f} {f.sandbox_ms:>15.1f} {overhead}"
-                  f" {f.utilization:>12.3f}", flush=True)
+    for path in args.sandbox:
+        for mode in args.modes:
+            for concurrency, latency, n in ((1, 0.0, args.candidates),
+                                            (args.utilization_concurrency, args.latency,
+                                             args.utilization_candidates)):
+                f = measure(mode, concurrency, latency, n, warm=path == "warm")
+                # overhead is a per-candidate cost only when candidates run one at a time
+                overhead = f"{f.overhead_ms:>12.1f}" if concurrency == 1 else f"{'-':>12}"
+                print(f"{path:<7} {mode:<7} {concurrency:>11} {latency:>6.1f} s {n:>11} "
+                      f"{f.wall_s:>7.2f} {1000 * f.wall_s / n:>13.1f} {f.sandbox_ms:>15.1f} "
+                      f"{overhead} {f.utilization:>12.3f}", flush=True)
     print("overhead: the loop's wall time less the model's answering time and the sandbox "
           "runs, per candidate (goal <= 60 ms at concurrency 1);\nutilization: (model time + "
           "sandbox time) / (concurrency x wall time) (goal >= 0.95 async at concurrency 4)")

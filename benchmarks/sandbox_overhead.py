@@ -3,16 +3,18 @@ does nothing (``true``), with a small workspace (the cfr task's hook files) copi
 campaign's evaluation would. The command's own run time is about a millisecond, so the figure
 is what the sandbox adds to every evaluation.
 
-Rows: the process sandbox (bubblewrap); a cold container (created, started, removed per run);
-the warm pool (containers reused, reset between runs). The docker rows need an engine at
-``$DOCKER_HOST`` and the base image (``make sandbox-image``). With ``--evaluations N``, two more
-rows time a whole cfr dev evaluation of vanilla CFR (the trusted evaluator, its solver child,
-100 iterations on two games) in the process sandbox and in the warm pool: what a campaign pays
-per candidate, isolation included. With ``--program-evaluations N``, the program task's dev
-evaluation of the packing example (``examples/your-task``): once with the checkout's own
-evaluator, and once with one that runs the program exactly once (``same-work``), through
-``recursor.guest.run_candidate`` where the checkout has it and a plain subprocess beside the
-evaluator where it does not, so that two versions of the code compare the boundary alone.
+Rows: the process sandbox (bubblewrap), for ``true`` and, cold and on the warm path (runs
+forked from a pre-imported template, docs/sandboxes.md), for ``python -P -s -m site``; a cold
+container (created, started, removed per run); the warm pool (containers reused, reset between
+runs). The docker rows need an engine at ``$DOCKER_HOST`` and the base image (``make
+sandbox-image``). With ``--evaluations N``, more rows time a whole cfr dev evaluation of vanilla
+CFR (the trusted evaluator, its solver child, 100 iterations on two games) in the process
+sandbox (cold and warm) and in the warm pool: what a campaign pays per candidate, isolation
+included. With ``--program-evaluations N``, the program task's dev evaluation of the packing
+example (``examples/your-task``): once with the checkout's own evaluator, and once with one that
+runs the program exactly once (``same-work``), through ``recursor.guest.run_candidate`` where
+the checkout has it and a plain subprocess beside the evaluator where it does not, so that two
+versions of the code compare the boundary alone.
 Run from the repository root::
 
     DOCKER_HOST=unix:///run/recursor-podman/podman.sock .venv/bin/python \\
@@ -26,22 +28,34 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from recursor.errors import SandboxError
+from recursor.plan import TRUSTED_PYTHON_FLAGS, sandbox_python
 from recursor.sandbox import Sandbox, SandboxRequest
 from recursor.sandbox.docker import DockerSandbox
 from recursor.sandbox.process import ProcessSandbox
 from recursor.types import RunStatus
 
 WORKSPACE = Path(__file__).resolve().parents[1] / "tasks" / "cfr" / "hooks"
+# a python command the warm path takes (``python -P -s -m MODULE``): start-up and site only
+PYTHON_M = (sandbox_python(), *TRUSTED_PYTHON_FLAGS, "-m", "site")
 
 
-def measure(sandbox: Sandbox, runs: int, warmup: int) -> list[float]:
-    """Wall seconds of each of ``runs`` runs of ``true``, after ``warmup`` untimed ones."""
-    request = SandboxRequest(command=["true"], workspace=WORKSPACE)
+def cold_process() -> ProcessSandbox:
+    return ProcessSandbox(warm=False)
+
+
+def warm_process() -> ProcessSandbox:
+    return ProcessSandbox(warm=True)
+
+
+def measure(sandbox: Sandbox, runs: int, warmup: int,
+            command: Sequence[str] = ("true",)) -> list[float]:
+    """Wall seconds of each of ``runs`` runs of ``command``, after ``warmup`` untimed ones."""
+    request = SandboxRequest(command=list(command), workspace=WORKSPACE)
     times = []
     for index in range(warmup + runs):
         started = time.perf_counter()
@@ -180,20 +194,25 @@ def main() -> None:
                         help="also time this many program-task dev evaluations per sandbox")
     args = parser.parse_args()
     print(f"{'sandbox':<28} {'median ms':>9} {'p90 ms':>9} {'min ms':>9} {'runs':>6}")
-    print(row("process (bubblewrap)", ProcessSandbox, args.runs, args.warmup))
+    print(row("process (bubblewrap)", cold_process, args.runs, args.warmup))
+    for label, factory in (("cold", cold_process), ("warm", warm_process)):
+        print(row(f"process {label}, python -m site", factory, args.runs, args.warmup,
+                  lambda box, runs, warmup: measure(box, runs, warmup, PYTHON_M)))
     print(row("docker, cold container", lambda: DockerSandbox(warm=False), args.runs,
               args.warmup))
     print(row("docker, warm pool", lambda: DockerSandbox(warm=True, pool_size=1), args.runs,
               args.warmup))
     if args.evaluations:
-        print(row("process, cfr dev evaluation", ProcessSandbox, args.evaluations, 1,
-                  measure_evaluation))
+        for label, factory in (("cold", cold_process), ("warm", warm_process)):
+            print(row(f"process {label}, cfr dev eval", factory, args.evaluations, 1,
+                      measure_evaluation))
         print(row("docker warm, cfr dev eval", lambda: DockerSandbox(warm=True, pool_size=1),
                   args.evaluations, 1, measure_evaluation))
     if args.program_evaluations:
         for label, evaluator in (("example", None), ("same-work", SAME_WORK)):
-            print(row(f"process, program {label}", ProcessSandbox, args.program_evaluations,
-                      2, measure_program(evaluator)))
+            for kind, factory in (("cold", cold_process), ("warm", warm_process)):
+                print(row(f"process {kind}, program {label}", factory,
+                          args.program_evaluations, 2, measure_program(evaluator)))
             print(row(f"docker warm, program {label}",
                       lambda: DockerSandbox(warm=True, pool_size=1),
                       args.program_evaluations, 2, measure_program(evaluator)))

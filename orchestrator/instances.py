@@ -70,8 +70,9 @@ class Instances:
             update["proposer_choice"] = InstanceChoiceConfig(
                 kind="instance", name=instance_name(self.proposer_choice))
         if self.sandbox is not None:
-            limits = config.sandbox.model_dump(exclude={"kind", "name", "class_path",
-                                                        "entry_point", "options", "ray"})
+            given = config.sandbox.model_dump()  # the limits carry over; kind fields do not
+            limits = {name: given[name] for name in InstanceSandboxConfig.model_fields
+                      if name not in ("kind", "name", "ray") and name in given}
             update["sandbox"] = InstanceSandboxConfig(
                 kind="instance", name=instance_name(self.sandbox), **limits)
         return config.model_copy(update=update)

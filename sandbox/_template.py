@@ -34,7 +34,6 @@ import shutil
 import signal
 import socket
 import sys
-import traceback
 from typing import Any
 
 CLONE_NEWNS, CLONE_NEWCGROUP, CLONE_NEWUTS = 0x00020000, 0x02000000, 0x04000000
@@ -57,7 +56,8 @@ MAX_HEADER = 1 << 20
 MAX_FDS = 8
 SETUP_FAILED = 125
 _LIBC = ctypes.CDLL(None, use_errno=True)
-Header = dict[str, Any]  # a run's header, as the controller wrote it (``_warm.run_header``)
+Header = dict[str, Any]
+_OWN_FRAMES = (__file__, "<frozen runpy>", runpy.__file__)  # a run's header, as the controller wrote it (``_warm.run_header``)
 
 
 class SetupError(Exception):
@@ -233,6 +233,7 @@ def run_command(header: Header, fds: dict[str, int]) -> None:
     os.environ.clear()
     os.environ.update(header["env"])
     copy_input(str(header["workdir"]))
+    os.environ["PWD"] = str(header["workdir"])  # as the cold run's shell leaves it
     _fresh_randomness()
     module, args = str(header["module"]), [str(a) for a in header["args"]]
     for name in header["preload"]:
@@ -256,7 +257,10 @@ def _exit_code(exc: BaseException | None) -> int:
         return 1
     if isinstance(exc, KeyboardInterrupt):
         return 130
-    traceback.print_exception(exc)
+    trace = exc.__traceback__
+    while trace is not None and trace.tb_frame.f_code.co_filename in _OWN_FRAMES:
+        trace = trace.tb_next  # the template's and runpy's frames are not the run's
+    sys.excepthook(type(exc), exc.with_traceback(trace), trace)
     return 1
 
 
