@@ -29,8 +29,11 @@ demo-recursive: $(STAMP) system-deps
 
 test: $(STAMP) system-deps lint typecheck unit
 
+# the suite on TEST_WORKERS pytest-xdist workers; tests that share a host-wide resource (the
+# container engine, a Ray cluster, the browser) keep to one worker each (tests/conftest.py)
+TEST_WORKERS ?= 3
 unit: $(STAMP) system-deps browser-deps postgres sandbox-image vllm-env
-	$(PY) -m pytest -q --durations=25
+	$(PY) -m pytest -q --durations=25 -n $(TEST_WORKERS) --dist loadgroup
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .

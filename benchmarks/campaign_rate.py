@@ -6,7 +6,8 @@ For each seed, the default campaign runs to its budget (``--evals``, 100 by defa
 sandbox path, in a fresh directory (the real loop, the real process sandbox, the durable SQLite
 archive, git). Printed per run: the campaign's wall time, the evaluations it spent, evaluations
 per minute; per seed, whether the two trees are the same (every node's round, slot, parent,
-proposer, fingerprint, status, dev and held-out score, in order); and over the seeds, the
+proposer, fingerprint, status, dev and held-out score, in order; the parent by its
+position); and over the seeds, the
 median rate of each path with a 95% bootstrap interval over seeds and the ratio of medians.
 Run from the repository root::
 
@@ -46,9 +47,11 @@ def run_once(seed: int, evals: int, warm: bool) -> tuple[float, int, list[tuple[
         wall = time.monotonic() - started
         archive = Archive.in_directory(Path(tmp) / "campaign")
         try:
-            tree = [(n.round, n.slot, n.parent_id, n.proposer, n.fingerprint, n.status.value,
-                     n.score, n.heldout_score)
-                    for n in archive.nodes(summary.campaign_id)]
+            nodes = archive.nodes(summary.campaign_id)
+            position = {n.id: i for i, n in enumerate(nodes)}  # ids differ per campaign
+            tree = [(n.round, n.slot, position.get(n.parent_id or ""), n.proposer,
+                     n.fingerprint, n.status.value, n.score, n.heldout_score)
+                    for n in nodes]
         finally:
             archive.close()
     return wall, summary.evaluated, tree

@@ -2,10 +2,9 @@
 
 Rows: the cfr task's static check (parse, required hooks and arities; nothing executed), the
 sandboxed trial (10 iterations on Kuhn poker through the process sandbox, as ``materialize``
-and the built-in proposers run it), the same trial on a warm docker pool when an engine is
-reachable, and for reference the old unsandboxed check (the evaluator's solver run in a plain
-subprocess on the host, which candidate code must no longer do). Each trial checks a distinct
-mutant, so no cached verdict is reused. Run from the repository root::
+and the built-in proposers run it; with cold starts and on the warm path, docs/sandboxes.md),
+and the same trial on a warm docker pool when an engine is reachable. Each trial checks a
+distinct mutant, so no cached verdict is reused. Run from the repository root::
 
     .venv/bin/python benchmarks/proposal_check.py --runs 10
     DOCKER_HOST=unix:///run/recursor-podman/podman.sock .venv/bin/python \\
@@ -16,8 +15,6 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -49,19 +46,6 @@ def timed(check: Callable[[dict[str, str]], str | None],
     return times
 
 
-def old_unsandboxed(cache: Path) -> Callable[[dict[str, str]], str | None]:
-    """The check as it was before: the solver child in a plain subprocess on the host."""
-    def check(files: dict[str, str]) -> str | None:
-        with tempfile.TemporaryDirectory() as tmp:
-            (Path(tmp) / HOOK_FILE).write_text(files[HOOK_FILE])
-            proc = subprocess.run(
-                [sys.executable, "-m", "recursor.tasks.cfr.evaluate", "--solve", "kuhn_poker",
-                 "--workspace", tmp, "--iterations", "10", "--cache", str(cache),
-                 "--policies-out", str(Path(tmp) / "p.npz")], capture_output=True, check=False)
-            return None if proc.returncode == 0 else proc.stderr.decode()[-300:]
-    return check
-
-
 def sandboxed(box: Sandbox, config: SandboxConfig, cache: Path) -> ProposalCheck:
     return ProposalCheck(CFRTask(), box, config, cache)
 
@@ -83,13 +67,12 @@ def main() -> None:
         files = variants(args.runs * 100 + 1)
         static = ProposalCheck(CFRTask())
         row("static check (nothing executed)", timed(static, files[: args.runs * 100]))
-        row("old: solver in a host subprocess (unsafe)", timed(old_unsandboxed(cache),
-                                                              files[: args.runs]))
-        box = ProcessSandbox()
-        trial = sandboxed(box, ProcessSandboxConfig(), cache)
-        trial(files[-1])  # warm-up: page cache, first bwrap start
-        row("static + trial, process sandbox", timed(trial, files[: args.runs]))
-        box.close()
+        for path in ("cold", "warm"):
+            box = ProcessSandbox(warm=path == "warm")
+            trial = sandboxed(box, ProcessSandboxConfig(warm=path == "warm"), cache)
+            trial(files[-1])  # warm-up: page cache, first bwrap start (the template's)
+            row(f"static + trial, process sandbox {path}", timed(trial, files[: args.runs]))
+            box.close()
         if args.docker:
             from recursor.sandbox.docker import DockerSandbox
 

@@ -13,6 +13,24 @@ from typing import Any
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+# ``make test`` runs the suite on several pytest-xdist workers (``--dist loadgroup``). Tests of
+# these kinds share one host-wide resource and run on one worker, one after another: the
+# container engine (the docker fixture checks at teardown that no sandbox container is left,
+# which another worker's running containers would fail), a Ray cluster (its nodes' default
+# ports and CPUs), the browser (one chromium and UI server per session).
+SERIAL_GROUPS = {"docker": "docker", "ray": "ray"}
+SERIAL_FOLDERS = {"ui": "browser"}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Put each test that needs a shared resource in that resource's xdist group."""
+    for item in items:
+        group = next((g for marker, g in SERIAL_GROUPS.items()
+                      if item.get_closest_marker(marker) is not None), None)
+        folder = Path(str(item.fspath)).parent.name
+        group = group or SERIAL_FOLDERS.get(folder)
+        if group is not None:
+            item.add_marker(pytest.mark.xdist_group(group))
 
 
 @pytest.fixture(scope="session")

@@ -187,8 +187,9 @@ def _victim(cluster: LocalCluster, resource: str) -> tuple[int, str]:
 def test_a_worker_node_killed_mid_evaluation_is_retried_elsewhere(
         cluster: LocalCluster, tmp_path: Path) -> None:
     raylet, victim = _victim(cluster, "victim")
-    run = _start(cluster, _config(cluster, "victim", task={"kind": "cfr", "iterations": 60}),
-                 tmp_path)
+    config = _config(cluster, "victim", task={"kind": "cfr", "iterations": 60})
+    config["sandbox"]["warm"] = False  # cold starts: the run is found by bwrap's command line
+    run = _start(cluster, config, tmp_path)
     try:  # the first run is the starting point's dev evaluation
         rescue = _kill_mid_run(cluster, run, raylet, "--split dev", "victim")
         _finish(run)
@@ -213,6 +214,7 @@ def test_without_retries_a_lost_evaluation_is_a_crash_with_its_reason(
     raylet, victim = _victim(cluster, "doomed")
     config = _config(cluster, "doomed", task={"kind": "cfr", "iterations": 60})
     config["sandbox"]["ray"]["max_retries"] = 0
+    config["sandbox"]["warm"] = False  # cold starts: the run is found by bwrap's command line
     run = _start(cluster, config, tmp_path)
     try:
         deadline = time.monotonic() + 300
