@@ -11,10 +11,12 @@ The init says hello to the controller (which learns its host pid from the socket
 credentials and moves it into the run's cgroups), waits for the go, then builds the run's
 file system (a capped tmpfs at ``/workspace``, ``/tmp``, ``/dev/shm``; a fresh ``/proc``; its
 own input at ``/recursor-input``, every other run's input covered), gives up every capability
-and becomes the run's uid, and runs the module as ``__main__``, exactly as
-``python -P -s -m MODULE ARGS`` would. The monitor reports the init's exit status once the
-whole pid namespace is gone. Nothing a run does reaches the template: it never reads what a
-run writes, and a run's memory is its own copy of the template's.
+and becomes the run's uid, says the sandbox is built (or why not: the controller then runs it
+cold), and forks the command (pid 2, as under bubblewrap), which runs the module as
+``__main__``, exactly as ``python -P -s -m MODULE ARGS`` would, while the init reaps orphans.
+The monitor reports the exit status once the whole pid namespace is gone. Nothing a run does
+reaches the template: it never reads what a run writes, and a run's memory is its own copy of
+the template's.
 
 Standard library only; nothing here imports the rest of Recursor.
 """
@@ -52,12 +54,13 @@ INBOX = "/recursor-inbox"
 INPUT = "/recursor-input"
 VERDICT_FD, CHANNEL_FD = 3, 4
 HIGH_FD = 64
+MAX_REASON = 1000
 MAX_HEADER = 1 << 20
 MAX_FDS = 8
 SETUP_FAILED = 125
 _LIBC = ctypes.CDLL(None, use_errno=True)
-Header = dict[str, Any]
-_OWN_FRAMES = (__file__, "<frozen runpy>", runpy.__file__)  # a run's header, as the controller wrote it (``_warm.run_header``)
+Header = dict[str, Any]  # a run's header, as the controller wrote it (``_warm.run_header``)
+_OWN_FRAMES = (__file__, "<frozen runpy>", runpy.__file__)
 
 
 class SetupError(Exception):
@@ -201,7 +204,6 @@ def build_run(header: Header, hello: socket.socket) -> None:
     hello.sendall(b"r")
     if hello.recv(1) != b"g":
         os._exit(SETUP_FAILED)
-    hello.close()  # the monitor reports the ending; the run holds no way to the controller
     try:
         _unshare(CLONE_NEWCGROUP)  # after the move: the run's own cgroup is its root
         os.setsid()
@@ -209,10 +211,13 @@ def build_run(header: Header, hello: socket.socket) -> None:
         set_limits(header["rlimits"])
         uid = header["uid"]
         drop_privileges(None if uid is None else int(uid))
-    except SetupError:
-        raise
     except Exception as exc:  # noqa: BLE001 - any failure to build the sandbox is one
-        raise SetupError(f"{type(exc).__name__}: {exc}") from exc
+        error = exc if isinstance(exc, SetupError) else SetupError(
+            f"{type(exc).__name__}: {exc}")
+        hello.sendall(b"e" + str(error).encode()[:MAX_REASON])
+        raise error from exc
+    hello.sendall(b"k")  # built: the controller may now let the run's channels go
+    hello.close()  # the monitor reports the ending; the run holds no way to the controller
 
 
 def reap_until(command: int) -> int:

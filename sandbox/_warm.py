@@ -34,6 +34,7 @@ import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 from recursor.errors import SandboxError
 from recursor.plan import SEALED_RUNNER, TRUSTED_PYTHON_FLAGS, Mount, sandbox_python
@@ -46,6 +47,7 @@ INBOX = "/recursor-inbox"
 VERDICT_FD, CHANNEL_FD = 3, 4
 HELLO_TIMEOUT_S = 30.0
 STATUS_TIMEOUT_S = 10.0
+MAX_REASON = 1000
 # the run's monitor could not build its sandbox (as bwrap's own setup failures)
 SETUP_FAILED = 125
 _LOG = logging.getLogger(__name__)
@@ -85,7 +87,8 @@ class WarmUnavailable(SandboxError):
     run has not started, and runs cold instead."""
 
 
-def _end(control: socket.socket, proc: subprocess.Popen[bytes], inbox: Path) -> None:
+def _end(control: socket.socket, proc: subprocess.Popen[bytes], inbox: Path,
+         log: IO[bytes]) -> None:
     """End a template: close its control socket (it exits, and with its pid namespace every
     run it still holds), reap it, remove its inbox."""
     control.close()
@@ -95,8 +98,7 @@ def _end(control: socket.socket, proc: subprocess.Popen[bytes], inbox: Path) -> 
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
-    if proc.stderr is not None:
-        proc.stderr.close()
+    log.close()
     shutil.rmtree(inbox, ignore_errors=True)
 
 
@@ -104,7 +106,7 @@ class Template:
     """One running template (bubblewrap + ``_template``) and its inbox of run inputs. Ended
     by ``close``, or when it is garbage-collected."""
 
-    def __init__(self, start: Callable[[Shape, Path, int], subprocess.Popen[bytes]],
+    def __init__(self, start: Callable[[Shape, Path, int, int], subprocess.Popen[bytes]],
                  shape: Shape) -> None:
         self.shape = shape
         self.inbox = Path(tempfile.mkdtemp(prefix="recursor-warm-"))
@@ -112,15 +114,19 @@ class Template:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self._control = ours
         self._lock = threading.Lock()
+        # bubblewrap's and the template's own messages (a file: a full pipe would stall it)
+        self._log = tempfile.TemporaryFile()  # noqa: SIM115 - closed by the finalizer
         try:
-            self._proc = start(shape, self.inbox, theirs.fileno())
+            self._proc = start(shape, self.inbox, theirs.fileno(), self._log.fileno())
         except BaseException:
             ours.close()
+            self._log.close()
             shutil.rmtree(self.inbox, ignore_errors=True)
             raise
         finally:
             theirs.close()
-        self._finalizer = weakref.finalize(self, _end, ours, self._proc, self.inbox)
+        self._finalizer = weakref.finalize(self, _end, ours, self._proc, self.inbox,
+                                           self._log)
 
     def alive(self) -> bool:
         return self._proc.poll() is None
@@ -146,9 +152,10 @@ class Template:
                 raise WarmUnavailable(f"could not reach the warm template: {exc}") from exc
 
     def stderr_tail(self) -> str:
-        if self.alive() or self._proc.stderr is None:
-            return "(still running)"
-        return self._proc.stderr.read(4096).decode(errors="replace").strip()
+        """The end of what bubblewrap and the template wrote (trusted processes)."""
+        size = os.fstat(self._log.fileno()).st_size
+        tail = os.pread(self._log.fileno(), 4096, max(0, size - 4096))
+        return tail.decode(errors="replace").strip() or "(nothing written)"
 
     def close(self) -> None:
         """End the template (and with its pid namespace every run it still holds)."""
@@ -184,6 +191,18 @@ class WarmRun:
 
     def go(self) -> None:
         self._ours.sendall(b"g")
+
+    def ready(self, timeout_s: float = HELLO_TIMEOUT_S) -> None:
+        """Wait until the init has built the run's sandbox; WarmUnavailable when it could
+        not (the run's own code has not started: it can run cold instead)."""
+        self._ours.settimeout(timeout_s)
+        try:
+            data = self._ours.recv(MAX_REASON + 1)
+        except (TimeoutError, OSError) as exc:
+            raise WarmUnavailable(f"the warm run's sandbox was not built: {exc}") from exc
+        if data != b"k":
+            reason = data[1:].decode(errors="replace") if data.startswith(b"e") else "it ended"
+            raise WarmUnavailable(f"the warm run's sandbox could not be built: {reason}")
 
     def wait(self, timeout_s: float, cancel: Waitable | None) -> Ended:
         """Until the init exits, ``timeout_s`` passes or ``cancel`` is readable."""
@@ -242,7 +261,8 @@ class WarmPool:
     """The templates of one sandbox, one per shape, started on first use; a shape whose
     template cannot start runs cold from then on (said once, on stderr's logger)."""
 
-    def __init__(self, start: Callable[[Shape, Path, int], subprocess.Popen[bytes]]) -> None:
+    def __init__(self,
+                 start: Callable[[Shape, Path, int, int], subprocess.Popen[bytes]]) -> None:
         self._start = start
         self._lock = threading.Lock()
         self._templates: dict[Shape, Template] = {}

@@ -107,6 +107,7 @@ def supervise_warm(request: SandboxRequest, input_name: str, role: Role, drops_u
         try:
             _enter_cgroups(run.hello(), cgroups)
             run.go()
+            run.ready()
             if started is not None:
                 started()
             ended = run.wait(request.limits.wall_time_s, role.cancel)

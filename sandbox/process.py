@@ -348,7 +348,7 @@ class ProcessSandbox(Sandbox):
         return judge(result, ended is Ended.TIMED_OUT, limits.wall_time_s, text, truncated,
                      oom_killed=oom_killed)
 
-    def _start_template(self, shape: Shape, inbox: Path, control: int
+    def _start_template(self, shape: Shape, inbox: Path, control: int, log: int
                         ) -> subprocess.Popen[bytes]:
         """bubblewrap running the warm template for runs of ``shape`` (``_warm``): the cold
         layout, the inbox of run inputs read-only, no writable space of its own, and the
@@ -365,7 +365,7 @@ class ProcessSandbox(Sandbox):
                      TEMPLATE_MODULE, str(control)]
             return subprocess.Popen(
                 [self._bwrap, *args], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                stderr=subprocess.PIPE, pass_fds=(*fds.passed(), control), env={},
+                stderr=log, pass_fds=(*fds.passed(), control), env={},
                 start_new_session=True,
                 preexec_fn=limits_preexec(None, resource.getrlimit(resource.RLIMIT_NPROC)[1], ()))
         finally:

@@ -227,3 +227,45 @@ def _template_pids() -> list[int]:
     found = _host_processes_with("recursor.sandbox._template")
     assert found, "no template process on the host"
     return found
+
+
+def test_a_template_that_cannot_start_leaves_its_runs_cold(
+        caplog: pytest.LogCaptureFixture) -> None:
+    box = ProcessSandbox(warm=True)
+    try:
+        def refuse(*args: object) -> None:
+            raise OSError("no template today")
+
+        box._pool._start = refuse  # type: ignore[union-attr,assignment]
+        with caplog.at_level("WARNING"):
+            first = box.run(probe("print('cold anyway')"))
+            second = box.run(probe("print('still cold')"))
+        assert first.stdout == "cold anyway\n" and second.stdout == "still cold\n"
+        said = [r.getMessage() for r in caplog.records if "no template today" in r.getMessage()]
+        assert len(said) == 1, said  # said once, not per run
+    finally:
+        box.close()
+
+
+def test_a_run_whose_sandbox_cannot_be_built_runs_cold(
+        monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    from recursor.sandbox import _warm_supervise
+
+    real = _warm_supervise.run_header
+
+    def missing_input(*args: object, **kwargs: object) -> dict[str, object]:
+        header = real(*args, **kwargs)  # type: ignore[arg-type]
+        header["input"] = "no-such-run/workspace"  # the init's bind of its input fails
+        return header
+
+    monkeypatch.setattr(_warm_supervise, "run_header", missing_input)
+    box = ProcessSandbox(warm=True)
+    try:
+        with caplog.at_level("WARNING"):
+            result = box.run(probe("print('ran cold')"))
+        assert result.status is RunStatus.OK and result.stdout == "ran cold\n", result.stderr
+        assert "recursor sandbox" not in result.stderr  # the failed attempt's output is gone
+        assert any("could not be built" in r.getMessage() and "starts cold" in r.getMessage()
+                   for r in caplog.records)
+    finally:
+        box.close()
