@@ -13,11 +13,13 @@ equal jobs have equal ids) to one cluster, whose submission ids must be unique.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import shlex
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +29,9 @@ from recursor.executors._jobdir import lost_record, prepare, previous_attempts, 
 from recursor.executors.spec import JobRecord, JobSpec, JobStatus
 
 PASSED_ENV = ("PYTHONPATH", "HF_HUB_OFFLINE", "TORCH_EXTENSIONS_DIR")
+# a submission whose connection failed is tried up to this many times in all (after 1 s, 2 s)
+SUBMIT_ATTEMPTS = 3
+SUBMIT_BACKOFF_S = 1.0
 
 
 class RayExecutor(Executor):
@@ -75,12 +80,7 @@ class RayExecutor(Executor):
         entrypoint = (f"{shlex.quote(sys.executable)} -m recursor.executors.runner "
                       f"{shlex.quote(str(handle.directory))} ray >> {shlex.quote(str(log))} 2>&1")
         env = {name: os.environ[name] for name in PASSED_ENV if name in os.environ}
-        try:
-            self._client.submit_job(entrypoint=entrypoint, submission_id=submission,
-                                    entrypoint_num_cpus=self.num_cpus,
-                                    runtime_env={"env_vars": env, "working_dir": None})
-        except Exception as exc:
-            raise ExecutorError(f"Ray refused job {spec.job_id}: {exc}") from exc
+        self._submit_job(spec.job_id, submission, entrypoint, env)
         write_json(handle.directory / "ray.json", {"submission_id": submission})
         return handle
 
@@ -89,6 +89,26 @@ class RayExecutor(Executor):
             return str(json.loads((handle.directory / "ray.json").read_text())["submission_id"])
         except (OSError, ValueError, KeyError):
             return None
+
+    def _submit_job(self, job_id: str, submission: str, entrypoint: str,
+                    env: dict[str, str]) -> None:
+        """Submit through the head's job API. A dropped connection (a loaded head node's
+        dashboard) is retried, at most ``SUBMIT_ATTEMPTS`` times, unless the job turns out to
+        have been taken after all (its submission id is known to Ray)."""
+        for attempt in range(1, SUBMIT_ATTEMPTS + 1):
+            try:
+                self._client.submit_job(entrypoint=entrypoint, submission_id=submission,
+                                        entrypoint_num_cpus=self.num_cpus,
+                                        runtime_env={"env_vars": env, "working_dir": None})
+                return
+            except Exception as exc:
+                dropped = isinstance(exc, OSError)  # requests' errors are OSErrors
+                if not dropped or attempt == SUBMIT_ATTEMPTS:
+                    raise ExecutorError(f"Ray refused job {job_id}: {exc}") from exc
+                time.sleep(SUBMIT_BACKOFF_S * attempt)
+                with contextlib.suppress(Exception):
+                    self._client.get_job_status(submission)
+                    return  # taken before the connection dropped
 
     def _ray_status(self, handle: JobHandle) -> str | None:
         submission = self._submission(handle)
