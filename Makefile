@@ -33,7 +33,7 @@ test: $(STAMP) system-deps lint typecheck unit
 # container engine, a Ray cluster, the browser) keep to one worker each (tests/conftest.py)
 TEST_WORKERS ?= 3
 unit: $(STAMP) system-deps browser-deps postgres sandbox-image vllm-env
-	$(PY) -m pytest -q --durations=25 -n $(TEST_WORKERS) --dist loadgroup
+	$(PY) -m pytest -q --durations=25 -n $(TEST_WORKERS)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .

@@ -29,8 +29,9 @@ from recursor.executors._jobdir import lost_record, prepare, previous_attempts, 
 from recursor.executors.spec import JobRecord, JobSpec, JobStatus
 
 PASSED_ENV = ("PYTHONPATH", "HF_HUB_OFFLINE", "TORCH_EXTENSIONS_DIR")
-# a submission whose connection failed is tried up to this many times in all (after 1 s, 2 s)
-SUBMIT_ATTEMPTS = 3
+# a submission that failed for a passing reason (a dropped connection, a job agent still
+# starting) is tried up to this many times in all, waiting 1, 2, ... s in between
+SUBMIT_ATTEMPTS = 6
 SUBMIT_BACKOFF_S = 1.0
 
 
@@ -92,9 +93,10 @@ class RayExecutor(Executor):
 
     def _submit_job(self, job_id: str, submission: str, entrypoint: str,
                     env: dict[str, str]) -> None:
-        """Submit through the head's job API. A dropped connection (a loaded head node's
-        dashboard) is retried, at most ``SUBMIT_ATTEMPTS`` times, unless the job turns out to
-        have been taken after all (its submission id is known to Ray)."""
+        """Submit through the head's job API. A passing failure (a dropped connection to a
+        loaded head, a job agent still starting) is retried, at most ``SUBMIT_ATTEMPTS``
+        times in all, unless the job turns out to have been taken after all (its submission
+        id is known to Ray)."""
         for attempt in range(1, SUBMIT_ATTEMPTS + 1):
             try:
                 self._client.submit_job(entrypoint=entrypoint, submission_id=submission,
@@ -102,8 +104,10 @@ class RayExecutor(Executor):
                                         runtime_env={"env_vars": env, "working_dir": None})
                 return
             except Exception as exc:
-                dropped = isinstance(exc, OSError)  # requests' errors are OSErrors
-                if not dropped or attempt == SUBMIT_ATTEMPTS:
+                # requests' errors are OSErrors; a head whose job agent is still starting
+                # answers 500 "No available agent to submit job, please try again later"
+                transient = isinstance(exc, OSError) or "try again later" in str(exc)
+                if not transient or attempt == SUBMIT_ATTEMPTS:
                     raise ExecutorError(f"Ray refused job {job_id}: {exc}") from exc
                 time.sleep(SUBMIT_BACKOFF_S * attempt)
                 with contextlib.suppress(Exception):

@@ -141,6 +141,9 @@ class DockerSandbox(Sandbox):
                     else "pull, build or load it into the engine first")
             raise SandboxError(f"image {self._image} is not in the engine; {hint}")
         self._cpus, self._warm, self._pool_size = cpus, warm, pool_size
+        # every container this sandbox makes carries ``LABEL=<instance>``: its own are found
+        # (``label=LABEL=instance``) beside other sandboxes' on one engine
+        self.instance = uuid.uuid4().hex[:12]
         self._scratch = Path(tempfile.mkdtemp(prefix="recursor-docker-", dir=scratch_root))
         self._scratch.chmod(0o711)
         self._source = stage_source(self._scratch)
@@ -265,7 +268,7 @@ class DockerSandbox(Sandbox):
             volumes[str(self._visible_source(mount))] = {
                 "bind": mount.target, "mode": "rw" if mount.writable else "ro"}
         options: dict[str, Any] = {
-            "detach": True, "auto_remove": True, "labels": {LABEL: "1"},
+            "detach": True, "auto_remove": True, "labels": {LABEL: self.instance},
             "network_mode": "none", "read_only": True, "user": user, "cap_drop": ["ALL"],
             "security_opt": ["no-new-privileges"], "environment": {"PATH": _PATH},
             "mem_limit": f"{memory}m", "memswap_limit": f"{memory}m",

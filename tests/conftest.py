@@ -13,24 +13,36 @@ from typing import Any
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-# ``make test`` runs the suite on several pytest-xdist workers (``--dist loadgroup``). Tests of
-# these kinds share one host-wide resource and run on one worker, one after another: the
-# container engine (the docker fixture checks at teardown that no sandbox container is left,
-# which another worker's running containers would fail), a Ray cluster (its nodes' default
-# ports and CPUs), the browser (one chromium and UI server per session).
-SERIAL_GROUPS = {"docker": "docker", "ray": "ray"}
-SERIAL_FOLDERS = {"ui": "browser"}
+# ``make test`` runs the suite on several pytest-xdist workers. Tests of these kinds share one
+# host-wide resource and run on one worker, one after another (``resource_group``): the
+# container engine (sandboxes' containers, the leftover checks), Ray (three clusters starting
+# at once on 2 cores leave their job agents unready for minutes), the browser (one chromium
+# and UI server). Every other test goes to whichever worker is free.
+RAY_FILES = ("test_ray_", "_ray.py")
 
 
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Put each test that needs a shared resource in that resource's xdist group."""
-    for item in items:
-        group = next((g for marker, g in SERIAL_GROUPS.items()
-                      if item.get_closest_marker(marker) is not None), None)
-        folder = Path(str(item.fspath)).parent.name
-        group = group or SERIAL_FOLDERS.get(folder)
-        if group is not None:
-            item.add_marker(pytest.mark.xdist_group(group))
+def resource_group(nodeid: str) -> str | None:
+    """The shared resource a test (by its id) needs, or None."""
+    path = nodeid.split("::", 1)[0]
+    if "docker" in nodeid:
+        return "docker"
+    name = path.rsplit("/", 1)[-1]
+    if name.startswith(RAY_FILES[0]) or name.endswith(RAY_FILES[1]):
+        return "ray"
+    if path.startswith("tests/ui/"):
+        return "browser"
+    return None
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """Scheduling by scope, where a test's scope is its resource group, else itself."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ResourceScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return resource_group(nodeid) or nodeid
+
+    return ResourceScheduling(config, log)
 
 
 @pytest.fixture(scope="session")
@@ -88,7 +100,9 @@ def docker_sandbox_factory(docker_image: str):  # type: ignore[no-untyped-def]
         box.close()
     client = connect()
     for _ in range(50):  # removal of an auto-removed container can lag a moment
-        left = client.containers.list(all=True, filters={"label": LABEL})
+        # these sandboxes' containers only: other test workers share the engine
+        left = [c for box in built for c in client.containers.list(
+            all=True, filters={"label": f"{LABEL}={box.instance}"})]
         if not left:
             break
         time.sleep(0.2)

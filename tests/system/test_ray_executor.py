@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from recursor.executors.spec import JobSpec, JobStatus
+from tests.helpers.ray_cluster import _cmdline, kill_tree
 
 pytestmark = [pytest.mark.ray, pytest.mark.timeout(900)]
 RAY = str(Path(sys.executable).parent / "ray")
@@ -29,22 +32,52 @@ def _free_port() -> int:
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[tuple[str, str]]:
-    """(GCS address, dashboard URL) of a two-node local cluster."""
+    """(GCS address, dashboard URL) of a two-node local cluster, under a temp dir of its own
+    and stopped by killing exactly its processes (``ray stop`` would stop other tests'
+    clusters too: the suite runs on several workers)."""
     env = {**os.environ, "RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0",
            "PYTHONPATH": str(ROOT)}
+    temp = Path(tempfile.mkdtemp(prefix="rx", dir="/tmp"))  # short: Ray's socket paths
     port, dashboard = _free_port(), _free_port()
     head = [RAY, "start", "--head", "--node-ip-address=127.0.0.1", f"--port={port}",
             "--num-cpus=1", "--include-dashboard=true", "--dashboard-host=127.0.0.1",
-            f"--dashboard-port={dashboard}", "--disable-usage-stats"]
-    subprocess.run(head, env=env, check=True, capture_output=True, text=True, timeout=120)
+            f"--dashboard-port={dashboard}", "--disable-usage-stats", f"--temp-dir={temp}"]
     try:
+        subprocess.run(head, env=env, check=True, capture_output=True, text=True, timeout=120)
         subprocess.run([RAY, "start", f"--address=127.0.0.1:{port}", "--num-cpus=1",
-                        "--node-ip-address=127.0.0.1"], env=env, check=True,
-                       capture_output=True, text=True, timeout=120)
+                        "--node-ip-address=127.0.0.1", f"--temp-dir={temp}"], env=env,
+                       check=True, capture_output=True, text=True, timeout=120)
+        _wait_for_dashboard(f"http://127.0.0.1:{dashboard}")
         yield f"127.0.0.1:{port}", f"http://127.0.0.1:{dashboard}"
     finally:
-        subprocess.run([RAY, "stop", "--force"], env=env, capture_output=True, timeout=120,
-                       check=False)
+        _stop(temp)
+
+
+def _wait_for_dashboard(url: str, timeout_s: float = 120.0) -> None:
+    """``ray start`` returns before the dashboard (the job API) listens: wait for it."""
+    import urllib.request
+
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            with urllib.request.urlopen(f"{url}/api/version", timeout=5):
+                return
+        except OSError:
+            assert time.monotonic() < deadline, f"the dashboard at {url} never answered"
+            time.sleep(0.5)
+
+
+def _stop(temp: Path) -> None:
+    """Kill every process naming ``temp`` and everything below them, then remove it."""
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        roots = [int(c.parent.name) for c in Path("/proc").glob("[0-9]*/cmdline")
+                 if str(temp) in _cmdline(int(c.parent.name))]
+        if not roots:
+            break
+        kill_tree(roots)
+        time.sleep(0.5)
+    shutil.rmtree(temp, ignore_errors=True)
 
 
 def test_the_cluster_has_two_nodes(cluster: tuple[str, str]) -> None:

@@ -92,8 +92,8 @@ def test_a_container_killed_mid_job_is_a_recorded_crash(box: DockerSandbox) -> N
 
     def kill_soon() -> None:
         time.sleep(1.5)
-        for container in client.containers.list(filters={"label": LABEL}):
-            container.kill()
+        for container in client.containers.list(filters={"label": f"{LABEL}={box.instance}"}):
+            container.kill()  # this sandbox's: other test workers share the engine
 
     killer = threading.Thread(target=kill_soon)
     killer.start()
@@ -109,7 +109,8 @@ def test_cold_mode_keeps_no_container(docker_sandbox_factory) -> None:  # type: 
     cold = docker_sandbox_factory(warm=False)
     assert _python(cold, "print(1)").status is RunStatus.OK
     time.sleep(0.5)
-    assert not connect().containers.list(all=True, filters={"label": LABEL})
+    assert not connect().containers.list(all=True,
+                                         filters={"label": f"{LABEL}={cold.instance}"})
 
 
 def test_a_missing_image_says_how_to_get_it(docker_image: str) -> None:
