@@ -79,7 +79,10 @@ raise SystemExit(0 if all(c == 0 for c in codes) else 1)
 
 def test_many_processes_are_held_to_memory_mb_together(run_measured) -> None:  # type: ignore[no-untyped-def]
     result, host = run_measured(MANY_PROCESSES)
-    assert result.stdout.count("HELD") < 4, "600 MB were held under a 256 MB limit"
+    # Not all four may hold their 150 MB through the 3 s they overlap. (A child may still print
+    # HELD and be killed afterwards, when a later one's allocation needs room: under load the
+    # kills can all come after the prints, so the prints alone prove nothing.)
+    assert "CHILD EXITS [0, 0, 0, 0]" not in result.stdout, "600 MB were held at once"
     assert host.peak_bytes > 150 * MB, "the hog never ran: the measurement proves nothing"
     _assert_held(host)
     assert result.status is not RunStatus.OK
