@@ -114,21 +114,29 @@ def wait_for(proc: subprocess.Popen[bytes], timeout_s: float,
     becomes readable. A pidfd wakes this at once (``Popen.wait`` with a timeout polls, with
     sleeps that grow to 50 ms)."""
     pidfd = os.pidfd_open(proc.pid)  # valid: proc is not reaped before this returns
-    waited: list[int | Waitable] = [pidfd] if cancel is None else [pidfd, cancel]
     try:
-        deadline = time.monotonic() + timeout_s
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return Ended.TIMED_OUT
-            ready, _, _ = select.select(waited, [], [], left)
-            if pidfd in ready:
-                proc.wait()
-                return Ended.EXITED
-            if ready:
-                return Ended.CANCELLED
+        ended = wait_pidfd(pidfd, timeout_s, cancel)
     finally:
         os.close(pidfd)
+    if ended is Ended.EXITED:
+        proc.wait()
+    return ended
+
+
+def wait_pidfd(pidfd: int, timeout_s: float, cancel: Waitable | None = None) -> Ended:
+    """Wait until the process of ``pidfd`` exits, ``timeout_s`` passes or ``cancel`` becomes
+    readable (without polling)."""
+    waited: list[int | Waitable] = [pidfd] if cancel is None else [pidfd, cancel]
+    deadline = time.monotonic() + timeout_s
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return Ended.TIMED_OUT
+        ready, _, _ = select.select(waited, [], [], left)
+        if pidfd in ready:
+            return Ended.EXITED
+        if ready:
+            return Ended.CANCELLED
 
 
 def kill_group(proc: subprocess.Popen[bytes]) -> None:
@@ -155,4 +163,4 @@ def program_fd(program: bytes | None) -> int | None:
 
 
 __all__ = ["Ended", "kill_group", "limits_preexec", "pipes", "program_fd", "spawn",
-           "user_process_count", "wait_for"]
+           "user_process_count", "wait_for", "wait_pidfd"]

@@ -22,14 +22,12 @@ import contextlib
 import json
 import logging
 import os
-import select
 import shutil
 import signal
 import socket
 import subprocess
 import tempfile
 import threading
-import time
 import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -40,7 +38,7 @@ from recursor.errors import SandboxError
 from recursor.plan import SEALED_RUNNER, TRUSTED_PYTHON_FLAGS, Mount, sandbox_python
 
 from ._base import SandboxRequest
-from ._spawn import Ended, Waitable
+from ._spawn import Ended, Waitable, wait_pidfd
 
 TEMPLATE_MODULE = "recursor.sandbox._template"
 INBOX = "/recursor-inbox"
@@ -207,18 +205,7 @@ class WarmRun:
     def wait(self, timeout_s: float, cancel: Waitable | None) -> Ended:
         """Until the init exits, ``timeout_s`` passes or ``cancel`` is readable."""
         assert self._pidfd is not None
-        waited: list[int | Waitable] = [self._pidfd] if cancel is None else [self._pidfd,
-                                                                             cancel]
-        deadline = time.monotonic() + timeout_s
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return Ended.TIMED_OUT
-            ready, _, _ = select.select(waited, [], [], left)
-            if self._pidfd in ready:
-                return Ended.EXITED
-            if ready:
-                return Ended.CANCELLED
+        return wait_pidfd(self._pidfd, timeout_s, cancel)
 
     def finish(self) -> int:
         """Kill what is left of the run, then read its exit status from its monitor (sent
