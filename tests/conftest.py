@@ -34,6 +34,7 @@ def resource_group(nodeid: str) -> str | None:
     return None
 
 
+@pytest.hookimpl(optionalhook=True)  # xdist's hook: pytest without xdist ignores it
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     """Scheduling by scope, where a test's scope is its resource group, else itself."""
     from xdist.scheduler import LoadScopeScheduling
