@@ -13,6 +13,10 @@ from recursor.plan import sandbox_python
 
 from ._broker import CANDIDATES_ENV, Cancel, Stdio
 
+# bwrap runs as two processes of its own (outer monitor and pid-1 init) in a run's cgroup; a
+# warm run's process budget is the same, its own init and command in their place
+BWRAP_OWN_PROCESSES = 2
+
 
 @dataclass(frozen=True)
 class Role:
@@ -72,4 +76,4 @@ def run_environment(extra: Mapping[str, str], verdict: int | None, channel: int 
     return env
 
 
-__all__ = ["Fds", "Role", "run_environment"]
+__all__ = ["BWRAP_OWN_PROCESSES", "Fds", "Role", "run_environment"]

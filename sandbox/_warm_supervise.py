@@ -15,13 +15,10 @@ from ._base import SandboxLimits, SandboxRequest, SandboxResult
 from ._binds import inodes_for, scratch_mb
 from ._cgroups import RunCgroups
 from ._judge import MAX_RESULT_BYTES
-from ._role import Role, run_environment
+from ._role import BWRAP_OWN_PROCESSES, Role, run_environment
 from ._spawn import FILE_SIZE_LIMIT, Ended, user_process_count
 from ._warm import CHANNEL_FD, VERDICT_FD, WarmPlan, WarmRun, run_header
 from .agent import OutputReader
-
-# bwrap's own two processes in a cold run: a warm run may have as many more of its own
-BWRAP_OWN_PROCESSES = 2
 
 
 @dataclass

@@ -111,7 +111,7 @@ from ._broker import Cancel, CandidateBroker, Stdio
 from ._cgroups import RunCgroups, can_limit_memory, can_limit_processes
 from ._judge import MAX_RESULT_BYTES, judge
 from ._mounts import SpecialFreeSnapshots, refuse_special
-from ._role import Fds, Role, run_environment
+from ._role import BWRAP_OWN_PROCESSES, Fds, Role, run_environment
 from ._seccomp import filter_program
 from ._spawn import (
     Ended,
@@ -143,8 +143,6 @@ from ._warm_supervise import supervise_warm
 from .agent import OutputReader
 
 BWRAP = "/usr/bin/bwrap"
-# bwrap runs as two processes of its own (outer monitor and pid-1 init) in the cgroup.
-BWRAP_OWN_PROCESSES = 2
 # What the run's memory cgroup allows beyond ``memory_mb``: bubblewrap's own processes and the
 # setup shell (trusted), the same allowance as the docker agent's.
 HELPER_MEMORY_MB = 64
