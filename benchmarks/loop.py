@@ -69,6 +69,7 @@ class StubModel:
         self.latency_s = latency_s
         self.answered = 0
         self.busy_s = 0.0
+        self.first_request: float | None = None  # time.time() of the first request
         self._lock = threading.Lock()
         self.url = ""
 
@@ -92,6 +93,8 @@ def _handler(model: StubModel) -> type[BaseHTTPRequestHandler]:
 
         def do_POST(self) -> None:
             started = time.monotonic()
+            if model.first_request is None:
+                model.first_request = time.time()
             self.rfile.read(int(self.headers.get("Content-Length", 0)))
             time.sleep(model.latency_s)
             content = model.answer()

@@ -68,8 +68,8 @@ CONTAINER_AGENT: tuple[str, ...] = ("recursor.sandbox.agent", "recursor.sandbox.
 # everything they import beyond the guest-side core.
 GUEST_PARTS: dict[str, tuple[str, ...]] = {
     "cfr": ("recursor.tasks.cfr.evaluate", "recursor.tasks.cfr.child",
-            "recursor.tasks.cfr.engine", "recursor.tasks.cfr.games",
-            "recursor.tasks.cfr._protocol"),
+            "recursor.tasks.cfr.engine", "recursor.tasks.cfr.sequence",
+            "recursor.tasks.cfr.games", "recursor.tasks.cfr._protocol"),
     "program": ("recursor.tasks.program.runner", "recursor.tasks.program.guard",
                 "recursor.tasks.program.verdict"),
     "psro": ("recursor.tasks.psro.evaluate", "recursor.tasks.psro.child",

@@ -47,6 +47,7 @@ from types import ModuleType
 
 import numpy as np
 
+from recursor.tasks.cfr import sequence
 from recursor.tasks.cfr.games import CHANCE, TERMINAL, GameTree
 
 HOOK_NAMES: tuple[str, ...] = ("update_regrets", "regrets_to_policy", "update_average")
@@ -160,7 +161,7 @@ def _check(name: str, out: object, shape: tuple[int, ...]) -> np.ndarray:
     if not isinstance(out, np.ndarray) or out.shape != shape:
         got = getattr(out, "shape", type(out).__name__)
         raise HookError(f"{name} returned {got}, expected an array of shape {shape}")
-    if not np.all(np.isfinite(out)):
+    if not np.isfinite(out).all():
         raise HookError(f"{name} returned non-finite values (NaN or inf)")
     return out.astype(np.float64, copy=False)
 
@@ -169,11 +170,15 @@ def check_policy(name: str, policy: np.ndarray, legal: np.ndarray) -> None:
     """Raise HookError unless each row is a distribution over the legal actions."""
     if policy.min(initial=0.0) < -POLICY_TOLERANCE:
         raise HookError(f"{name}: negative probability {policy.min():.3g}")
-    if np.abs(policy * (1.0 - legal)).max(initial=0.0) > POLICY_TOLERANCE:
+    # no entry is below -tolerance now, so only a positive one can exceed it in size
+    if (policy * (1.0 - legal)).max(initial=0.0) > POLICY_TOLERANCE:
         raise HookError(f"{name}: probability on an illegal action")
-    sums = policy.sum(axis=1)
-    if policy.shape[0] and np.abs(sums - 1.0).max() > POLICY_TOLERANCE:
-        raise HookError(f"{name}: rows sum to {sums.min():.6g}..{sums.max():.6g}, not 1")
+    if not policy.shape[0]:
+        return
+    sums = policy.dot(np.ones(policy.shape[1]))  # a row sum; much faster than sum(axis=1)
+    low, high = sums.min(), sums.max()
+    if high - 1.0 > POLICY_TOLERANCE or 1.0 - low > POLICY_TOLERANCE:
+        raise HookError(f"{name}: rows sum to {low:.6g}..{high:.6g}, not 1")
 
 
 def _call(name: str, fn: Callable[..., np.ndarray], *args: object) -> object:
@@ -184,29 +189,55 @@ def _call(name: str, fn: Callable[..., np.ndarray], *args: object) -> object:
 
 
 class CFREngine:
-    """Runs hook-defined CFR on one tree; ``average_policy()`` is the solver's output."""
+    """Runs hook-defined CFR on one tree; ``average_policy()`` is the solver's output.
+
+    The per-player pass runs in sequence form (``sequence.py``) when the tree has perfect
+    recall, and over every history (``_Layout``) otherwise; both give the same numbers.
+    """
 
     def __init__(self, tree: GameTree, hooks: Hooks) -> None:
         self.tree, self.hooks = tree, hooks
-        self.layout = _Layout(tree)
         self.iteration = 0
         legal = tree.infoset_legal
         self.policy = legal / np.maximum(legal.sum(axis=1, keepdims=True), 1.0)
         self.cum_regret = np.zeros_like(legal)
         self.cum_policy = np.zeros_like(legal)
+        self.rows = [slice(int(tree.player_start[p]), int(tree.player_start[p + 1]))
+                     for p in range(tree.num_players)]
+        self.legal = [legal[rows] for rows in self.rows]
+        self.form = sequence.build(tree)
+        self._layout: _Layout | None = None if self.form is not None else _Layout(tree)
+        # in sequence form: each player's policy in the form's row order, and its realization
+        self.ordered: list[np.ndarray] = []
+        self.plans: list[np.ndarray] = []
+        if self.form is not None:
+            for p, rows in enumerate(self.rows):
+                self.ordered.append(self.form.ordered(p, self.policy[rows]))
+                self.plans.append(self.form.realization(p, self.ordered[p]))
 
-    def _player_slice(self, p: int) -> slice:
-        return slice(int(self.tree.player_start[p]), int(self.tree.player_start[p + 1]))
+    @property
+    def layout(self) -> _Layout:
+        """The history-level index arrays (built on first use when the sequence form runs)."""
+        if self._layout is None:
+            self._layout = _Layout(self.tree)
+        return self._layout
 
     def _pass(self, p: int) -> tuple[np.ndarray, np.ndarray]:
         """Instantaneous regrets [n_p, A] and own reach [n_p, 1] of player ``p``."""
+        if self.form is not None:
+            others = [plan for q, plan in enumerate(self.plans) if q != p]
+            return self.form.regrets(p, self.ordered[p], others, self.plans[p])
+        return self._history_pass(p)
+
+    def _history_pass(self, p: int) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`_pass` over every history of the tree (any tree, perfect recall or not)."""
         lay, n_actions = self.layout, self.tree.num_actions
         prob = lay.edge_prob(self.policy)
         own, other = lay.reach_split(prob, p)
         value = lay.values(prob, p)
         child = lay.edge_child[p]
         parent = self.tree.node_parent[child]
-        rows = self._player_slice(p).stop - self._player_slice(p).start
+        rows = self.rows[p].stop - self.rows[p].start
         size = rows * n_actions
         flat = lay.edge_flat_local[p]
         regret = np.bincount(flat, other[parent] * (value[child] - value[parent]), size)
@@ -221,9 +252,8 @@ class CFREngine:
             self._update_player(p, float(self.iteration))
 
     def _update_player(self, p: int, t: float) -> None:
-        rows = self._player_slice(p)
-        legal = self.tree.infoset_legal[rows]
-        hooks, shape = self.hooks, legal.shape
+        rows, legal, hooks = self.rows[p], self.legal[p], self.hooks
+        shape = legal.shape
         inst, reach = self._pass(p)
         cum_policy, cum_regret = self.cum_policy[rows], self.cum_regret[rows]
         out = _call("update_average", hooks.update_average,
@@ -235,6 +265,9 @@ class CFREngine:
         policy = _check("regrets_to_policy", out, shape)
         check_policy("regrets_to_policy", policy, legal)
         self.policy[rows] = policy
+        if self.form is not None:
+            self.ordered[p] = self.form.ordered(p, policy)
+            self.plans[p] = self.form.realization(p, self.ordered[p])
 
     def run(self, iterations: int) -> np.ndarray:
         """Run ``iterations`` more iterations; return the average policy."""

@@ -2,6 +2,12 @@
 
 OpenSpiel's Python CFR is slow on Leduc (about 0.3-0.5 s per iteration), so the fast tests run
 few Leduc iterations and one ``slow`` test runs the full 100.
+
+The engine adds the same terms in another order than OpenSpiel's recursion, so the two agree to
+rounding, and CFR+ and DCFR amplify rounding: on Leduc the engine's DCFR exploitability is within
+1e-11 of OpenSpiel's at 50 iterations, 1e-8 at 60 and 1e-5 at 100 (CFR+: 1e-12 at 100, 1e-5 at
+150), for this engine's history-level pass and its sequence form alike. The long comparisons
+therefore stop where rounding has not yet grown, and ask for 1e-9 there.
 """
 
 from __future__ import annotations
@@ -24,7 +30,9 @@ from recursor.tasks.cfr.engine import CFREngine, HookError, Hooks, exploitabilit
 from recursor.tasks.cfr.games import GameTree
 from recursor.tasks.cfr.hooks import cfr_plus, dcfr, vanilla
 
-TOLERANCE = 1e-6
+TOLERANCE = 1e-9
+# Leduc iterations per solver for the slow comparison (see the module docstring)
+LEDUC_ITERATIONS = {"vanilla": 100, "cfr_plus": 100, "dcfr": 50}
 SOLVERS: dict[str, tuple[ModuleType, Callable[[Any], Any]]] = {
     "vanilla": (vanilla, cfr.CFRSolver),
     "cfr_plus": (cfr_plus, cfr.CFRPlusSolver),
@@ -70,8 +78,9 @@ def test_matches_openspiel_solver(load_tree: TreeLoader, game: str, iters: int,
 
 @pytest.mark.slow
 @pytest.mark.parametrize("solver", sorted(SOLVERS))
-def test_matches_openspiel_solver_leduc_100(load_tree: TreeLoader, solver: str) -> None:
-    _assert_matches_openspiel(load_tree("leduc_poker"), "leduc_poker", solver, 100)
+def test_matches_openspiel_solver_leduc_long(load_tree: TreeLoader, solver: str) -> None:
+    _assert_matches_openspiel(load_tree("leduc_poker"), "leduc_poker", solver,
+                              LEDUC_ITERATIONS[solver])
 
 
 def _random_policy(tree: GameTree, seed: int) -> np.ndarray:
