@@ -33,11 +33,12 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from loop import EVALUATOR, PROGRAM, _config, stub_model  # benchmarks/loop.py
+from loop import EVALUATOR, PROGRAM, StubModel, _config, stub_model  # benchmarks/loop.py
 
 from recursor.config import parse_config
 from recursor.orchestrator.graph import run_campaign
@@ -100,13 +101,21 @@ def openevolve_python(venv: Path, version: str) -> Path:
     return python
 
 
-def run_openevolve(python: Path, candidates: int, workers: int, latency_s: float) -> Run:
-    """One OpenEvolve run of ``candidates`` iterations with ``workers`` parallel workers."""
-    with tempfile.TemporaryDirectory(prefix="openevolve-bench-") as tmp, \
+@contextmanager
+def workspace(evaluator_name: str, evaluator: str,
+              latency_s: float) -> Iterator[tuple[Path, StubModel]]:
+    """A folder with the program and ``evaluator`` (as ``evaluator_name``), and a stub model."""
+    with tempfile.TemporaryDirectory(prefix="loop-vs-openevolve-") as tmp, \
             stub_model(latency_s) as model:
         work = Path(tmp)
         (work / "program.py").write_text(PROGRAM)
-        (work / "evaluator.py").write_text(OPENEVOLVE_EVALUATOR)
+        (work / evaluator_name).write_text(evaluator)
+        yield work, model
+
+
+def run_openevolve(python: Path, candidates: int, workers: int, latency_s: float) -> Run:
+    """One OpenEvolve run of ``candidates`` iterations with ``workers`` parallel workers."""
+    with workspace("evaluator.py", OPENEVOLVE_EVALUATOR, latency_s) as (work, model):
         (work / "runner.py").write_text(OPENEVOLVE_RUNNER)
         done = subprocess.run([str(python), str(work / "runner.py"), model.url, str(candidates),
                                str(workers), str(work)], capture_output=True, text=True,
@@ -122,11 +131,7 @@ def run_openevolve(python: Path, candidates: int, workers: int, latency_s: float
 
 def run_recursor(candidates: int, in_flight: int, latency_s: float, warm: bool) -> Run:
     """One Recursor campaign (async mode) of ``candidates`` candidates."""
-    with tempfile.TemporaryDirectory(prefix="recursor-bench-") as tmp, \
-            stub_model(latency_s) as model:
-        work = Path(tmp)
-        (work / "program.py").write_text(PROGRAM)
-        (work / "evaluate.py").write_text(EVALUATOR)
+    with workspace("evaluate.py", EVALUATOR, latency_s) as (work, model):
         raw = _config(work, "async", in_flight, candidates, model.url, warm)
         summary = run_campaign(parse_config(raw), work / "campaign", Reporter())
         end = time.time()

@@ -36,12 +36,16 @@ def resource_group(nodeid: str) -> str | None:
 
 @pytest.hookimpl(optionalhook=True)  # xdist's hook: pytest without xdist ignores it
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
-    """Scheduling by scope, where a test's scope is its resource group, else itself."""
+    """Scheduling by scope, where a test's scope is its resource group, else its module when
+    it uses a fixture set up once per module (``tests/helpers/xdist_scopes.py``), else
+    itself."""
     from xdist.scheduler import LoadScopeScheduling
+
+    from tests.helpers.xdist_scopes import module_scope
 
     class ResourceScheduling(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
-            return resource_group(nodeid) or nodeid
+            return resource_group(nodeid) or module_scope(nodeid, ROOT) or nodeid
 
     return ResourceScheduling(config, log)
 

@@ -66,7 +66,8 @@ class SequenceForm:
     def ordered(self, p: int, policy: np.ndarray) -> np.ndarray:
         """Player ``p``'s ``policy`` ([rows, A], the tree's order) in internal row order."""
         form = self.players[p]
-        return policy.ravel()[form.order].reshape(form.rows, self.num_actions)
+        ordered: np.ndarray = policy.ravel()[form.order].reshape(form.rows, self.num_actions)
+        return ordered
 
     def realization(self, p: int, ordered: np.ndarray) -> np.ndarray:
         """Player ``p``'s realization plan under policy ``ordered`` (internal order, see

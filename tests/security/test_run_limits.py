@@ -64,19 +64,28 @@ class HostSampler:
             time.sleep(0.02)
 
     def _rss(self) -> int:
-        total = 0
-        for entry in os.listdir("/proc"):
-            if not entry.isdigit():
-                continue
-            try:
-                if self.marker not in Path(f"/proc/{entry}/cmdline").read_bytes():
-                    continue
-                for line in Path(f"/proc/{entry}/smaps_rollup").read_text().splitlines():
-                    if line.startswith("Pss:"):
-                        total += int(line.split()[1]) * 1024
-            except (OSError, ValueError):
-                continue
-        return total
+        """The total PSS of the marked processes. The reads are not one snapshot: a process
+        read early and killed before a later one grows would be counted with it, so each is
+        read twice, before and after the others, and counts its smaller figure (0 once gone)."""
+        pids = [entry for entry in os.listdir("/proc") if entry.isdigit() and self._marked(entry)]
+        first = {pid: self._pss(pid) for pid in pids}
+        return sum(min(first[pid], self._pss(pid)) for pid in pids)
+
+    def _marked(self, pid: str) -> bool:
+        try:
+            return self.marker in Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            return False
+
+    @staticmethod
+    def _pss(pid: str) -> int:
+        try:
+            for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+                if line.startswith("Pss:"):
+                    return int(line.split()[1]) * 1024
+        except (OSError, ValueError):
+            pass
+        return 0
 
 
 def _meminfo(field: str) -> int:

@@ -24,7 +24,8 @@ pytestmark = pytest.mark.timeout(600)
 UNIFORM = {"kind": "epsilon_greedy", "epsilon": 1.0}  # a parent drawn uniformly: a poor policy
 CAMPAIGN: dict[str, Any] = {
     "name": "self-tuning", "task": {"kind": "cfr", "iterations": 20},
-    "budget": {"max_evals": 14}, "concurrency": 2, "seed": 3, "selection": UNIFORM,
+    # room for an adoption as late as the third retune (12) to be realized over 4 evaluations
+    "budget": {"max_evals": 18}, "concurrency": 2, "seed": 3, "selection": UNIFORM,
     "self_tuning": {"enabled": True, "every": 4, "trials": 10, "seeds": 4, "max_share": 1.0},
 }
 
@@ -178,7 +179,8 @@ def test_the_async_pipeline_retunes_too(tmp_path: Path) -> None:
     run_campaign(parse_config(config), tmp_path / "c", said)
     versions, nodes = _versions(tmp_path / "c")
     checks = [line for line in said.lines if line.startswith("retune at")]
-    assert len(checks) >= 2, said.lines  # at 4, 8 and 12 evaluations (one may be skipped)
+    assert len(checks) >= 2, said.lines  # at 4, 8, 12 and 16 evaluations (some may be skipped)
     tuned = [v for v in versions if v.source == PolicySource.SELF_TUNING]
     assert all(any(n.policy_id == v.id for n in nodes) for v in tuned)
-    assert len([n for n in nodes if n.round > 0 and n.spends_budget]) == 14
+    spent = [n for n in nodes if n.round > 0 and n.spends_budget]
+    assert len(spent) == CAMPAIGN["budget"]["max_evals"]
