@@ -158,12 +158,21 @@ class _Layout:
 
 
 def _check(name: str, out: object, shape: tuple[int, ...]) -> np.ndarray:
-    if not isinstance(out, np.ndarray) or out.shape != shape:
-        got = getattr(out, "shape", type(out).__name__)
-        raise HookError(f"{name} returned {got}, expected an array of shape {shape}")
-    if not np.isfinite(out).all():
+    """``out`` as a plain float64 array of ``shape`` with finite values, else HookError. The
+    array is converted before it is looked at, so a subclass (``np.matrix``, one with its own
+    ``shape`` or ufuncs) is judged by its data."""
+    if not isinstance(out, np.ndarray):
+        raise HookError(f"{name} returned {type(out).__name__}, expected an array of shape "
+                        f"{shape}")
+    try:
+        array = np.asarray(out, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise HookError(f"{name} returned an array that is not numeric: {exc}") from exc
+    if array.shape != shape:
+        raise HookError(f"{name} returned {array.shape}, expected an array of shape {shape}")
+    if not np.isfinite(array).all():
         raise HookError(f"{name} returned non-finite values (NaN or inf)")
-    return out.astype(np.float64, copy=False)
+    return array
 
 
 def check_policy(name: str, policy: np.ndarray, legal: np.ndarray) -> None:

@@ -186,3 +186,32 @@ def test_cached_tree_equals_built_tree(load_tree: TreeLoader) -> None:
     cached, built = load_tree("kuhn_poker"), games.build_tree("kuhn_poker")
     for field in dataclasses.fields(GameTree):
         np.testing.assert_array_equal(getattr(cached, field.name), getattr(built, field.name))
+
+
+def _matrix_policy(cum: np.ndarray, inst: np.ndarray, t: float, legal: np.ndarray) -> object:
+    return np.asmatrix(legal / legal.sum(axis=1, keepdims=True))
+
+
+class _LyingArray(np.ndarray):
+    """An array that claims the expected shape and finite values whatever it holds."""
+
+    claimed: tuple[int, ...] = ()
+
+    @property  # type: ignore[misc]
+    def shape(self) -> tuple[int, ...]:
+        return self.claimed
+
+
+def _lying_regrets(cum: np.ndarray, inst: np.ndarray, t: float, legal: np.ndarray) -> object:
+    lying = np.full(cum.size + 1, np.nan).view(_LyingArray)
+    lying.claimed = cum.shape
+    return lying
+
+
+@pytest.mark.filterwarnings("ignore::PendingDeprecationWarning")  # np.matrix, on purpose
+def test_an_array_subclass_is_judged_by_its_data(load_tree: TreeLoader) -> None:
+    tree = load_tree("kuhn_poker")
+    policy = CFREngine(tree, _hooks_with(regrets_to_policy=_matrix_policy)).run(3)
+    assert type(policy) is np.ndarray and policy.shape == tree.infoset_legal.shape
+    with pytest.raises(HookError, match="expected an array of shape"):
+        CFREngine(tree, _hooks_with(update_regrets=_lying_regrets)).run(1)
