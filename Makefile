@@ -27,7 +27,9 @@ demo-coevolve: $(STAMP) system-deps
 demo-recursive: $(STAMP) system-deps
 	$(VENV)/bin/recursor run examples/campaigns/learned-proposer.yaml --dir $(RECURSIVE_DIR)
 
-test: $(STAMP) system-deps lint typecheck unit
+# the type-check runs beside the tests' set-up and the tests (about a minute of one core)
+test: $(STAMP) system-deps lint
+	@$(MAKE) --no-print-directory -j2 typecheck unit
 
 # the suite on TEST_WORKERS pytest-xdist workers; tests that share a host-wide resource (the
 # container engine, a Ray cluster, the browser) keep to one worker each (tests/conftest.py)
