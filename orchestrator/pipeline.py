@@ -1,13 +1,16 @@
 """The steady-state asynchronous pipeline (``pipeline: {mode: async, max_in_flight: N}``).
 
 Instead of rounds, each candidate goes through ``select -> propose -> materialize ->
-evaluate -> judge -> record`` on its own, and as soon as a slot frees the next starts. A
-candidate holds one of ``max_in_flight`` slots from its proposal request until its
-evaluation's run is over. With more than one slot, the controller's bookkeeping stays off the
-slots: one candidate more is selected and has its proposal context built while every slot is
-busy (it takes the next slot that frees), and a candidate whose run is over waits for its
-judgement and record outside its slot (at most ``max_in_flight`` wait so). With one slot a
-candidate is selected when the slot is free and keeps it until its record, which keeps that
+evaluate -> judge -> record`` on its own, and as soon as a slot frees the next starts. With
+more than one slot (``max_in_flight: N``, N > 1) a candidate's proposal and its evaluation take
+slots of two kinds: at most N proposal requests are in flight, and at most N candidates are
+materialized or evaluated at once, so a slow model and a slow evaluator overlap instead of
+taking turns (a proposal slot frees when the proposal returns; an evaluation slot when the
+run is over). The controller's bookkeeping stays off the slots: one candidate more is selected
+and has its proposal context built while every proposal slot is busy (it takes the next one
+that frees); no candidate starts while N proposed candidates wait for an evaluation slot or
+N whose run is over wait for their judgement and record. With one slot a candidate is
+selected when the slot is free and keeps it from its proposal to its record, which keeps that
 mode reproducible.
 The per-candidate steps and every rule (the budget gate, the seeds, the chooser's step) are
 the loop's (:mod:`recursor.orchestrator.loop`), the same the rounds graph drives; this module
@@ -30,8 +33,8 @@ Contracts:
   same seed (tested). With more in flight, which nodes a parent is chosen from, what a proposal
   context shows and the order of judging depend on which candidates finish first: the tree is
   not reproducible, only each candidate's seeds are.
-* **Budgets**: ``pipeline_budget``; ``max_evals`` is never overshot, the others by at most
-  the candidates in flight.
+* **Budgets**: ``pipeline_budget``; ``max_evals`` is never overshot, a cost or token budget
+  by at most the proposals in flight (N), the time budget by the candidates in flight.
 * **The proposer chooser** learns each candidate's outcome right after its record (in the
   order candidates settle: ``views.tell_chooser``), and on a (re)start every outcome settled
   so far (in creation order: ``views.catch_up_chooser``), both kept in ``ctx.told``: no
@@ -85,6 +88,32 @@ def _needs_work(ctx: CampaignContext, node: Node) -> bool:
             or loop.needs_judging(ctx, node))
 
 
+class Slots:
+    """``size`` slots that candidates take in turn (the pipeline's event loop only)."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.holders: set[int] = set()
+        self._freed = asyncio.Event()
+
+    def free(self) -> bool:
+        return len(self.holders) < self.size
+
+    async def take(self, seq: int) -> None:
+        while not self.free():
+            self._freed.clear()
+            await self._freed.wait()
+        self.holders.add(seq)
+
+    def give(self, seq: int) -> bool:
+        """Give candidate ``seq``'s slot back; whether it held one."""
+        if seq not in self.holders:
+            return False
+        self.holders.discard(seq)
+        self._freed.set()
+        return True
+
+
 class Pipeline:
     """Drives one async campaign to its end; :meth:`run` returns the stop reason."""
 
@@ -93,18 +122,20 @@ class Pipeline:
         self.limit = max_in_flight(ctx)
         self.clock = ActiveClock(ctx.directory)
         self.running: dict[asyncio.Task[None], int] = {}
-        # candidates holding a slot (being proposed, materialized or evaluated); with more
-        # than one slot a candidate gives its slot back when its run is over and waits for
-        # judging outside it (at most ``limit`` wait so: see ``_has_slot``), with one it
-        # keeps the slot until its record
-        self.working: set[int] = set()
-        self.release_early = self.limit > 1
-        # started, not yet holding a slot: selected and given a proposal context ahead (at
-        # most ``ahead`` beyond the slots), or about to take a slot for earlier work
+        # with one slot (``serial``) a candidate holds it from its proposal to its record;
+        # with more, a proposal slot while its proposal is requested and an evaluation slot
+        # while it is materialized and run, and it waits for judging outside both
+        self.serial = self.limit == 1
+        self.proposal_slots = Slots(self.limit)
+        self.evaluation_slots = self.proposal_slots if self.serial else Slots(self.limit)
+        # started, not yet holding a proposal slot: selected and given a proposal context
+        # ahead (at most ``ahead`` beyond the slots), or about to take a slot for earlier work
         self.preparing: set[int] = set()
-        self.ahead = 1 if self.release_early else 0
+        self.ahead = 0 if self.serial else 1
+        # proposed, waiting for an evaluation slot; run over, waiting for judgement
+        self.queued: set[int] = set()
+        self.ran: set[int] = set()
         self.freed = asyncio.Event()  # a slot freed or a candidate ended (the main loop's)
-        self.slot_freed = asyncio.Event()  # a slot freed (a waiting candidate's)
         self.unsettled: set[int] = set()  # in flight, not yet known to spend nothing
         self.judging = asyncio.Lock()
         self.selecting = threading.Lock()  # one _prepare at a time (it runs in a thread)
@@ -159,12 +190,15 @@ class Pipeline:
                                                       self.clock.active_s)
 
     def _has_slot(self) -> bool:
-        """Whether another candidate may start: a slot is free (or, with more than one slot,
-        may be waited for by one candidate prepared ahead), and no more than ``limit``
-        candidates wait for their judgement."""
-        started = len(self.working) + len(self.preparing)
-        return (started < self.limit + self.ahead
-                and len(self.running) < 2 * self.limit + self.ahead)
+        """Whether another candidate may start: a proposal slot is free (or, with more than
+        one slot, may be waited for by one candidate prepared ahead), and fewer than
+        ``limit`` proposed candidates wait for an evaluation slot and fewer than ``limit``
+        wait for their judgement."""
+        if self.serial:
+            return not self.running
+        proposing = len(self.proposal_slots.holders) + len(self.preparing)
+        return (proposing < self.limit + self.ahead and len(self.queued) < self.limit
+                and len(self.ran) < self.limit)
 
     def _launch(self, seq: int, *, proposed: bool | None) -> None:
         """Start candidate ``seq``; ``proposed``: its node is in the archive (True), may be
@@ -202,22 +236,22 @@ class Pipeline:
             if proposed is None or (not proposed and ctx.archive.node_at(
                     ctx.campaign_id, seq, SLOT) is None):
                 parent_id, context = await asyncio.to_thread(self._prepare, seq)
-                if not await self._take_slot(seq, fresh=True):
+                if not await self._take_proposal_slot(seq):
                     return
                 ctx.reporter.step(Step.PROPOSE, seq)
                 await loop.propose(ctx, seq, SLOT, parent_id, seq - 1, ctx.scope(), context)
-            else:
-                await self._take_slot(seq, fresh=False)
+            await self._take_evaluation_slot(seq)
             ctx.reporter.step(Step.MATERIALIZE, seq)
             node = self._node(seq)
             if loop.needs_materializing(node):
                 node = await asyncio.to_thread(loop.materialize, ctx, node, ctx.scope().paths)
             self.unsettled.discard(seq)  # the archive now says whether it spends the budget
             ctx.reporter.step(Step.EVALUATE, seq)
-            # with more than one in flight the slot frees as soon as the run is over, before
-            # the verdict is recorded
-            freed = (lambda _: self._free_slot(seq)) if self.release_early else None
-            await loop.evaluate(ctx, [node], ran=freed)
+            # with more than one slot, the evaluation slot frees as soon as the run is over,
+            # before the verdict is recorded
+            ran = None if self.serial else (lambda _: self._run_over(seq))
+            await loop.evaluate(ctx, [node], ran=ran)
+            self._run_over(seq)
             async with self.judging:
                 ctx.reporter.step(Step.JUDGE, seq)
                 stop = await loop.judge(ctx, [self._node(seq)])
@@ -227,34 +261,54 @@ class Pipeline:
                 loop.tell_proposers(ctx, [node])
                 tell_chooser(ctx, node)
         finally:
-            self.unsettled.discard(seq)
-            self.preparing.discard(seq)
-            self._free_slot(seq)
+            for waiting in (self.unsettled, self.preparing, self.queued, self.ran):
+                waiting.discard(seq)
+            self._give(self.proposal_slots, seq)
+            self._give(self.evaluation_slots, seq)
+            self.freed.set()
             self.clock.save()
 
     def _node(self, seq: int) -> Node:
         return self.ctx.archive.node(self.ctx.node_id(seq, SLOT))
 
-    async def _take_slot(self, seq: int, *, fresh: bool) -> bool:
-        """Wait until a slot is free and give it to candidate ``seq``. False when ``fresh``
-        (nothing spent yet) and, since it started, a budget was reached or the guard stopped
-        the campaign: it then ends without a proposal, so the bounds of ``pipeline_budget``
-        hold as though it had never started. (With one slot nothing can change between its
-        start and its slot: it does not look again.)"""
-        while len(self.working) >= self.limit:
-            self.slot_freed.clear()
-            await self.slot_freed.wait()
+    async def _take_proposal_slot(self, seq: int) -> bool:
+        """Wait until a proposal slot is free and give it to candidate ``seq``. False when,
+        since it started, a budget was reached or the guard stopped the campaign: it then
+        ends without a proposal, so the bounds of ``pipeline_budget`` hold as though it had
+        never started. (With one slot nothing can change between its start and its slot: it
+        does not look again.)"""
+        await self.proposal_slots.take(seq)
         self.preparing.discard(seq)
-        self.working.add(seq)
-        if not (fresh and self.ahead):
+        if self.serial:
             return True
         return self._stop_reason(self.ctx.archive.counts(self.ctx.campaign_id)) is None
 
-    def _free_slot(self, seq: int) -> None:
-        if seq in self.working:
-            self.working.discard(seq)
-            self.slot_freed.set()
+    async def _take_evaluation_slot(self, seq: int) -> None:
+        """Candidate ``seq``, proposed, gives back its proposal slot and waits for an
+        evaluation slot (with one slot it keeps the one it has, or takes it on a resume)."""
+        if self.serial:
+            if seq not in self.proposal_slots.holders:
+                await self.proposal_slots.take(seq)
+            self.preparing.discard(seq)
+            return
+        self._give(self.proposal_slots, seq)
+        self.preparing.discard(seq)
+        self.queued.add(seq)
+        await self.evaluation_slots.take(seq)
+        self.queued.discard(seq)
+
+    def _run_over(self, seq: int) -> None:
+        """Candidate ``seq``'s run is over: with more than one slot its evaluation slot frees
+        and it waits for its judgement."""
+        if not self.serial and self._give(self.evaluation_slots, seq):
+            self.ran.add(seq)
+
+    def _give(self, slots: Slots, seq: int) -> bool:
+        """Give back candidate ``seq``'s slot of ``slots``; whether it held one."""
+        if not slots.give(seq):
+            return False
         self.freed.set()
+        return True
 
     def _prepare(self, seq: int) -> tuple[str, ProposalContext]:
         """Candidate ``seq``'s parent, chosen among the scored nodes as they stand now, and

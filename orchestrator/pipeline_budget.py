@@ -16,8 +16,8 @@ every other budget by at most the in-flight bound:
   flight finish.
 
 A candidate selected ahead of a free slot counts as in flight for ``max_evals`` from its
-start; for the other budgets it looks again when it gets its slot (``Pipeline._take_slot``)
-and ends without a proposal when one was reached meanwhile.
+start; for the other budgets it looks again when it gets its proposal slot
+(``Pipeline._take_proposal_slot``) and ends without a proposal when one was reached meanwhile.
 """
 
 from __future__ import annotations

@@ -207,9 +207,9 @@ class AsyncPipelineConfig(_Model):
 
     mode: Literal["async"]
     max_in_flight: int | None = Field(
-        None, ge=1, le=256, description="candidates being proposed, checked or evaluated at "
-        "once; with more than one, one more may be selected ahead of a free slot and as many "
-        "more may wait for their judgement; default: concurrency")
+        None, ge=1, le=256, description="proposals requested at once, and candidates "
+        "materialized or evaluated at once (slots of two kinds); with more than one, one more "
+        "candidate may be selected ahead of a free proposal slot; default: concurrency")
 
 
 PipelineConfig = Annotated[RoundsPipelineConfig | AsyncPipelineConfig,

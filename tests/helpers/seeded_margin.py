@@ -3,7 +3,8 @@ async pipeline's tests: it sets the packing's margin from the proposal context's
 campaigns with the same seed propose the same programs, and it charges a fixed cost.
 
 It counts how many of its proposals run at once (:attr:`SeededMargin.peak`), so a test can
-check the pipeline's in-flight bound from the proposer's side.
+check the pipeline's in-flight bound from the proposer's side, and notes when each proposal
+returned (:attr:`SeededMargin.returned`, monotonic seconds).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ class SeededMargin(Proposer):
     _lock = threading.Lock()
     active = 0
     peak = 0
+    returned: list[float] = []
 
     def __init__(self, delay_s: float = 0.0, cost: float = 0.0) -> None:
         self.delay_s, self.cost = delay_s, cost
@@ -44,3 +46,4 @@ class SeededMargin(Proposer):
         finally:
             with SeededMargin._lock:
                 SeededMargin.active -= 1
+                SeededMargin.returned.append(time.monotonic())

@@ -6,11 +6,13 @@ same tree as rounds of one, budgets hold within the in-flight bound, and a campa
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections import Counter
 from pathlib import Path
@@ -111,8 +113,8 @@ def test_an_async_campaign_runs_to_its_budget_within_the_in_flight_bound(
 def test_a_candidate_waiting_for_its_judgement_holds_no_slot(
         tmp_path: Path, evaluator: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Judging is slow here (0.6 s each, one at a time): with two in flight, proposals go on
-    while evaluated candidates wait to be judged, never more than two at once, and the
-    candidates waiting for their judgement are bounded too (at most two)."""
+    while evaluated candidates wait to be judged, never more than two at once, and no
+    candidate starts while two wait for their judgement."""
     from recursor.orchestrator import loop
 
     real_judge, real_propose = loop.judge_one, SeededMargin.propose
@@ -132,10 +134,23 @@ def test_a_candidate_waiting_for_its_judgement_holds_no_slot(
     monkeypatch.setattr(loop, "judge_one", slow_judge)
     monkeypatch.setattr(SeededMargin, "propose",
                         lambda self, context: timed(proposing, real_propose, self, context))
+    # how many evaluated candidates waited for their judgement when each candidate started
+    from recursor.orchestrator.pipeline import Pipeline
+
+    waiting_at_start: list[int] = []
+    real_launch = Pipeline._launch
+
+    def launch(self: Pipeline, seq: int, *, proposed: bool | None) -> None:
+        waiting_at_start.append(len(self.ran))
+        real_launch(self, seq, proposed=proposed)
+
+    monkeypatch.setattr(Pipeline, "_launch", launch)
     SeededMargin.peak = 0
     summary = run_campaign(parse_config(_config(evaluator, 6, 2, delay_s=0.3)), tmp_path / "c")
     assert summary.stop_reason == "evaluation budget reached (6)"
     assert SeededMargin.peak == 2
+    # no candidate started while two waited for their judgement, and some started while one did
+    assert max(waiting_at_start) == 1, waiting_at_start
     assert len(judging) == 6 and len(proposing) == 6
     # some proposal ran while a judgement was under way
     assert any(p0 < j1 and j0 < p1 for p0, p1 in proposing for j0, j1 in judging)
@@ -143,13 +158,10 @@ def test_a_candidate_waiting_for_its_judgement_holds_no_slot(
     try:
         nodes = [n for n in archive.nodes(cid) if n.round > 0]
         assert len(nodes) == 6 and all(archive.has_log(n.id, "judge") for n in nodes)
-        # created before their predecessors were judged, but within the bound: candidate k
-        # needs k - 5 of the earlier ones recorded (2 working, 1 prepared ahead of a slot,
-        # 2 waiting for judgement)
+        # created before their predecessors were judged: without the early release only
+        # two could exist before the first judgement ended
         judged_at = {n.round: archive.logs(n.id, "judge")[0].created_at for n in nodes}
         created_at = {n.round: n.created_at for n in nodes}
-        assert sum(judged_at[j] <= created_at[6] for j in range(1, 6)) >= 1
-        # without the early release only two could exist before the first judgement ended
         first_judged = min(judged_at.values())
         assert sum(created < first_judged for created in created_at.values()) >= 3
     finally:
@@ -166,10 +178,10 @@ def test_one_in_flight_grows_the_same_tree_as_rounds_of_one(tmp_path: Path,
 
 
 def _spend(directory: Path, evaluator: Path, in_flight: int,
-           max_cost: float) -> tuple[float, int]:
-    """Run a campaign of $1 proposals (0.3 s each) to ``max_cost``: what it spent, and its
-    nodes after the root."""
-    config = _config(evaluator, 50, in_flight, delay_s=0.3, cost=1.0)
+           max_cost: float, cost: float = 1.0) -> tuple[float, int]:
+    """Run a campaign of ``$cost`` proposals (0.3 s each) to ``max_cost``: what it spent, and
+    its nodes after the root."""
+    config = _config(evaluator, 50, in_flight, delay_s=0.3, cost=cost)
     config["budget"]["max_cost"] = max_cost
     summary = run_campaign(parse_config(config), directory)
     assert summary.stop_reason.startswith("money budget reached")
@@ -200,24 +212,69 @@ class StepTimes(Reporter):
 def test_the_next_candidate_is_prepared_while_every_slot_is_busy(
         tmp_path: Path, evaluator: Path) -> None:
     """With two slots, a third candidate is selected (and given its proposal context)
-    while the first two are still proposing, and makes its request only when a slot frees.
-    (The three start together; whichever finishes its preparation last waits.)"""
-    SeededMargin.peak = 0
+    while the first two are still proposing, and makes its request only when one of their
+    proposals has returned. (The three start together; whichever finishes its preparation
+    last waits.)"""
+    SeededMargin.peak, SeededMargin.returned = 0, []
     steps = StepTimes()
     summary = run_campaign(parse_config(_config(evaluator, 4, 2, delay_s=0.4)),
                            tmp_path / "c", steps)
     assert summary.stop_reason == "evaluation budget reached (4)"
     assert SeededMargin.peak == 2  # the prepared candidate never adds a proposal in flight
     ahead = max((1, 2, 3), key=lambda k: steps.at[("propose", k)])
-    first_run = min(steps.at[("evaluate", k)] for k in (1, 2, 3) if k != ahead)
-    assert steps.at[("select", ahead)] < first_run < steps.at[("propose", ahead)]
+    first_returned = min(SeededMargin.returned)
+    assert steps.at[("select", ahead)] < first_returned <= steps.at[("propose", ahead)]
+
+
+def test_a_slow_model_and_a_slow_evaluator_overlap(
+        tmp_path: Path, evaluator: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With two slots, proposals (0.5 s each) go on while earlier candidates are evaluated
+    (0.5 s each): at some moment more than two candidates are proposing or being evaluated
+    (when one slot spanned both, never more than two were), yet never more than two
+    proposals nor more than two evaluations at once."""
+    from recursor.orchestrator import loop
+
+    real_evaluate, real_propose = loop.evaluate, SeededMargin.propose
+    lock = threading.Lock()
+    busy = {"proposing": 0, "evaluating": 0}
+    peaks = {"proposing": 0, "evaluating": 0, "both": 0}
+
+    def enter(kind: str, step: int) -> None:
+        with lock:
+            busy[kind] += step
+            peaks[kind] = max(peaks[kind], busy[kind])
+            peaks["both"] = max(peaks["both"], busy["proposing"] + busy["evaluating"])
+
+    async def slow_evaluate(ctx: Any, nodes: Any, ran: Any = None) -> None:
+        enter("evaluating", 1)  # a slow run: its slot is held throughout
+        try:
+            await asyncio.sleep(0.5)
+        finally:
+            enter("evaluating", -1)
+        await real_evaluate(ctx, nodes, ran=ran)
+
+    def propose(self: SeededMargin, context: Any) -> Any:
+        enter("proposing", 1)
+        try:
+            return real_propose(self, context)
+        finally:
+            enter("proposing", -1)
+
+    monkeypatch.setattr(loop, "evaluate", slow_evaluate)
+    monkeypatch.setattr(SeededMargin, "propose", propose)
+    summary = run_campaign(parse_config(_config(evaluator, 6, 2, delay_s=0.5)),
+                           tmp_path / "c")
+    assert summary.stop_reason == "evaluation budget reached (6)"
+    assert peaks["proposing"] == 2 and peaks["evaluating"] == 2
+    assert peaks["both"] >= 3, peaks
 
 
 def test_a_candidate_prepared_ahead_spends_nothing_once_the_budget_is_reached(
         tmp_path: Path, evaluator: Path) -> None:
-    """Two proposals ($1 each) reach the $1.5 budget; the candidate prepared ahead of a slot
-    sees that when the slot frees and ends without asking for a proposal."""
-    assert _spend(tmp_path / "c", evaluator, 2, 1.5) == (2.0, 2)
+    """Two proposals ($2 each) are in flight, and the first to return reaches the $1.5
+    budget (its cost is recorded before its proposal slot frees); the candidate prepared
+    ahead sees that when it gets the slot and ends without asking for a proposal."""
+    assert _spend(tmp_path / "c", evaluator, 2, 1.5, cost=2.0) == (4.0, 2)
 
 
 def _driver(directory: Path, *args: str) -> subprocess.CompletedProcess[str]:
