@@ -188,15 +188,11 @@ def _archive(directory: Path) -> tuple[ArchiveReader, str]:
     return ArchiveReader.open(manifest["archive_url"]), manifest["campaign_id"]
 
 
-def test_a_campaign_trains_serves_and_proposes_with_its_own_model(
-        tmp_path: Path, subprocess_env: dict[str, str]) -> None:
-    """With the loop waiting for each training (background: false), so that a 10-evaluation
-    campaign surely proposes with its model."""
-    (tmp_path / "c.yaml").write_text(CAMPAIGN.replace("BACKGROUND", "false"))
-    run = _recursor(["run", "c.yaml", "--dir", "c", "-q"], tmp_path, subprocess_env)
-    output, _ = run.communicate(timeout=1200)
-    assert run.returncode == 0, output
-    archive, cid = _archive(tmp_path / "c")
+def _trained_served_and_proposed(directory: Path) -> None:
+    """The campaign in ``directory`` trained versions 1, 2, ... of its model, stopped every
+    server it started, and proposed with its own checkpoints, in the operator language with a
+    numbered prompt; the web view shows the versions and who proposed."""
+    archive, cid = _archive(directory)
     try:
         trained = versions(archive, cid, "learned")
         assert trained and all(j.status == "done" for j in trained)
@@ -212,9 +208,9 @@ def test_a_campaign_trains_serves_and_proposes_with_its_own_model(
         assert re.search(r"\n\d+\|    # EVOLVE-BLOCK-START\n", asked["prompt"])  # numbered
     finally:
         archive.close()
-    servers = [p for p in (tmp_path / "c" / "jobs").glob("serve-*")]
+    servers = [p for p in (directory / "jobs").glob("serve-*")]
     assert servers and all((p / "record.json").is_file() for p in servers)  # all stopped
-    _the_web_view_shows_versions_and_who_proposed(tmp_path / "c", cid, trained, learned[0])
+    _the_web_view_shows_versions_and_who_proposed(directory, cid, trained, learned[0])
 
 
 def _the_web_view_shows_versions_and_who_proposed(directory: Path, cid: str,
@@ -236,6 +232,10 @@ def _the_web_view_shows_versions_and_who_proposed(directory: Path, cid: str,
 @pytest.mark.parametrize("background", ["false", "true"])
 def test_a_campaign_killed_while_training_resumes_into_the_same_job(
         tmp_path: Path, subprocess_env: dict[str, str], background: str) -> None:
+    """Killed (SIGKILL) while its first training runs, a campaign resumes into that job.
+    With the loop waiting for each training (background: false), the 10-evaluation campaign
+    then surely proposes with its model: once resumed, it trains, serves and proposes with its
+    own checkpoints (its later trainings run in the resumed process, uninterrupted)."""
     (tmp_path / "c.yaml").write_text(CAMPAIGN.replace("BACKGROUND", background))
     run = _recursor(["run", "c.yaml", "--dir", "c", "-q"], tmp_path, subprocess_env)
     jobs = tmp_path / "c" / "jobs"
@@ -258,6 +258,8 @@ def test_a_campaign_killed_while_training_resumes_into_the_same_job(
         assert all(n.status in ("done", "failed") for n in nodes)  # none lost in flight
     finally:
         archive.close()
+    if background == "false":
+        _trained_served_and_proposed(tmp_path / "c")
 
 
 def test_a_model_that_emits_garbage_is_contained(tmp_path: Path) -> None:
