@@ -19,7 +19,7 @@ import secrets
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
@@ -46,6 +46,9 @@ from recursor.orchestrator.instances import Instances, check_choice_names
 from recursor.orchestrator.progress import Reporter
 from recursor.orchestrator.schedule import check_schedule
 from recursor.orchestrator.trial import ProposalCheck
+
+if TYPE_CHECKING:
+    from recursor.orchestrator.near_duplicates import Index
 from recursor.proposers import (
     Proposer,
     ProposerChoicePolicy,
@@ -108,6 +111,7 @@ class CampaignContext:
     retune_s: float = 0.0  # time the retune steps took in this process
     lock: CampaignLock | None = None  # this process's hold on the directory
     closers: list[Callable[[], None]] = field(default_factory=list)  # run by close(), first
+    near_duplicates: Index | None = None  # built on first use (near_duplicates.py)
 
     def scope(self, editable: Sequence[str] | None = None,
               search_set: Sequence[str] = ()) -> Scope:

@@ -41,6 +41,7 @@ from recursor.orchestrator import retune as retune_step
 from recursor.orchestrator.context import CampaignContext, Scope
 from recursor.orchestrator.duplicates import answer_duplicate, fingerprint
 from recursor.orchestrator.judging import SplitScorer, judge_node
+from recursor.orchestrator.near_duplicates import refuse_near_duplicate
 from recursor.orchestrator.proposing import propose_one
 from recursor.orchestrator.scoring import describe, evaluate_nodes, score_split, snapshot
 from recursor.orchestrator.views import outcome_of
@@ -200,6 +201,8 @@ def materialize(ctx: CampaignContext, node: Node, editable: Sequence[str]) -> No
     wanted = fingerprint(files) if error is None else None
     if wanted is not None and answer_duplicate(ctx, node, parent, wanted):
         return ctx.archive.mark_materialized(node.id, commit, patch, fingerprint=wanted)
+    if error is None:
+        error = refuse_near_duplicate(ctx, node, files)
     if error is None:
         checked = ctx.check.result(files)
         error = checked.error

@@ -17,6 +17,7 @@ from recursor.config import CampaignConfig
 from recursor.orchestrator import objective
 from recursor.orchestrator.context import CampaignContext
 from recursor.orchestrator.evaluation import EvaluationOutcome, run_evaluation
+from recursor.orchestrator.near_duplicates import note_run
 from recursor.orchestrator.progress import Snapshot
 from recursor.orchestrator.schedule import schedule_length
 from recursor.types import RunStatus, Split
@@ -160,6 +161,7 @@ def _finish_node(ctx: CampaignContext, node_id: str, rows: Sequence[Evaluation],
         node = ctx.archive.mark_failed(node_id, failed.run_status,
                                        errors[-1].content if errors else failed.run_status,
                                        wall_s=wall_s)
+    note_run(ctx, node)
     if node.round > 0:
         ctx.reporter.node(describe(node))
 

@@ -54,6 +54,7 @@ from recursor.config.search import (
     LearnedProposerConfig,
     LLMProposerConfig,
     MutationProposerConfig,
+    NearDuplicateConfig,
     ObjectiveConfig,
     OptunaProposerConfig,
     PluginChoiceConfig,
@@ -122,6 +123,7 @@ class CampaignConfig(_Model):
     proposer_choice: ProposerChoiceConfig = Field(default_factory=UcbChoiceConfig)
     sandbox: SandboxConfig = Field(default_factory=ProcessSandboxConfig)
     selection: SelectionConfig = Field(default_factory=TournamentSelectionConfig)
+    near_duplicates: NearDuplicateConfig = Field(default_factory=NearDuplicateConfig)
     self_tuning: SelfTuningConfig = Field(default_factory=SelfTuningConfig)
     promotion: PromotionConfig = Field(default_factory=PromotionConfig)
     objective: ObjectiveConfig = Field(default_factory=ObjectiveConfig)
@@ -308,6 +310,7 @@ __all__ = [
     "TaskConfig",
     "ThompsonChoiceConfig",
     "TournamentSelectionConfig",
+    "NearDuplicateConfig",
     "TrainStep",
     "UcbChoiceConfig",
     "WorldsTaskConfig",

@@ -406,6 +406,21 @@ class SelfTuningConfig(_Model):
                               "again")
 
 
+class NearDuplicateConfig(_Model):
+    """Refusing proposals structurally close to an evaluated node before they run
+    (``orchestrator/near_duplicates.py``; docs/search.md)."""
+
+    enabled: bool = Field(False, description="refuse near duplicates (off: only exact "
+                          "duplicates are recognised, and answered from their twin)")
+    threshold: float = Field(1.0, gt=0, le=1, description="Jaccard similarity of the "
+                             "normalized code's shingles at which a proposal is refused "
+                             "(1.0: the same code but for comments, docstrings, layout and "
+                             "names; one constant changed in a 42-line file is about 0.96)")
+    shingle: int = Field(4, ge=1, le=32, description="tokens per shingle")
+    permutations: int = Field(64, ge=8, le=1024, description="MinHash signature length "
+                              "(which nodes are compared exactly)")
+
+
 class BudgetConfig(_Model):
     max_evals: int = Field(100, ge=1, description="proposals evaluated or refused (failures "
                            "included); answers that never became a proposal and duplicates "
