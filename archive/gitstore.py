@@ -22,6 +22,7 @@ import os
 import re
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from io import BytesIO
 from pathlib import Path, PurePosixPath
@@ -39,6 +40,7 @@ USER_EMAIL = "recursor@localhost"
 BEST_BRANCH = "best"
 NODE_REF_PREFIX = "refs/nodes/"
 FILE_MODE = "100644"
+MAX_CACHED_COMMITS = 4096  # workspaces the read cache keeps (see GitStore)
 TREE_MODE = "40000"
 _FULL_SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 # Isolate from the machine's git setup: no system or global config (hooks, signing, prefixes).
@@ -96,7 +98,10 @@ class GitStore:
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
         self._lock = threading.RLock()
-        self._cache: dict[str, dict[str, str]] = {}
+        # the files and blob ids of the commits read or written last (at most
+        # MAX_CACHED_COMMITS, least recently used first out): a long campaign's controller
+        # does not keep every workspace it ever saw
+        self._cache: OrderedDict[str, dict[str, str]] = OrderedDict()
         self._blobs: dict[str, dict[str, str]] = {}  # commit -> path -> blob sha
         try:
             self.path.mkdir(parents=True, exist_ok=True)
@@ -135,7 +140,7 @@ class GitStore:
             blobs = {path: self._blob(text, path, parent_shas[:1]) for path, text in entries}
             tree = self._write_tree("", sorted(blobs.items()))
             sha = self._store(b"commit", _commit_body(tree, parent_shas, message))
-            self._cache[sha], self._blobs[sha] = dict(entries), blobs
+            self._remember(sha, dict(entries), blobs)
             return sha
 
     def _blob(self, text: str, path: str, lineage: Sequence[str]) -> str:
@@ -210,9 +215,19 @@ class GitStore:
     def _load(self, sha: str) -> str:
         """Resolve ``sha`` and cache its files and blob ids; the full sha."""
         key = self._resolve(sha)
-        if key not in self._cache:
-            self._cache[key], self._blobs[key] = self._read_tree(key)
+        if key in self._cache:
+            self._cache.move_to_end(key)
+        else:
+            self._remember(key, *self._read_tree(key))
         return key
+
+    def _remember(self, sha: str, files: dict[str, str], blobs: dict[str, str]) -> None:
+        """Cache commit ``sha``'s files and blob ids, dropping the least recently used."""
+        self._cache[sha], self._blobs[sha] = files, blobs
+        self._cache.move_to_end(sha)
+        while len(self._cache) > MAX_CACHED_COMMITS:
+            oldest, _ = self._cache.popitem(last=False)
+            self._blobs.pop(oldest, None)
 
     def _read_tree(self, sha: str) -> tuple[dict[str, str], dict[str, str]]:
         try:

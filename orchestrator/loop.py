@@ -36,7 +36,7 @@ from typing import Protocol
 
 from recursor.archive import Node
 from recursor.config import BudgetConfig
-from recursor.orchestrator import goodhart, objective, proposer_training
+from recursor.orchestrator import goodhart, objective, proposer_training, stall
 from recursor.orchestrator import retune as retune_step
 from recursor.orchestrator.context import CampaignContext, Scope
 from recursor.orchestrator.duplicates import answer_duplicate, fingerprint
@@ -257,8 +257,8 @@ def judge_one(ctx: CampaignContext, node: Node, score_heldout: SplitScorer = sco
 
 async def judge(ctx: CampaignContext, nodes: Sequence[Node]) -> str | None:
     """Judge those of ``nodes`` that need it, best dev score first (ties by id), each against
-    the incumbent at that moment; then let the Goodhart guard look at the promotions. The
-    guard's stop reason when its action is ``stop`` and it fired, else None."""
+    the incumbent at that moment; then let the Goodhart and stall guards look at the
+    promotions. A guard's stop reason when its action is ``stop`` and it fired, else None."""
     sign = ctx.task.objective.sign
     ready = [n for n in nodes if n.status == NodeStatus.DONE and n.score is not None
              and not judged_by_copy(n)]
@@ -266,7 +266,15 @@ async def judge(ctx: CampaignContext, nodes: Sequence[Node]) -> str | None:
         if not ctx.archive.has_log(node.id, "judge"):
             await asyncio.to_thread(judge_one, ctx, node)
     ctx.reporter.update(snapshot(ctx))
-    return await asyncio.to_thread(goodhart.watch, ctx)
+    return await asyncio.to_thread(watch_guards, ctx)
+
+
+def watch_guards(ctx: CampaignContext) -> str | None:
+    """The Goodhart guard, then the stall guard, after a judge step: the first stop reason
+    either gives (both record and report what they found). Synchronous."""
+    decoupled = goodhart.watch(ctx)
+    stalled = stall.watch(ctx)
+    return decoupled or stalled
 
 
 def tell_proposers(ctx: CampaignContext, nodes: Sequence[Node]) -> None:

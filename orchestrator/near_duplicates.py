@@ -75,23 +75,30 @@ def _is_docstring(node: ast.AST) -> bool:
             and isinstance(node.value.value, str))
 
 
+def python_tokens(text: str) -> list[str] | None:
+    """The normalized tokens of Python source ``text`` (at most ``MAX_TOKENS``), or None when
+    it does not parse."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    out: list[str] = []
+    try:
+        for token in _name_tokens(tree):
+            out.append(token)
+            if len(out) >= MAX_TOKENS:
+                break
+    except RecursionError:
+        pass
+    return out
+
+
 def tokens(path: str, text: str) -> list[str]:
-    """``text``'s normalized tokens (at most ``MAX_TOKENS``)."""
+    """``text``'s normalized tokens: a Python file's (when it parses), else its words."""
     if path.endswith(".py"):
-        try:
-            tree = ast.parse(text)
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
-            pass
-        else:
-            out: list[str] = []
-            try:
-                for token in _name_tokens(tree):
-                    out.append(token)
-                    if len(out) >= MAX_TOKENS:
-                        break
-            except RecursionError:
-                pass
-            return out
+        parsed = python_tokens(text)
+        if parsed is not None:
+            return parsed
     return text.split()[:MAX_TOKENS]
 
 
@@ -229,5 +236,5 @@ def refuse_near_duplicate(ctx: CampaignContext, node: Node,
             f"{config.threshold}): not evaluated")
 
 
-__all__ = ["Index", "LOG_STREAM", "note_run", "refuse_near_duplicate", "shingles",
-           "signature", "tokens"]
+__all__ = ["Index", "LOG_STREAM", "note_run", "python_tokens", "refuse_near_duplicate",
+           "shingles", "signature", "tokens"]

@@ -52,7 +52,7 @@ from typing import Any
 
 from recursor.archive import Node, NodeCounts
 from recursor.config import AsyncPipelineConfig
-from recursor.orchestrator import goodhart, loop, proposer_training, root
+from recursor.orchestrator import loop, proposer_training, root
 from recursor.orchestrator import retune as retune_step
 from recursor.orchestrator.context import CampaignContext
 from recursor.orchestrator.loop import Step
@@ -158,7 +158,7 @@ class Pipeline:
         self.ctx.reporter.step(Step.SEED, 1)
         await root.start(self.ctx)
         # a campaign the guard stopped stays stopped on resume (rounds keep it in graph state)
-        self.goodhart_stop = await asyncio.to_thread(goodhart.watch, self.ctx)
+        self.goodhart_stop = await asyncio.to_thread(loop.watch_guards, self.ctx)
         catch_up_chooser(self.ctx)  # every outcome settled so far, in creation order
         again, holes, highest = unfinished(self.ctx)
         fresh = iter(range(highest + 1, 2**62))

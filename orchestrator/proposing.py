@@ -18,6 +18,7 @@ from typing import Any
 
 from recursor.archive import Node
 from recursor.errors import ProposerError, ProposerUnavailable
+from recursor.orchestrator import stall
 from recursor.orchestrator.context import CampaignContext, Scope
 from recursor.orchestrator.views import proposal_context, slot_seed
 from recursor.proposers import Proposal, ProposalContext
@@ -72,7 +73,9 @@ async def _wait_for_a_proposer(ctx: CampaignContext) -> set[str]:
         reasons = {name: p.paused() for name, p in ctx.proposers.items()}
         paused = {name for name, reason in reasons.items() if reason is not None}
         if len(paused) < len(ctx.proposers):
-            return paused
+            # the stall guard's shift: the constant tuners wait while another can propose
+            shifted = paused | await asyncio.to_thread(stall.shifted, ctx)
+            return shifted if len(shifted) < len(ctx.proposers) else paused
         if not told:
             ctx.reporter.message("every proposer is paused, waiting: "
                                  + "; ".join(r for r in reasons.values() if r))

@@ -19,7 +19,7 @@ from rich.text import Text
 
 from recursor.archive import ArchiveReader, GitStore
 from recursor.errors import ArchiveError
-from recursor.orchestrator import goodhart
+from recursor.orchestrator import goodhart, stall
 from recursor.orchestrator.final_report import test_result
 from recursor.orchestrator.proposer_stats import proposer_stats
 from recursor.types import Split
@@ -66,6 +66,7 @@ class CampaignSummary:
     # the best node (objective units, positive is better), for the summary's one block
     flags: list[dict[str, Any]] = field(default_factory=list)
     heldout_change: float | None = None
+    stalls: list[str] = field(default_factory=list)  # the stall guard's flags, described
     policies: list[str] = field(default_factory=list)  # search-policy versions after the first
     retune_s: float = 0.0  # the retune steps' time in this run (self-tuning)
     proposers: list[str] = field(default_factory=list)  # each proposer's share and rates
@@ -118,6 +119,7 @@ def summarize(ctx: Any, stop_reason: str) -> CampaignSummary:
     found = goodhart.flags(ctx.archive, ctx.campaign_id)
     summary.warnings = [f.describe() for f in found]
     summary.flags = [asdict(f) for f in found]
+    summary.stalls = [f.describe() for f in stall.flags(ctx.archive, ctx.campaign_id)]
     root, best = summary.root.heldout.get("metrics", {}), summary.best.heldout.get("metrics", {})
     metric = ctx.task.objective.metric
     if isinstance(root.get(metric), int | float) and isinstance(best.get(metric), int | float):
@@ -166,6 +168,8 @@ def render_summary(summary: CampaignSummary, metric: str, console: Console) -> N
         console.print(Text(line))
     for line in _goodhart_block(summary):
         console.print(rich_text(line))
+    for line in summary.stalls[-3:]:  # the latest; `recursor archive show NODE` has each
+        console.print(rich_text(f"stall guard: {line}"))
     for line in summary.policies:
         console.print(rich_text(f"search policy {line}"))
     if summary.retune_s:

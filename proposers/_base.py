@@ -109,6 +109,9 @@ class Proposer(abc.ABC):
     """Produces candidate changes. Built-ins: ``mutation``, ``optuna``, ``llm``."""
 
     name: str
+    # it only changes constants (the stall guard's ``shift`` skips it while the campaign is
+    # flagged as stalled); set it on a plug-in that does the same
+    tunes_constants: bool = False
 
     @abc.abstractmethod
     def propose(self, context: ProposalContext) -> Proposal:

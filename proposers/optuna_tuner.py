@@ -185,6 +185,7 @@ class OptunaProposer(Proposer):
     """
 
     name = "optuna"
+    tunes_constants = True
 
     def __init__(self, check: ValidityCheck, editable_paths: Sequence[str] = (),
                  max_attempts: int = 20, seed: int = 0) -> None:

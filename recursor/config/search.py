@@ -365,6 +365,19 @@ class ObjectiveConfig(_Model):
         return _objective_splits(value)
 
 
+class StallConfig(_Model):
+    """The stall guard (``orchestrator/stall.py``)."""
+
+    action: Literal["off", "flag", "shift", "stop"] = Field(
+        "off", description="off: no check; flag: warn (progress line, summary, archive) when "
+        "the last `window` promotions changed only constants or gained at most min_gain; "
+        "shift: also skip the proposers that only tune constants until a promotion changes "
+        "structure; stop: also end the campaign")
+    window: int = Field(3, ge=1, description="promotions looked back over")
+    min_gain: float = Field(0.0, ge=0, description="a structural promotion whose dev gain "
+                            "(objective units) is at most this counts as a stall too")
+
+
 class PromotionConfig(_Model):
     min_improvement: float = Field(
         1e-3, ge=0, description="smallest dev improvement (objective units) that counts"
@@ -374,6 +387,7 @@ class PromotionConfig(_Model):
         None, ge=0, description="largest held-out regression (objective units) allowed; "
         "default: the task's own (cfr and psro 0.1 log10 units, worlds 0.05)")
     goodhart: GoodhartConfig = Field(default_factory=GoodhartConfig)
+    stall: StallConfig = Field(default_factory=StallConfig)
     test_at_promotions: bool = Field(
         False, description="also evaluate every promoted node on the task's sealed test split; "
         "recorded in the archive only, never read by the search (the final incumbent's test "

@@ -29,3 +29,16 @@ class CommentOrMargin(Proposer):
         margin = 0.02 + 0.01 * self.count
         new = MARGIN.sub(f"margin = {margin:.3f}", source, count=1)
         return Proposal(ChangeKind.ALGORITHM, f"margin {margin:.3f}", {path: new})
+
+
+class MarginTuner(Proposer):
+    """Only tunes the margin (``tunes_constants``): the stall guard's ``shift`` skips it."""
+
+    name = "margin-tuner"
+    tunes_constants = True
+
+    def propose(self, context: ProposalContext) -> Proposal:
+        path = context.editable_paths[0]
+        margin = 0.01 + (context.seed % 97) / 1000
+        new = MARGIN.sub(f"margin = {margin:.3f}", context.parent.files[path], count=1)
+        return Proposal(ChangeKind.ALGORITHM, f"margin {margin:.3f}", {path: new})

@@ -172,3 +172,20 @@ def test_bad_ref_name_rejected(store: GitStore) -> None:
         store.set_ref("bad..name", sha)
     with pytest.raises(ArchiveError):
         store.set_branch("best", "0" * 40)
+
+
+def test_the_read_cache_is_bounded_and_an_evicted_commit_reads_the_same(
+        store: GitStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    from recursor.archive import gitstore
+
+    monkeypatch.setattr(gitstore, "MAX_CACHED_COMMITS", 3)
+    shas, parent = [], []
+    for i in range(8):  # each commit keeps its parent's unchanged file (blob reuse)
+        sha = store.commit({"same.txt": "unchanged\n", "n.txt": f"{i}\n"}, parent, f"c{i}")
+        shas.append(sha)
+        parent = [sha]
+    assert len(store._cache) == 3 and set(store._cache) == set(store._blobs)
+    for i, sha in enumerate(shas):  # read back from git once evicted
+        assert store.read(sha) == {"same.txt": "unchanged\n", "n.txt": f"{i}\n"}
+    assert len(store._cache) == 3
+    assert "+1" in store.diff(shas[0], shas[1]) and "-0" in store.diff(shas[0], shas[1])
