@@ -33,6 +33,7 @@ import ast
 import hashlib
 import json
 import random
+import threading
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 
@@ -48,6 +49,7 @@ MAX_TOKENS = 200_000  # per file; a longer file is compared on its first tokens
 LOG_STREAM = "near_duplicate"
 CANDIDATES = 8  # nodes whose exact similarity is computed, at most
 MARGIN = 0.25  # ... those whose estimate is within this of the best estimate
+_BUILDING = threading.Lock()  # one index built per campaign, by one thread
 
 
 def _name_tokens(tree: ast.AST) -> Iterator[str]:
@@ -156,31 +158,36 @@ class Index:
     known: set[str] = field(default_factory=set)
     rows: list[np.ndarray] = field(default_factory=list)
     _matrix: np.ndarray | None = None
+    # materialize and evaluation steps run in worker threads (the async pipeline)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def add(self, node_id: str) -> None:
-        if node_id in self.known:
-            return
-        self.known.add(node_id)
-        self.ids.append(node_id)
-        self.rows.append(signature(self.load(node_id), self.config.shingle,
-                                   self.config.permutations))
-        self._matrix = None
+        with self._lock:
+            if node_id in self.known:
+                return
+            self.known.add(node_id)
+        row = signature(self.load(node_id), self.config.shingle, self.config.permutations)
+        with self._lock:
+            self.ids.append(node_id)
+            self.rows.append(row)
+            self._matrix = None
 
     def nearest(self, files: Mapping[str, str]) -> tuple[str, float] | None:
         """The most similar node (the first added among equals) and its exact similarity."""
-        if not self.ids:
-            return None
-        if self._matrix is None:
-            self._matrix = np.stack(self.rows)
+        with self._lock:
+            if not self.ids:
+                return None
+            if self._matrix is None:
+                self._matrix = np.stack(self.rows)
+            matrix, ids = self._matrix, list(self.ids)
         mine = shingles(files, self.config.shingle)
-        estimate = (self._matrix == signature_of(mine, self.config.permutations)[None, :]
-                    ).mean(axis=1)
+        estimate = (matrix == signature_of(mine, self.config.permutations)[None, :]).mean(axis=1)
         order = np.argsort(-estimate, kind="stable")[:CANDIDATES]
         close = [int(i) for i in order if estimate[i] >= estimate[order[0]] - MARGIN]
-        exact = [(jaccard(mine, shingles(self.load(self.ids[i]), self.config.shingle)), -i)
+        exact = [(jaccard(mine, shingles(self.load(ids[i]), self.config.shingle)), -i)
                  for i in close]
         similarity, best = max(exact)
-        return self.ids[-best], similarity
+        return ids[-best], similarity
 
 
 def _ran(node: Node) -> bool:
@@ -194,13 +201,14 @@ def _ran(node: Node) -> bool:
 def _index(ctx: CampaignContext) -> Index:
     """The campaign's index, built from the archive on first use (then kept up to date by
     :func:`note_run`)."""
-    if ctx.near_duplicates is None:
-        index = Index(ctx.config.near_duplicates, lambda node_id: _files(ctx, node_id))
-        for node in ctx.archive.nodes(ctx.campaign_id):
-            if _ran(node):
-                index.add(node.id)
-        ctx.near_duplicates = index
-    return ctx.near_duplicates
+    with _BUILDING:
+        if ctx.near_duplicates is None:
+            index = Index(ctx.config.near_duplicates, lambda node_id: _files(ctx, node_id))
+            for node in ctx.archive.nodes(ctx.campaign_id):
+                if _ran(node):
+                    index.add(node.id)
+            ctx.near_duplicates = index
+        return ctx.near_duplicates
 
 
 def note_run(ctx: CampaignContext, node: Node) -> None:
