@@ -67,6 +67,7 @@ class CampaignSummary:
     flags: list[dict[str, Any]] = field(default_factory=list)
     heldout_change: float | None = None
     stalls: list[str] = field(default_factory=list)  # the stall guard's flags, described
+    heldout_note: str | None = None  # the task's: why its held-out split is not held out
     policies: list[str] = field(default_factory=list)  # search-policy versions after the first
     retune_s: float = 0.0  # the retune steps' time in this run (self-tuning)
     proposers: list[str] = field(default_factory=list)  # each proposer's share and rates
@@ -120,6 +121,7 @@ def summarize(ctx: Any, stop_reason: str) -> CampaignSummary:
     summary.warnings = [f.describe() for f in found]
     summary.flags = [asdict(f) for f in found]
     summary.stalls = [f.describe() for f in stall.flags(ctx.archive, ctx.campaign_id)]
+    summary.heldout_note = ctx.task.heldout_note
     root, best = summary.root.heldout.get("metrics", {}), summary.best.heldout.get("metrics", {})
     metric = ctx.task.objective.metric
     if isinstance(root.get(metric), int | float) and isinstance(best.get(metric), int | float):
@@ -157,6 +159,8 @@ def render_summary(summary: CampaignSummary, metric: str, console: Console) -> N
             table.add_row(rich_text(f"  {split_name} {key}", single_line=True),
                           _number(r), _number(b))
     console.print(table)
+    if summary.heldout_note:
+        console.print(rich_text(f"held-out: {summary.heldout_note}"))
     console.print(rich_text(f"{summary.evaluated} candidates evaluated, {summary.failed} failed, "
                             f"{summary.promotions} promotions. {summary.stop_reason}"))
     if summary.proposers:

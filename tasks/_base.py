@@ -53,6 +53,9 @@ class Task(abc.ABC):
     objective: Objective
     splits: tuple[Split, ...] = (Split.DEV, Split.HELDOUT)
     no_test_reason: str = "the task declares no sealed test split"
+    # when the held-out split is not held out (e.g. an evaluator that takes no split), why;
+    # the summary prints it beside the held-out row
+    heldout_note: str | None = None
     evaluation_seeds: tuple[int, ...] = (0,)
     sandboxes: tuple[str, ...] | None = None
 

@@ -95,6 +95,11 @@ class ProgramTask(Task):
                               f"no split keyword, so it cannot tell them apart; define "
                               f"evaluate(path, split=\"dev\")")
         self.splits = (Split.DEV, Split.HELDOUT, *(Split(s) for s in config.splits))
+        if not self.passes_split:
+            self.heldout_note = (
+                f"none: {self.evaluator.name}'s evaluate() takes no split keyword, so the "
+                "held-out row repeats dev (define evaluate(path, split=\"dev\") and answer "
+                "split == \"heldout\" with cases the search never sees)")
         self._frame = frame(self.source, self.path)
         for helper in self.helpers:
             if not helper.exists():
