@@ -20,6 +20,8 @@ async def start(ctx: CampaignContext) -> None:
     """Create, evaluate (dev and held-out) and promote the starting point; RecursorError
     when it fails its dev evaluation (a campaign cannot start from a broken task)."""
     root_id = ctx.node_id(0, 0)
+    for note in ctx.task.notes:
+        ctx.reporter.message(note)
     if ctx.archive.node_at(ctx.campaign_id, 0, 0) is None:
         await _create_root(ctx, root_id)
     await evaluate_nodes(ctx, [ctx.archive.node(root_id)])

@@ -56,6 +56,9 @@ class Task(abc.ABC):
     # when the held-out split is not held out (e.g. an evaluator that takes no split), why;
     # the summary prints it beside the held-out row
     heldout_note: str | None = None
+    # choices the task made for the user (a default it replaced): said when a campaign
+    # starts or resumes
+    notes: tuple[str, ...] = ()
     evaluation_seeds: tuple[int, ...] = (0,)
     sandboxes: tuple[str, ...] | None = None
 

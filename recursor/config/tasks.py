@@ -65,7 +65,9 @@ class ProgramTaskConfig(_Model):
                            "-> {metric: number} (or {'metrics': ..., 'instances': ...})")
     evaluator_files: list[str] = Field(default_factory=list, description="helper files or "
                                        "folders the evaluator imports, copied beside it")
-    metric: str = Field("score", min_length=1, description="the metric to optimize")
+    metric: str = Field("score", min_length=1, description="the metric to optimize; the "
+                        "default, score, becomes combined_score for an evaluator that names "
+                        "combined_score and not score (said at the campaign's start)")
     direction: Literal["minimize", "maximize"] = "maximize"
     timeout_s: float = Field(60.0, gt=0, le=86_400, description="wall time of one evaluation "
                              "(sandbox.timeout_s, when set, wins)")

@@ -101,4 +101,21 @@ def check_evaluator(source: str, label: str) -> bool:
     return "split" in names or fn.args.kwarg is not None
 
 
-__all__ = ["MAX_PROGRAM_CHARS", "SourceError", "check_evaluator", "check_program", "frame"]
+def names_mentioned(source: str, wanted: frozenset[str]) -> set[str]:
+    """Which of ``wanted`` the evaluator's source names as a string or a keyword (the
+    metric names it may return: ``{"score": ...}``, ``dict(score=...)``). Parses only."""
+    try:
+        module = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return set()
+    found: set[str] = set()
+    for node in ast.walk(module):
+        if isinstance(node, ast.Constant) and node.value in wanted:
+            found.add(str(node.value))
+        elif isinstance(node, ast.keyword) and node.arg in wanted:
+            found.add(str(node.arg))
+    return found
+
+
+__all__ = ["MAX_PROGRAM_CHARS", "SourceError", "check_evaluator", "check_program", "frame",
+           "names_mentioned"]

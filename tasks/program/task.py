@@ -11,7 +11,13 @@ from recursor.config import ProgramTaskConfig
 from recursor.errors import ConfigError
 from recursor.plan import CandidateRuns, Mount, SandboxLimits, trusted_module_command
 from recursor.tasks._base import Component, EvaluationPlan, Objective, Task
-from recursor.tasks.program.source import SourceError, check_evaluator, check_program, frame
+from recursor.tasks.program.source import (
+    SourceError,
+    check_evaluator,
+    check_program,
+    frame,
+    names_mentioned,
+)
 from recursor.types import ChangeKind, Split
 
 # read-only inside the evaluator's sandbox, never in /workspace; candidate runs never see it
@@ -20,6 +26,8 @@ CACHE_FOLDER = "program-evaluator"
 RUNNER = "recursor.tasks.program.runner"
 # the runner's own start-up and the verdict, on top of the evaluator's time
 RUNNER_MARGIN_S = 10.0
+DEFAULT_METRIC = "score"
+PEER_METRIC = "combined_score"  # what OpenEvolve's evaluators return
 _IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc")
 
 
@@ -82,9 +90,10 @@ class ProgramTask(Task):
         self.path = self.program.name  # the candidate's file name in /workspace
         self.timeout_s = config.timeout_s
         self.memory_mb = config.memory_mb
-        self.objective = Objective(config.metric, config.direction)
         self.source = _read(self.program, "program")
         evaluator_source = _read(self.evaluator, "evaluator")
+        metric = self._metric(config.metric, evaluator_source)
+        self.objective = Objective(metric, config.direction)
         try:
             check_program(self.source, self.path)
             self.passes_split = check_evaluator(evaluator_source, self.evaluator.name)
@@ -107,7 +116,21 @@ class ProgramTask(Task):
         self.description = config.description or (
             f"Improve the program {self.path}. Only the code between '# EVOLVE-BLOCK-START' and "
             f"'# EVOLVE-BLOCK-END' lines may change; everything else must stay as it is. "
-            f"A candidate is scored by the metric '{config.metric}' ({config.direction}).")
+            f"A candidate is scored by the metric '{metric}' ({config.direction}).")
+
+    def _metric(self, metric: str, evaluator_source: str) -> str:
+        """The metric to optimize: ``metric``, except that the default ``score`` becomes
+        ``combined_score`` (OpenEvolve's convention) for an evaluator that names the one and
+        not the other; the choice is said at the campaign's start."""
+        if metric != DEFAULT_METRIC:
+            return metric
+        named = names_mentioned(evaluator_source, frozenset({DEFAULT_METRIC, PEER_METRIC}))
+        if DEFAULT_METRIC in named or PEER_METRIC not in named:
+            return metric
+        self.notes = (f"task.metric: {self.evaluator.name} returns no '{DEFAULT_METRIC}' "
+                      f"metric but '{PEER_METRIC}' (OpenEvolve's convention): optimizing "
+                      f"{PEER_METRIC}; name another with --metric NAME (task.metric)",)
+        return PEER_METRIC
 
     def components(self) -> Sequence[Component]:
         return [Component("program", ChangeKind.ALGORITHM, [self.path])]
