@@ -266,6 +266,20 @@ class GitStore:
         with self._lock:
             self._write_ref(_check_ref(ref), self._resolve(sha) + "\n")
 
+    def clear_stale_ref_locks(self) -> list[str]:
+        """Remove the ``.lock`` files a writer killed mid-update left beside refs (``HEAD``,
+        ``refs/...``); the refs they name relative to the git directory. Call it only where no
+        other writer can run (a campaign's controller holds the campaign's lock)."""
+        with self._lock:
+            stale = [self._git_dir / "HEAD.lock",
+                     *(self._git_dir / "refs").rglob("*.lock")]
+            removed = []
+            for lock in stale:
+                if lock.is_file():
+                    lock.unlink(missing_ok=True)
+                    removed.append(lock.relative_to(self._git_dir).as_posix())
+            return removed
+
     def _write_ref(self, ref: str, content: str) -> None:
         """Write a loose ref as git does: create ``<ref>.lock`` exclusively (waiting while
         another writer holds it), write, rename over the ref."""

@@ -241,6 +241,9 @@ def open_context(directory: Path, reporter: Reporter,
         cache_dir = directory / "cache"
         task.prepare(cache_dir)
         store = GitStore(directory / "repo")
+        for ref_lock in store.clear_stale_ref_locks():  # we hold the campaign's lock
+            reporter.message(f"removed {ref_lock}, left by a run that was killed while "
+                             "it updated a ref")
         if row is None:
             archive.create_campaign(campaign_id, config.name, task.name,
                                     config_to_dict(config), str(directory / "repo"))

@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from recursor import pyast
 from recursor.archive import Node
 from recursor.config import NearDuplicateConfig
 from recursor.orchestrator.context import CampaignContext
@@ -81,7 +82,7 @@ def python_tokens(text: str) -> list[str] | None:
     """The normalized tokens of Python source ``text`` (at most ``MAX_TOKENS``), or None when
     it does not parse."""
     try:
-        tree = ast.parse(text)
+        tree = pyast.parse(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
     out: list[str] = []

@@ -6,6 +6,10 @@
 #   scripts/postgres.sh stop      stop the private server (fast shutdown)
 #   scripts/postgres.sh restart   stop then start it (the database-restart test uses this)
 #
+# RECURSOR_PG_PORT (55432) and RECURSOR_PG_HOME give a second private cluster: the
+# database-restart test runs its own on another port, so that restarting it disturbs no
+# other test that uses the shared one.
+#
 # When RECURSOR_TEST_POSTGRES_URL is unset or names Recursor's own server, install Debian's
 # `postgresql` package if missing and run a private cluster in $RECURSOR_PG_HOME
 # (/var/lib/recursor-postgres), owned by the `postgres` user, listening on 127.0.0.1:55432 and
@@ -14,7 +18,7 @@
 # the role may create databases, since each test gets a fresh one. Any other URL (an existing
 # server) is only checked, never touched.
 set -euo pipefail
-PORT=55432
+PORT="${RECURSOR_PG_PORT:-55432}"
 HOME_DIR="${RECURSOR_PG_HOME:-/var/lib/recursor-postgres}"
 DATA="$HOME_DIR/data"
 SOCKETS="$HOME_DIR/run"

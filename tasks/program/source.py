@@ -105,7 +105,7 @@ def names_mentioned(source: str, wanted: frozenset[str]) -> set[str]:
     """Which of ``wanted`` the evaluator's source names as a string or a keyword (the
     metric names it may return: ``{"score": ...}``, ``dict(score=...)``). Parses only."""
     try:
-        module = ast.parse(source)
+        module = pyast.parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return set()
     found: set[str] = set()

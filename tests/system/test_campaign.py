@@ -6,10 +6,13 @@ import json
 import os
 import subprocess
 import sys
+import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from sqlalchemy import text
+from sqlalchemy import create_engine, text
+from sqlalchemy.pool import NullPool
 
 from recursor.archive import Archive
 from recursor.config import parse_config
@@ -120,18 +123,43 @@ def test_kill_9_then_resume_loses_nothing_and_repeats_nothing(
             assert conn.execute(query, {"cid": cid}).scalar_one() > 0
 
 
+@pytest.fixture
+def own_postgres(subprocess_env: dict[str, str]) -> Iterator[tuple[str, dict[str, str]]]:
+    """A private PostgreSQL cluster of this test's own (scripts/postgres.sh on another port
+    and folder), so that restarting it disturbs no test that uses the shared one: its URL
+    and the environment that names it. Stopped at the end."""
+    if not os.environ.get("RECURSOR_TEST_POSTGRES_URL"):
+        pytest.skip("no PostgreSQL for the tests (RECURSOR_TEST_POSTGRES_URL is unset)")
+    env = {**subprocess_env, "RECURSOR_TEST_POSTGRES_URL": "", "RECURSOR_PG_PORT": "55439",
+           "RECURSOR_PG_HOME": "/var/lib/recursor-postgres-restart-test"}
+    script = str(ROOT / "scripts" / "postgres.sh")
+    started = subprocess.run([script, "start"], capture_output=True, text=True, env=env,
+                             timeout=300)
+    if started.returncode != 0:
+        pytest.skip(f"cannot run a private PostgreSQL cluster here: {started.stderr[-500:]}")
+    base = started.stdout.strip()
+    name = f"restart_{uuid.uuid4().hex[:12]}"  # a fresh database in the kept cluster
+    admin = create_engine(base, isolation_level="AUTOCOMMIT", poolclass=NullPool)
+    try:
+        with admin.connect() as conn:
+            conn.execute(text(f'CREATE DATABASE "{name}"'))
+        yield base.rsplit("/", 1)[0] + f"/{name}", env
+        with admin.connect() as conn:
+            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    finally:
+        admin.dispose()
+        subprocess.run([script, "stop"], capture_output=True, env=env, timeout=120)
+
+
 @pytest.mark.postgres
 def test_a_database_restart_mid_campaign_loses_nothing(
-        tmp_path: Path, subprocess_env: dict[str, str], postgres_url: str) -> None:
-    """The private server restarts (fast shutdown) while the campaign runs: the campaign waits
-    it out, or fails cleanly (stopped, the database error named) and a resume completes it;
-    either way nothing is lost or evaluated twice."""
+        tmp_path: Path, subprocess_env: dict[str, str],
+        own_postgres: tuple[str, dict[str, str]]) -> None:
+    """The test's own server restarts (fast shutdown) while the campaign runs: the campaign
+    waits it out, or fails cleanly (stopped, the database error named) and a resume completes
+    it; either way nothing is lost or evaluated twice."""
     script = ROOT / "scripts" / "postgres.sh"
-    ours = subprocess.run([str(script), "url"], capture_output=True, text=True,
-                          env={**subprocess_env, "RECURSOR_TEST_POSTGRES_URL": ""}).stdout
-    if os.environ.get("RECURSOR_TEST_POSTGRES_URL") != ours.strip():
-        pytest.skip("RECURSOR_TEST_POSTGRES_URL names another server; this test restarts only "
-                    "Recursor's private one (scripts/postgres.sh)")
+    postgres_url, server_env = own_postgres
     directory = tmp_path / "c"
     config = _config(budget={"max_evals": 10}, archive={"url": postgres_url})
     (tmp_path / "c.yaml").write_text(json.dumps(config))
@@ -140,7 +168,8 @@ def test_a_database_restart_mid_campaign_loses_nothing(
                               "-q"], env=subprocess_env, stdout=subprocess.DEVNULL,
                              stderr=subprocess.PIPE, start_new_session=True)
     before = _wait_for_evaluations(directory, child, at_least=3)
-    subprocess.run([str(script), "restart"], check=True, capture_output=True, timeout=120)
+    subprocess.run([str(script), "restart"], check=True, capture_output=True, timeout=120,
+                   env=server_env)
     _, stderr = child.communicate(timeout=400)
     if child.returncode != 0:  # failed cleanly: says why, and resumes
         assert "OperationalError" in stderr.decode(), stderr.decode()[-2000:]

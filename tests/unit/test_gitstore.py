@@ -189,3 +189,15 @@ def test_the_read_cache_is_bounded_and_an_evicted_commit_reads_the_same(
         assert store.read(sha) == {"same.txt": "unchanged\n", "n.txt": f"{i}\n"}
     assert len(store._cache) == 3
     assert "+1" in store.diff(shas[0], shas[1]) and "-0" in store.diff(shas[0], shas[1])
+
+
+def test_ref_locks_a_killed_writer_left_are_cleared(store: GitStore) -> None:
+    sha = store.commit({"a.txt": "a\n"}, [], "c")
+    git_dir = store.path / ".git"
+    (git_dir / "HEAD.lock").write_text("ref: refs/heads/best\n")
+    (git_dir / "refs" / "heads").mkdir(parents=True, exist_ok=True)
+    (git_dir / "refs" / "heads" / "best.lock").write_text(sha + "\n")
+    assert sorted(store.clear_stale_ref_locks()) == ["HEAD.lock", "refs/heads/best.lock"]
+    store.set_branch("best", sha)  # no "held by another writer" any more
+    assert store.read("best") == {"a.txt": "a\n"}
+    assert store.clear_stale_ref_locks() == []
