@@ -210,6 +210,16 @@ def _open_archive(url: str, reporter: Reporter) -> Archive:
     return archive
 
 
+def _open_store(directory: Path, reporter: Reporter) -> GitStore:
+    """The campaign's git store, without the ref locks a killed run left (the caller holds
+    the campaign's lock, so no other writer runs)."""
+    store = GitStore(directory / "repo")
+    for ref_lock in store.clear_stale_ref_locks():
+        reporter.message(f"removed {ref_lock}, left by a run that was killed while it "
+                         "updated a ref")
+    return store
+
+
 def open_context(directory: Path, reporter: Reporter,
                  overrides: dict[str, Any] | None = None,
                  instances: Instances | None = None,
@@ -240,10 +250,7 @@ def open_context(directory: Path, reporter: Reporter,
         objective.check_task(config, task)
         cache_dir = directory / "cache"
         task.prepare(cache_dir)
-        store = GitStore(directory / "repo")
-        for ref_lock in store.clear_stale_ref_locks():  # we hold the campaign's lock
-            reporter.message(f"removed {ref_lock}, left by a run that was killed while "
-                             "it updated a ref")
+        store = _open_store(directory, reporter)
         if row is None:
             archive.create_campaign(campaign_id, config.name, task.name,
                                     config_to_dict(config), str(directory / "repo"))
