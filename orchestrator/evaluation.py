@@ -53,6 +53,8 @@ class EvaluationOutcome:
     stderr: str = ""
     wall_s: float = 0.0
     placement: dict[str, str] = field(default_factory=dict)  # where it ran, e.g. a Ray node
+    # the evaluator's feedback (name -> text), bounded; it may quote the candidate: data only
+    artifacts: dict[str, str] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -81,6 +83,21 @@ def _numbers(raw: Any, what: str) -> dict[str, float]:
     return out
 
 
+ARTIFACTS = "artifacts"  # the log stream (``dev.artifacts``) that keeps them
+MAX_ARTIFACTS = 16
+MAX_ARTIFACT_CHARS = 2_100  # the runner's bound, with its "[cut: N characters]" note
+
+
+def read_artifacts(verdict: Mapping[str, Any] | None) -> dict[str, str]:
+    """The verdict's ``artifacts`` as at most ``MAX_ARTIFACTS`` texts, each bounded (the
+    runner bounds them too; this side does not rely on it): anything else is dropped."""
+    raw = verdict.get(ARTIFACTS) if verdict else None
+    if not isinstance(raw, dict):
+        return {}
+    return {str(k)[:80]: v[:MAX_ARTIFACT_CHARS] for k, v in list(raw.items())[:MAX_ARTIFACTS]
+            if isinstance(v, str)}
+
+
 CANDIDATE_FAILURES = {RunStatus.TIMEOUT.value, RunStatus.OOM.value, RunStatus.CRASHED.value}
 
 
@@ -97,6 +114,7 @@ def interpret(result: SandboxResult, metric: str) -> EvaluationOutcome:
     base = EvaluationOutcome(result.status, stdout=result.stdout, stderr=result.stderr,
                              wall_s=result.wall_time_s, placement=dict(result.placement))
     verdict = result.result
+    base.artifacts = read_artifacts(verdict if isinstance(verdict, dict) else None)
     if result.status is not RunStatus.OK:
         # Only a run that exited 0 may yield a score: a verdict written before the evaluator
         # crashed or was killed never counts. An evaluator that judged the candidate invalid
@@ -201,5 +219,5 @@ def _run_plan(task: Task, plan: EvaluationPlan, sandbox: Sandbox,
     return interpret(result, task.objective.metric)
 
 
-__all__ = ["EvaluationOutcome", "interpret", "plan_request", "run_evaluation",
-           "write_workspace"]
+__all__ = ["ARTIFACTS", "EvaluationOutcome", "interpret", "plan_request", "read_artifacts",
+           "run_evaluation", "write_workspace"]

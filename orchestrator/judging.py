@@ -16,6 +16,7 @@ from recursor.orchestrator import final_report, objective
 from recursor.orchestrator.context import CampaignContext
 from recursor.orchestrator.promotion import dev_gate, heldout_gate
 from recursor.orchestrator.scoring import score_split
+from recursor.tasks.program.verdict import CASCADE_STAGE
 from recursor.types import Split
 
 SplitScorer = Callable[[CampaignContext, Node, Split], float | None]
@@ -29,6 +30,21 @@ def changed_components(ctx: CampaignContext, node: Node, incumbent: Node) -> lis
     changed = [c.name for c in ctx.task.components()
                if any(mine.get(p) != theirs.get(p) for p in c.paths)]
     return changed or [ctx.config.components[0]]
+
+
+def _stage(ctx: CampaignContext, node_id: str) -> float | None:
+    row = ctx.archive.evaluation(node_id, Split.DEV.value)
+    return None if row is None else row.metrics.get(CASCADE_STAGE)
+
+
+def _cascade_behind(ctx: CampaignContext, node_id: str, incumbent_id: str) -> str | None:
+    """Why a candidate whose staged dev evaluation stopped at an earlier stage than the
+    incumbent's cannot replace it (its score covers less of the evaluation), or None."""
+    mine, theirs = _stage(ctx, node_id), _stage(ctx, incumbent_id)
+    if mine is None or theirs is None or mine >= theirs:
+        return None
+    return (f"its staged evaluation stopped after stage {mine:g}; the incumbent's reached "
+            f"stage {theirs:g}")
 
 
 def judge_node(ctx: CampaignContext, node: Node, bootstrap: str,
@@ -50,6 +66,11 @@ def judge_node(ctx: CampaignContext, node: Node, bootstrap: str,
     if _other_objective(ctx, node, splits):  # evaluated before a switch (async pipeline)
         evidence.update(promoted=False, reason="scored under the objective before the switch "
                         f"to {'+'.join(s.value for s in splits)}")
+        ctx.archive.add_log(node.id, "judge", json.dumps(evidence, sort_keys=True))
+        return False
+    behind = _cascade_behind(ctx, node.id, incumbent_id)
+    if behind:
+        evidence.update(promoted=False, reason=behind)
         ctx.archive.add_log(node.id, "judge", json.dumps(evidence, sort_keys=True))
         return False
     gate = dev_gate(node.score, incumbent.score or 0.0,

@@ -16,7 +16,7 @@ from recursor.archive import Evaluation, Node
 from recursor.config import CampaignConfig
 from recursor.orchestrator import objective
 from recursor.orchestrator.context import CampaignContext
-from recursor.orchestrator.evaluation import EvaluationOutcome, run_evaluation
+from recursor.orchestrator.evaluation import ARTIFACTS, EvaluationOutcome, run_evaluation
 from recursor.orchestrator.near_duplicates import note_run
 from recursor.orchestrator.progress import Snapshot
 from recursor.orchestrator.schedule import schedule_length
@@ -138,6 +138,9 @@ def record_evaluation(ctx: CampaignContext, node: Node, split: Split,
             (f"{split.value}.error", outcome.error or "")]
     if outcome.placement:  # which Ray node ran it (sandbox.ray); shown by `archive show`
         logs.append((f"{split.value}.placement", json.dumps(outcome.placement)))
+    if outcome.artifacts:  # the evaluator's feedback; the next proposals read dev's
+        logs.append((f"{split.value}.{ARTIFACTS}", json.dumps(outcome.artifacts,
+                                                              sort_keys=True)))
     return ctx.archive.add_evaluation(Evaluation(
         node_id=node.id, split=split, seed=0, run_status=outcome.run_status,
         metrics=outcome.metrics, instances=outcome.instances, wall_s=outcome.wall_s), logs)

@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import difflib
 import hashlib
+import json
 from collections.abc import Iterator, Mapping, Sequence
 from typing import overload
 
 from recursor.archive import Evaluation, GitStore, Node, Settled
 from recursor.errors import ArchiveError
 from recursor.orchestrator.context import CampaignContext, Scope
+from recursor.orchestrator.evaluation import ARTIFACTS, read_artifacts
 from recursor.proposers import NodeHistory, NodeView, Outcome, ProposalContext
 from recursor.types import ChangeKind, NodeStatus, Split
 
@@ -109,14 +111,29 @@ class History(NodeHistory):
         return len(self._load())
 
 
-def node_view(ctx: CampaignContext, node: Node, dev: Evaluation | None) -> NodeView:
-    """What a proposer sees of ``node``: dev metrics only; files read when first used."""
+def node_view(ctx: CampaignContext, node: Node, dev: Evaluation | None,
+              feedback: bool = False) -> NodeView:
+    """What a proposer sees of ``node``: dev metrics only; files read when first used; with
+    ``feedback``, the evaluator's artifacts from its dev run (one log read)."""
     return NodeView(
         id=node.id, parent_id=node.parent_id, kind=ChangeKind(node.kind),
         proposer=node.proposer, status=NodeStatus(node.status), score=node.score,
         metrics=dict(dev.metrics) if dev is not None else {},
         files=GitFiles(ctx.store, node.commit), rationale=node.rationale, error=node.error,
+        artifacts=dev_artifacts(ctx, node.id) if feedback else {},
     )
+
+
+def dev_artifacts(ctx: CampaignContext, node_id: str) -> dict[str, str]:
+    """The evaluator's artifacts from ``node_id``'s dev run (never another split's)."""
+    logs = ctx.archive.logs(node_id, f"{Split.DEV.value}.{ARTIFACTS}")
+    if not logs:
+        return {}
+    try:
+        raw = json.loads(logs[-1].content)
+    except ValueError:
+        return {}
+    return read_artifacts({ARTIFACTS: raw})
 
 
 def _hints(ctx: CampaignContext, search_set: list[str]) -> str:
@@ -151,10 +168,11 @@ def proposal_context(ctx: CampaignContext, parent_id: str, seed: int,
     return ProposalContext(
         task_name=ctx.task.name, task_description=_hints(ctx, scope.search_set),
         objective_metric=objective.metric, objective_direction=objective.direction,
-        parent=node_view(ctx, parent, devs.get(parent_id)),
+        parent=node_view(ctx, parent, devs.get(parent_id), feedback=True),
         editable_paths=list(scope.paths), allowed_kinds=list(scope.kinds),
         inspirations=choose_inspirations(done, objective.sign, parent_id),
-        recent_failures=[node_view(ctx, n, None) for n in failed], history=History(ctx),
+        recent_failures=[node_view(ctx, n, None, feedback=True) for n in failed],
+        history=History(ctx),
         seed=seed,
     )
 

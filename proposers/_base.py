@@ -32,6 +32,8 @@ class NodeView:
     files: Mapping[str, str]
     rationale: str = ""
     error: str | None = None
+    # the evaluator's feedback on its dev run (name -> text; it may quote the candidate)
+    artifacts: Mapping[str, str] = field(default_factory=dict)
 
 
 class NodeHistory(Sequence[NodeView]):

@@ -32,6 +32,7 @@ FAILURE_CHARS = 1500
 FAILURE_BLOCK_CHARS = 2000  # the error's tail plus the one-line rationale
 FILE_CHARS = 12_000
 RATIONALE_CHARS = 200
+FEEDBACK_CHARS = 3000
 TRIED_CHARS = 160
 MAX_FAILURES = 3
 MAX_TRIED = 12
@@ -54,7 +55,7 @@ def load_templates(templates_dir: Path | None) -> dict[str, string.Template]:
 PLACEHOLDERS = frozenset({
     "task_name", "task_description", "objective_metric", "objective_direction",
     "allowed_kinds", "parent_id", "parent_metrics", "parent_delta", "parent_files",
-    "inspirations", "failures", "tried", "editable_paths", "data_fence"})
+    "inspirations", "failures", "tried", "editable_paths", "data_fence", "parent_feedback"})
 
 
 def check_templates(templates: Mapping[str, string.Template]) -> None:
@@ -101,6 +102,7 @@ def prompt_values(context: ProposalContext, nonce: str | None = None) -> dict[st
         "parent_metrics": _metrics(parent.metrics) or "not evaluated",
         "parent_delta": _delta(parent, find_node(context.history, parent.parent_id)),
         "parent_files": _files(parent.files, context.editable_paths, fence_id),
+        "parent_feedback": _feedback(parent, fence_id),
         "inspirations": _inspirations(context.inspirations, context.editable_paths, fence_id),
         "failures": _failures(context.recent_failures, fence_id),
         "tried": _tried(tried, fence_id),
@@ -158,6 +160,8 @@ def _untrusted_texts(context: ProposalContext, tried: Sequence[NodeView]) -> Ite
     for node in (context.parent, *context.inspirations, *context.recent_failures):
         yield node.rationale or ""
         yield node.error or ""
+        yield from node.artifacts
+        yield from node.artifacts.values()
         yield from node.files
         yield from node.files.values()
     for node in tried:
@@ -206,7 +210,19 @@ def _failures(nodes: Sequence[NodeView], nonce: str) -> str:
             f"change: {why}\nerror:\n{error}",
             f"failure of node {node.id} (its change, then the end of its error)",
             nonce, limit=FAILURE_BLOCK_CHARS, keep_tail=True))
+        if node.artifacts:
+            parts.append(_feedback(node, nonce))
     return "\n".join(parts)
+
+
+def _feedback(node: NodeView, nonce: str) -> str:
+    """The evaluator's artifacts on ``node``'s dev run, as one fenced, bounded block (they may
+    quote the candidate's output)."""
+    if not node.artifacts:
+        return "(none)"
+    text = "\n".join(f"{name}:\n{value}" for name, value in sorted(node.artifacts.items()))
+    return fence(text, f"the evaluator's feedback on node {node.id}", nonce,
+                 limit=FEEDBACK_CHARS)
 
 
 def _recently_tried(history: Sequence[NodeView]) -> list[NodeView]:

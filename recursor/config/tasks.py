@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import (
-    Field,
-)
+from pydantic import Field, field_validator
 
 from recursor.config._base import _Model, _PluginSource
 
@@ -80,6 +79,18 @@ class ProgramTaskConfig(_Model):
         "heldout (its split keyword): test, the sealed split of the final report; train, "
         "training-side instances an objective may add to dev's (objective.splits, "
         "promotion.goodhart.switch_to)")
+    cascade_thresholds: list[float] | None = Field(
+        None, max_length=2, description="for an evaluator with stages (evaluate_stage1, "
+        "evaluate_stage2, ...): the value a candidate's dev result must reach after stage k to "
+        "go on to stage k + 1; default OpenEvolve's 0.5, 0.75 for a maximized metric, none "
+        "(every stage runs) for a minimized one; [] runs every stage")
+
+    @field_validator("cascade_thresholds")
+    @classmethod
+    def _finite_thresholds(cls, value: list[float] | None) -> list[float] | None:
+        if value is not None and not all(math.isfinite(v) for v in value):
+            raise ValueError("cascade_thresholds must be finite numbers")
+        return value
 
     def resolved(self, base: Path) -> ProgramTaskConfig:
         """This config with every relative path made absolute against ``base``."""

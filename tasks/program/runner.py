@@ -41,10 +41,12 @@ import re
 import sys
 import traceback
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from recursor.guest import finish, protect_verdict, read_candidate_file, untrusted_path_entries
+from recursor.tasks.program.cascade import run_stages, stage_functions
 from recursor.tasks.program.guard import CandidateInEvaluator, ExecDenied, install_guard
 from recursor.tasks.program.verdict import Rejected, to_verdict
 
@@ -52,6 +54,8 @@ MAX_PROGRAM_BYTES = 1 << 20
 MAX_REASON_CHARS = 240  # what a proposer reads of a failure, after its category
 MAX_DETAIL_CHARS = 20_000  # what the run's stderr keeps
 MODULE_NAME = "recursor_user_evaluator"
+PEERS = Path(__file__).resolve().parent / "peers"  # read-only, like the rest of Recursor
+PEER_PACKAGES = ("openevolve",)
 _UNPRINTABLE = re.compile(r"[^\x20-\x7e\u00a0-\ud7ff\ue000-\ufffd]+")
 
 
@@ -62,14 +66,25 @@ def short_reason(text: str, limit: int = MAX_REASON_CHARS) -> str:
     return flat if len(flat) <= limit else "..." + flat[-(limit - 3):]
 
 
+def add_peer_shims() -> None:
+    """Put the peer-convention shims (``peers/``: OpenEvolve's ``EvaluationResult``) last on
+    the import path, each only where the real package is not installed."""
+    for name in PEER_PACKAGES:
+        if importlib.util.find_spec(name) is None:
+            sys.path.append(str(PEERS))
+            return
+
+
 def load_evaluator(path: Path) -> Any:
-    """Import the user's evaluator module from its read-only folder; returns ``evaluate``."""
+    """Import the user's evaluator module from its read-only folder; returns the module
+    (which defines ``evaluate``, or the stages of a cascade: :mod:`cascade`)."""
     folder = str(path.parent)
     bad = untrusted_path_entries([folder])
     if bad:
         raise Rejected(f"the evaluator's folder {folder} could be written by the candidate; "
                        "it must be the task's read-only mount", "the evaluator is misplaced", "")
     sys.path.insert(0, folder)
+    add_peer_shims()
     spec = importlib.util.spec_from_file_location(MODULE_NAME, path)
     if spec is None or spec.loader is None:
         raise Rejected(f"cannot load the evaluator {path}", "the evaluator cannot be loaded", "")
@@ -83,11 +98,10 @@ def load_evaluator(path: Path) -> Any:
                        f"{type(exc).__name__}: {exc} (it runs with Recursor's Python in the "
                        "sandbox: install what it imports there, and give its helper files "
                        "as task.evaluator_files)") from None
-    evaluate = getattr(module, "evaluate", None)
-    if not callable(evaluate):
+    if not callable(getattr(module, "evaluate", None)) and not stage_functions(module):
         raise Rejected(f"the evaluator {path.name} defines no evaluate(path)",
                        "the evaluator defines no evaluate(path)", "")
-    return evaluate
+    return module
 
 
 def candidate_source(program: Path) -> bytes:
@@ -108,17 +122,43 @@ def _raised(exc: BaseException) -> Rejected:
                     f"{type(exc).__name__}: {exc}")
 
 
-def run(evaluator: Path, program: Path, metric: str, split: str | None) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Scoring:
+    """How one evaluation is scored: the objective, and the cascade's thresholds (applied on
+    dev only)."""
+
+    metric: str
+    split: str
+    passes_split: bool = True  # False: evaluate() takes no split keyword
+    minimize: bool = False
+    thresholds: tuple[float, ...] = ()
+
+
+def _evaluate(module: Any, program: Path, scoring: Scoring) -> dict[str, Any]:
+    """Call the evaluator on ``program``: its cascade's stages when it defines them, else
+    ``evaluate``; the verdict, or Rejected."""
+    stages = stage_functions(module)
+    try:
+        told = scoring.split if scoring.passes_split else None
+        if stages:
+            thresholds = scoring.thresholds if scoring.split == "dev" else ()
+            return run_stages(stages, str(program), told, scoring.metric, thresholds,
+                              scoring.minimize)
+        keywords = {} if told is None else {"split": told}
+        returned = module.evaluate(str(program), **keywords)
+    except Rejected:
+        raise
+    except Exception as exc:
+        raise _raised(exc) from None
+    return to_verdict(returned, scoring.metric)
+
+
+def run(evaluator: Path, program: Path, scoring: Scoring) -> dict[str, Any]:
     """Import the evaluator, guard this process, call it on ``program``, validate the result."""
     try:
-        evaluate = load_evaluator(evaluator)
+        module = load_evaluator(evaluator)
         install_guard(candidate_source(program), str(program))
-        keywords = {} if split is None else {"split": split}
-        try:
-            returned = evaluate(str(program), **keywords)
-        except Exception as exc:
-            raise _raised(exc) from None
-        return to_verdict(returned, metric)
+        return _evaluate(module, program, scoring)
     except Rejected as exc:
         print(str(exc)[-MAX_DETAIL_CHARS:], file=sys.stderr)
         reason = short_reason(exc.reason)
@@ -126,6 +166,8 @@ def run(evaluator: Path, program: Path, metric: str, split: str | None) -> dict[
         verdict: dict[str, Any] = {"metrics": {}, "instances": {}, "error": error}
         if exc.status:
             verdict["status"] = exc.status
+        if exc.artifacts:
+            verdict["artifacts"] = exc.artifacts
         return verdict
 
 
@@ -137,6 +179,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--split", default="dev")
     parser.add_argument("--no-split", action="store_true",
                         help="evaluate() takes no split keyword")
+    parser.add_argument("--minimize", action="store_true", help="the metric is minimized")
+    parser.add_argument("--thresholds", default="",
+                        help="a cascade's thresholds on dev, comma-separated")
     return parser
 
 
@@ -144,8 +189,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; exit status 0 when the candidate was scored, 1 when it was not."""
     args = _parser().parse_args(argv)
     result_path = protect_verdict()
-    verdict = run(args.evaluator, args.program, args.metric,
-                  None if args.no_split else args.split)
+    thresholds = tuple(float(t) for t in args.thresholds.split(",") if t)
+    scoring = Scoring(args.metric, args.split, not args.no_split, args.minimize, thresholds)
+    verdict = run(args.evaluator, args.program, scoring)
     return finish(result_path, verdict)
 
 

@@ -7,6 +7,7 @@ proposal (``Task.static_check``) and once on the user's files when the task is b
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass
 
 from recursor import pyast
 from recursor.mutation import BLOCK_END, BLOCK_START
@@ -78,27 +79,60 @@ def check_program(source: str, label: str, starting_frame: list[str] | None = No
                           f"line {changed + 1}); only the marked regions may change")
 
 
-def check_evaluator(source: str, label: str) -> bool:
-    """Raise SourceError unless ``source`` defines a top-level ``evaluate`` taking a path.
+STAGES = ("evaluate_stage1", "evaluate_stage2", "evaluate_stage3")  # a cascade's, in order
 
-    Returns whether ``evaluate`` accepts a ``split`` keyword (then it is told ``dev`` or
-    ``heldout``).
-    """
-    module = _parse(source, label)
+
+@dataclass(frozen=True)
+class EvaluatorShape:
+    """What the evaluator's source defines: whether it is told the split, and the stages of
+    a cascade (``evaluate_stage1`` and each next one; empty when it has none)."""
+
+    passes_split: bool
+    stages: tuple[str, ...] = ()
+
+
+def _function(module: ast.Module, name: str, label: str) -> ast.FunctionDef | None:
     defined = [n for n in module.body
-               if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef) and n.name == "evaluate"]
+               if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef) and n.name == name]
     if not defined:
-        raise SourceError(f"{label} defines no top-level function evaluate(path); it must take "
-                          "the path of a program file and return a mapping of metrics")
+        return None
     fn = defined[-1]
     if isinstance(fn, ast.AsyncFunctionDef):
-        raise SourceError(f"{label}: evaluate must be a plain function, not async")
+        raise SourceError(f"{label}: {name} must be a plain function, not async")
     positional = [*fn.args.posonlyargs, *fn.args.args]
     if not positional and fn.args.vararg is None:
-        raise SourceError(f"{label}: evaluate() takes no positional argument; it is called "
-                          "as evaluate(path)")
+        raise SourceError(f"{label}: {name}() takes no positional argument; it is called "
+                          f"as {name}(path)")
+    return fn
+
+
+def _takes_split(fn: ast.FunctionDef) -> bool:
     names = {a.arg for a in [*fn.args.args, *fn.args.kwonlyargs]}
     return "split" in names or fn.args.kwarg is not None
+
+
+def check_evaluator(source: str, label: str) -> EvaluatorShape:
+    """Raise SourceError unless ``source`` defines a top-level ``evaluate`` taking a path, or
+    the stages of a cascade (``evaluate_stage1(path)``, ...).
+
+    Says whether it accepts a ``split`` keyword (then it is told ``dev`` or ``heldout``):
+    ``evaluate``'s, or with stages, whether every stage does.
+    """
+    module = _parse(source, label)
+    stages: list[ast.FunctionDef] = []
+    for name in STAGES:
+        fn = _function(module, name, label)
+        if fn is None:
+            break
+        stages.append(fn)
+    evaluate = _function(module, "evaluate", label)
+    if stages:
+        return EvaluatorShape(all(_takes_split(fn) for fn in stages),
+                              tuple(fn.name for fn in stages))
+    if evaluate is None:
+        raise SourceError(f"{label} defines no top-level function evaluate(path); it must take "
+                          "the path of a program file and return a mapping of metrics")
+    return EvaluatorShape(_takes_split(evaluate))
 
 
 def names_mentioned(source: str, wanted: frozenset[str]) -> set[str]:
@@ -117,5 +151,5 @@ def names_mentioned(source: str, wanted: frozenset[str]) -> set[str]:
     return found
 
 
-__all__ = ["MAX_PROGRAM_CHARS", "SourceError", "check_evaluator", "check_program", "frame",
-           "names_mentioned"]
+__all__ = ["MAX_PROGRAM_CHARS", "STAGES", "EvaluatorShape", "SourceError", "check_evaluator",
+           "check_program", "frame", "names_mentioned"]

@@ -11,7 +11,9 @@ from recursor.config import ProgramTaskConfig
 from recursor.errors import ConfigError
 from recursor.plan import CandidateRuns, Mount, SandboxLimits, trusted_module_command
 from recursor.tasks._base import Component, EvaluationPlan, Objective, Task
+from recursor.tasks.program.cascade import DEFAULT_THRESHOLDS
 from recursor.tasks.program.source import (
+    STAGES,
     SourceError,
     check_evaluator,
     check_program,
@@ -96,9 +98,11 @@ class ProgramTask(Task):
         self.objective = Objective(metric, config.direction)
         try:
             check_program(self.source, self.path)
-            self.passes_split = check_evaluator(evaluator_source, self.evaluator.name)
+            shape = check_evaluator(evaluator_source, self.evaluator.name)
         except SourceError as exc:
             raise ConfigError(f"task: {exc}") from None
+        self.passes_split, self.stages = shape.passes_split, shape.stages
+        self.thresholds = self._thresholds(config.cascade_thresholds)
         if config.splits and not self.passes_split:
             raise ConfigError(f"task.splits {config.splits}: the evaluator's evaluate() takes "
                               f"no split keyword, so it cannot tell them apart; define "
@@ -131,6 +135,26 @@ class ProgramTask(Task):
                       f"metric but '{PEER_METRIC}' (OpenEvolve's convention): optimizing "
                       f"{PEER_METRIC}; name another with --metric NAME (task.metric)",)
         return PEER_METRIC
+
+    def _thresholds(self, configured: Sequence[float] | None) -> tuple[float, ...]:
+        """The cascade's thresholds on dev (see :mod:`cascade`), said at the start."""
+        if not self.stages:
+            if configured:
+                raise ConfigError(f"task.cascade_thresholds: {self.evaluator.name} defines no "
+                                  f"stages ({', '.join(STAGES)}), so there is nothing to gate")
+            return ()
+        minimize = self.objective.minimizes
+        chosen = tuple(configured if configured is not None else
+                       () if minimize else DEFAULT_THRESHOLDS)[:len(self.stages) - 1]
+        gates = ", ".join(f"after {name} {'<=' if minimize else '>='} {value:g}"
+                          for name, value in zip(self.stages, chosen, strict=False))
+        self.notes = (*getattr(self, "notes", ()), (
+            f"task: {self.evaluator.name} evaluates in stages ({', '.join(self.stages)}); on "
+            f"dev a candidate goes on only when {self.objective.metric} is "
+            f"{gates} (task.cascade_thresholds)" if gates else
+            f"task: {self.evaluator.name} evaluates in stages ({', '.join(self.stages)}); every "
+            "stage runs (set task.cascade_thresholds to stop weak candidates early)"))
+        return chosen
 
     def components(self) -> Sequence[Component]:
         return [Component("program", ChangeKind.ALGORITHM, [self.path])]
@@ -178,6 +202,10 @@ class ProgramTask(Task):
             "--split", Split(split).value)
         if not self.passes_split:
             command.append("--no-split")
+        if self.objective.minimizes:
+            command.append("--minimize")
+        if self.thresholds:
+            command += ["--thresholds", ",".join(repr(t) for t in self.thresholds)]
         mount = Mount(Path(cache_dir) / CACHE_FOLDER, EVALUATOR_TARGET)
         limits = SandboxLimits(wall_time_s=self.timeout_s + RUNNER_MARGIN_S,
                                memory_mb=self.memory_mb)

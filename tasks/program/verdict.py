@@ -25,11 +25,12 @@ class Rejected(Exception):
     (the runner shortens the reason to one bounded line)."""
 
     def __init__(self, detail: str, category: str = UNUSABLE, reason: str | None = None,
-                 status: str | None = None) -> None:
+                 status: str | None = None, artifacts: Mapping[str, str] | None = None) -> None:
         super().__init__(detail)
         self.category = category
         self.reason = detail if reason is None else reason
         self.status = status
+        self.artifacts = dict(artifacts or {})
 
 
 def _numbers(raw: Any, what: str) -> dict[str, float]:
@@ -51,21 +52,84 @@ def _numbers(raw: Any, what: str) -> dict[str, float]:
     return out
 
 
-def to_verdict(returned: Any, metric: str) -> dict[str, Any]:
-    """The verdict for what ``evaluate`` returned: ``{name: number}``, or
-    ``{"metrics": {...}, "instances": {...}}``, or a rejection ``{"error": "why"}`` (with
-    ``"status"``: ``timeout``, ``oom`` or ``crashed`` when a candidate run's end is why).
+MAX_ARTIFACTS = 16
+MAX_ARTIFACT_CHARS = 2_000  # one artifact's text
+MAX_ARTIFACTS_CHARS = 8_000  # all of one evaluation's
+FEEDBACK = "feedback"  # a plain text the evaluator returns beside its metrics
+CASCADE_STAGE = "cascade_stage"  # the metric a staged evaluation adds (cascade.py)
+_EXTRA_KEYS = ("artifacts", FEEDBACK)
+_CONTROL = str.maketrans({c: " " for c in map(chr, range(32)) if c not in "\n\t"})
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, bytes | bytearray):
+        return bytes(value[:MAX_ARTIFACT_CHARS * 4]).decode("utf-8", "replace")
+    return value if isinstance(value, str) else repr(value)[:MAX_ARTIFACT_CHARS * 4]
+
+
+def bounded_artifacts(raw: Any) -> dict[str, str]:
+    """The evaluator's artifacts (name -> text, bytes or anything else, shown by its repr)
+    as at most ``MAX_ARTIFACTS`` texts of ``MAX_ARTIFACT_CHARS`` each and
+    ``MAX_ARTIFACTS_CHARS`` in all, control characters other than newline and tab blanked.
+    What is cut says so. They may quote the candidate's output: they are data, shown escaped
+    and fenced wherever they are shown."""
+    if raw is None:
+        return {}
+    if not isinstance(raw, Mapping):
+        raw = {FEEDBACK: raw}
+    out: dict[str, str] = {}
+    room = MAX_ARTIFACTS_CHARS
+    for number, (key, value) in enumerate(raw.items()):
+        if number >= MAX_ARTIFACTS or room <= 0:
+            out["(cut)"] = f"{len(raw) - number} more artifacts left out"
+            break
+        text = _text(value).translate(_CONTROL)
+        limit = min(MAX_ARTIFACT_CHARS, room)
+        if len(text) > limit:
+            text = text[:limit] + f" [cut: {len(text)} characters]"
+        out[str(key)[:80].translate(_CONTROL)] = text
+        room -= len(text)
+    return out
+
+
+def _unwrapped(returned: Any) -> tuple[Any, dict[str, str]]:
+    """What ``evaluate`` returned, as a mapping, and its artifacts: an object with
+    ``metrics`` and ``artifacts`` attributes (OpenEvolve's ``EvaluationResult``), or a mapping
+    that may hold ``artifacts`` (a mapping) and ``feedback`` (a text) besides the metrics."""
+    if not isinstance(returned, Mapping) and isinstance(getattr(returned, "metrics", None),
+                                                        Mapping):
+        return dict(returned.metrics), bounded_artifacts(getattr(returned, "artifacts", None))
+    if not isinstance(returned, Mapping):
+        return returned, {}
+    artifacts = dict(returned.get("artifacts") or {}) if isinstance(
+        returned.get("artifacts"), Mapping) else {}
+    if isinstance(returned.get(FEEDBACK), str):
+        artifacts[FEEDBACK] = returned[FEEDBACK]
+    rest = {k: v for k, v in returned.items()
+            if not (k == "artifacts" or (k == FEEDBACK and isinstance(v, str)))}
+    return rest, bounded_artifacts(artifacts)
+
+
+def parse_result(returned: Any) -> dict[str, Any]:
+    """What ``evaluate`` (or one stage of a cascade) returned, validated: ``{"metrics",
+    "instances", "artifacts"}``. Accepted: ``{name: number}``, ``{"metrics": {...},
+    "instances": {...}}``, either with ``artifacts``/``feedback``, or an ``EvaluationResult``
+    (see :func:`_unwrapped`). A rejection (``{"error": "why"}``, with ``"status"``:
+    ``timeout``, ``oom`` or ``crashed`` when a candidate run's end is why) raises Rejected,
+    carrying the artifacts; so does anything unusable.
 
     A number under the key ``error`` is an ordinary metric (e.g. an approximation error);
-    only a non-empty string rejects the candidate. Raises Rejected for anything else.
+    only a non-empty string rejects the candidate.
     """
+    returned, artifacts = _unwrapped(returned)
     if not isinstance(returned, Mapping):
         raise Rejected(f"evaluate() returned {type(returned).__name__}; expected a mapping "
-                       f"such as {{{metric!r}: 1.0}}")
+                       "such as {'score': 1.0}")
     reason = returned.get("error")
     if isinstance(reason, str) and reason:
         status = returned.get("status")
-        raise Rejected(reason, REJECTED, status=status if status in RUN_FAILURES else None)
+        raise Rejected(reason, REJECTED, status=status if status in RUN_FAILURES else None,
+                       artifacts=artifacts)
     if isinstance(returned.get("metrics"), Mapping):
         unknown = set(returned) - {"metrics", "instances", "error", "status"}
         if unknown:
@@ -79,11 +143,37 @@ def to_verdict(returned: Any, metric: str) -> dict[str, Any]:
                             if not (k in ("error", "status") and not isinstance(v, int | float))},
                            "metrics")
         instances = {}
+    if CASCADE_STAGE in metrics:
+        raise Rejected(f"evaluate() returned a metric named {CASCADE_STAGE!r}, which Recursor "
+                       "sets itself (the stage a staged evaluation reached); rename it")
+    return {"metrics": metrics, "instances": instances, "artifacts": artifacts}
+
+
+def require_metric(metrics: Mapping[str, float], metric: str) -> None:
+    """Rejected unless ``metrics`` holds the objective ``metric``."""
     if metric not in metrics:
         raise Rejected(f"evaluate() returned no {metric!r} metric (got "
                        f"{sorted(metrics)[:10]}); the task optimizes {metric!r}: name the "
                        "metric to optimize with --metric NAME (task.metric in a campaign file)")
-    return {"metrics": metrics, "instances": instances, "error": None}
 
 
-__all__ = ["MAX_ENTRIES", "REJECTED", "UNUSABLE", "Rejected", "to_verdict"]
+def to_verdict(returned: Any, metric: str) -> dict[str, Any]:
+    """The verdict for what ``evaluate`` returned (see :func:`parse_result`), which must hold
+    the objective ``metric``: ``{"metrics", "instances", "error": None}``, with
+    ``"artifacts"`` when it returned any. Raises Rejected otherwise."""
+    parsed = parse_result(returned)
+    require_metric(parsed["metrics"], metric)
+    return verdict_of(parsed)
+
+
+def verdict_of(parsed: Mapping[str, Any]) -> dict[str, Any]:
+    """The verdict for a validated result (``artifacts`` only when there are some)."""
+    verdict = {"metrics": parsed["metrics"], "instances": parsed["instances"], "error": None}
+    if parsed.get("artifacts"):
+        verdict["artifacts"] = parsed["artifacts"]
+    return verdict
+
+
+__all__ = ["CASCADE_STAGE", "MAX_ARTIFACTS_CHARS", "MAX_ARTIFACT_CHARS", "MAX_ENTRIES",
+           "REJECTED", "UNUSABLE", "Rejected", "bounded_artifacts", "parse_result",
+           "require_metric", "to_verdict", "verdict_of"]

@@ -88,8 +88,8 @@ def test_unusable_user_files_are_config_errors_that_say_the_fix(user: Path) -> N
         check_evaluator("def score(path):\n    return 1\n", "e.py")
     with pytest.raises(SourceError, match="not async"):
         check_evaluator("async def evaluate(path):\n    return 1\n", "e.py")
-    assert check_evaluator("def evaluate(path):\n    return {}\n", "e.py") is False
-    assert check_evaluator("def evaluate(path, **kw):\n    return {}\n", "e.py") is True
+    assert check_evaluator("def evaluate(path):\n    return {}\n", "e.py").passes_split is False
+    assert check_evaluator("def evaluate(path, **kw):\n    return {}\n", "e.py").passes_split
 
 
 def test_the_evaluation_mounts_the_frozen_copy_read_only_outside_the_workspace(
