@@ -16,8 +16,7 @@ from recursor.orchestrator import final_report, objective
 from recursor.orchestrator.context import CampaignContext
 from recursor.orchestrator.promotion import dev_gate, heldout_gate
 from recursor.orchestrator.scoring import score_split
-from recursor.tasks.program.verdict import CASCADE_STAGE
-from recursor.types import Split
+from recursor.types import CASCADE_STAGE, Split
 
 SplitScorer = Callable[[CampaignContext, Node, Split], float | None]
 

@@ -57,6 +57,10 @@ class ChangeKind(StrEnum):
     POLICY = "policy"
 
 
+# the dev metric a staged evaluation sets to the stage it reached (program task, cascade.py)
+CASCADE_STAGE = "cascade_stage"
+
+
 class Split(StrEnum):
     """Where an evaluation's instances come from.
 

@@ -59,7 +59,12 @@ class ProgramTaskConfig(_Model):
 
     kind: Literal["program"]
     program: str = Field(min_length=1, description="the starting program, with EVOLVE-BLOCK-"
-                         "START/END regions (the only code proposers may change)")
+                         "START/END regions (the only code proposers may change); a file, or "
+                         "a folder of files, each with or without regions")
+    entry: str | None = Field(None, min_length=1, description="for a program folder: the "
+                              "file evaluate(path) is given (default: main.py, "
+                              "initial_program.py, initial.py or program.py, whichever it "
+                              "holds first, or its only file with regions)")
     evaluator: str = Field(min_length=1, description="a Python file defining evaluate(path) "
                            "-> {metric: number} (or {'metrics': ..., 'instances': ...})")
     evaluator_files: list[str] = Field(default_factory=list, description="helper files or "

@@ -20,9 +20,11 @@ Order of work, and why:
    evaluator is imported.
 3. The guard (:mod:`recursor.tasks.program.guard`): from now on this process can start no
    program, and cannot execute the candidate's code in itself. An evaluator written to the
-   old contract (``subprocess.run([sys.executable, path])``, ``os.system``, importing the
-   candidate) fails with an error naming ``run_candidate``, instead of running the candidate
-   beside the evaluator's secrets.
+   old contract (``subprocess.run([sys.executable, path])``, ``os.system``, ``runpy``)
+   fails with an error naming ``run_candidate``, instead of running the candidate beside
+   the evaluator's secrets. Importing the candidate gives a stand-in module whose functions
+   run in candidate runs of their own (:mod:`recursor.tasks.program.remote`, installed
+   before the evaluator is imported).
 4. ``evaluate`` is called on ``/workspace/<program>``, the same path the candidate's runs see.
 5. The returned mapping is validated (numbers, finite, the objective present) and the
    verdict is written last with :func:`~recursor.guest.finish`.
@@ -48,6 +50,7 @@ from typing import Any
 from recursor.guest import finish, protect_verdict, read_candidate_file, untrusted_path_entries
 from recursor.tasks.program.cascade import run_stages, stage_functions
 from recursor.tasks.program.guard import CandidateInEvaluator, ExecDenied, install_guard
+from recursor.tasks.program.remote import install as install_remote
 from recursor.tasks.program.verdict import Rejected, to_verdict
 
 MAX_PROGRAM_BYTES = 1 << 20
@@ -153,11 +156,15 @@ def _evaluate(module: Any, program: Path, scoring: Scoring) -> dict[str, Any]:
     return to_verdict(returned, scoring.metric)
 
 
-def run(evaluator: Path, program: Path, scoring: Scoring) -> dict[str, Any]:
-    """Import the evaluator, guard this process, call it on ``program``, validate the result."""
+def run(evaluator: Path, program: Path, scoring: Scoring,
+        workspace: Path | None = None) -> dict[str, Any]:
+    """Import the evaluator, guard this process, call it on ``program`` (a file of the
+    candidate's ``workspace``, default its folder), validate the result."""
+    root = str(workspace or program.parent)
     try:
+        install_remote(root)
         module = load_evaluator(evaluator)
-        install_guard(candidate_source(program), str(program))
+        install_guard(candidate_source(program), str(program), root)
         return _evaluate(module, program, scoring)
     except Rejected as exc:
         print(str(exc)[-MAX_DETAIL_CHARS:], file=sys.stderr)
@@ -175,6 +182,8 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description="Run a user's evaluate(path) (program task).")
     parser.add_argument("--evaluator", type=Path, required=True)
     parser.add_argument("--program", type=Path, required=True)
+    parser.add_argument("--workspace", type=Path, default=None,
+                        help="the folder of the candidate's files (default: the program's)")
     parser.add_argument("--metric", required=True)
     parser.add_argument("--split", default="dev")
     parser.add_argument("--no-split", action="store_true",
@@ -191,7 +200,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     result_path = protect_verdict()
     thresholds = tuple(float(t) for t in args.thresholds.split(",") if t)
     scoring = Scoring(args.metric, args.split, not args.no_split, args.minimize, thresholds)
-    verdict = run(args.evaluator, args.program, scoring)
+    verdict = run(args.evaluator, args.program, scoring, args.workspace)
     return finish(result_path, verdict)
 
 

@@ -12,6 +12,7 @@ from recursor.errors import ConfigError
 from recursor.plan import CandidateRuns, Mount, SandboxLimits, trusted_module_command
 from recursor.tasks._base import Component, EvaluationPlan, Objective, Task
 from recursor.tasks.program.cascade import DEFAULT_THRESHOLDS
+from recursor.tasks.program.files import entry_of, evolvable, read_program
 from recursor.tasks.program.source import (
     STAGES,
     SourceError,
@@ -89,15 +90,18 @@ class ProgramTask(Task):
         self.program = Path(config.program).resolve()
         self.evaluator = Path(config.evaluator).resolve()
         self.helpers = [Path(p).resolve() for p in config.evaluator_files]
-        self.path = self.program.name  # the candidate's file name in /workspace
         self.timeout_s = config.timeout_s
         self.memory_mb = config.memory_mb
-        self.source = _read(self.program, "program")
+        self.files = read_program(self.program)  # relative path in /workspace -> text
+        self.path = entry_of(self.files, config.entry, self.program)  # what evaluate() gets
+        self.source = self.files[self.path]
         evaluator_source = _read(self.evaluator, "evaluator")
         metric = self._metric(config.metric, evaluator_source)
         self.objective = Objective(metric, config.direction)
+        self.evolvable = evolvable(self.files) if self.program.is_dir() else [self.path]
         try:
-            check_program(self.source, self.path)
+            for path in self.evolvable or [self.path]:
+                check_program(self.files[path], path)
             shape = check_evaluator(evaluator_source, self.evaluator.name)
         except SourceError as exc:
             raise ConfigError(f"task: {exc}") from None
@@ -113,14 +117,19 @@ class ProgramTask(Task):
                 f"none: {self.evaluator.name}'s evaluate() takes no split keyword, so the "
                 "held-out row repeats dev (define evaluate(path, split=\"dev\") and answer "
                 "split == \"heldout\" with cases the search never sees)")
-        self._frame = frame(self.source, self.path)
+        self._frames = {path: frame(self.files[path], path) for path in self.evolvable}
         for helper in self.helpers:
             if not helper.exists():
                 raise ConfigError(f"task.evaluator_files: {helper} does not exist")
-        self.description = config.description or (
-            f"Improve the program {self.path}. Only the code between '# EVOLVE-BLOCK-START' and "
-            f"'# EVOLVE-BLOCK-END' lines may change; everything else must stay as it is. "
-            f"A candidate is scored by the metric '{metric}' ({config.direction}).")
+        self.description = config.description or self._description(metric, config.direction)
+
+    def _description(self, metric: str, direction: str) -> str:
+        where = (f"the program {self.path}" if len(self.files) == 1 else
+                 f"the program in {len(self.files)} files (the evaluator runs {self.path}; "
+                 f"files you may change: {', '.join(self.evolvable)})")
+        return (f"Improve {where}. Only the code between '# EVOLVE-BLOCK-START' and "
+                f"'# EVOLVE-BLOCK-END' lines may change; everything else must stay as it is. "
+                f"A candidate is scored by the metric '{metric}' ({direction}).")
 
     def _metric(self, metric: str, evaluator_source: str) -> str:
         """The metric to optimize: ``metric``, except that the default ``score`` becomes
@@ -157,10 +166,10 @@ class ProgramTask(Task):
         return chosen
 
     def components(self) -> Sequence[Component]:
-        return [Component("program", ChangeKind.ALGORITHM, [self.path])]
+        return [Component("program", ChangeKind.ALGORITHM, list(self.evolvable))]
 
     def seed_files(self) -> Mapping[str, str]:
-        return {self.path: self.source}
+        return dict(self.files)
 
     def _staged(self, root: Path) -> None:
         root.mkdir(parents=True)
@@ -184,21 +193,32 @@ class ProgramTask(Task):
                 f"Restore the files (the campaign's copy is in {target}) or start a new campaign")
 
     def static_check(self, files: Mapping[str, str]) -> str | None:
-        """The program parses and differs from the starting one only inside its marked
-        regions. Executes nothing."""
-        source = files.get(self.path)
-        if source is None:
-            return f"missing {self.path}"
-        try:
-            check_program(source, self.path, self._frame)
-        except SourceError as exc:
-            return str(exc)
+        """The program's files are the starting ones, each evolvable file parses and differs
+        from its starting text only inside its marked regions, and every other file is
+        unchanged. Executes nothing."""
+        added = sorted(set(files) - set(self.files))
+        if added:
+            return (f"adds {', '.join(added[:3])}: the program's files are fixed (only the "
+                    f"marked regions of {', '.join(self.evolvable)} may change)")
+        for path, start in self.files.items():
+            source = files.get(path)
+            if source is None:
+                return f"missing {path}"
+            if path not in self._frames:
+                if source != start:
+                    return f"changes {path}, which has no EVOLVE-BLOCK regions (it is fixed)"
+                continue
+            try:
+                check_program(source, path, self._frames[path])
+            except SourceError as exc:
+                return str(exc)
         return None
 
     def evaluation(self, split: Split, cache_dir: Path) -> EvaluationPlan:
         command = trusted_module_command(
             RUNNER, "--evaluator", f"{EVALUATOR_TARGET}/{self.evaluator.name}",
-            "--program", f"/workspace/{self.path}", "--metric", self.objective.metric,
+            "--program", f"/workspace/{self.path}", "--workspace", "/workspace",
+            "--metric", self.objective.metric,
             "--split", Split(split).value)
         if not self.passes_split:
             command.append("--no-split")

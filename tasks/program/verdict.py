@@ -9,6 +9,8 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from recursor.types import CASCADE_STAGE
+
 MAX_ENTRIES = 10_000
 
 
@@ -56,7 +58,6 @@ MAX_ARTIFACTS = 16
 MAX_ARTIFACT_CHARS = 2_000  # one artifact's text
 MAX_ARTIFACTS_CHARS = 8_000  # all of one evaluation's
 FEEDBACK = "feedback"  # a plain text the evaluator returns beside its metrics
-CASCADE_STAGE = "cascade_stage"  # the metric a staged evaluation adds (cascade.py)
 _EXTRA_KEYS = ("artifacts", FEEDBACK)
 _CONTROL = str.maketrans({c: " " for c in map(chr, range(32)) if c not in "\n\t"})
 

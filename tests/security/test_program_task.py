@@ -116,15 +116,39 @@ def evaluate(path, split="dev"):
     status = os.system(f"{sys.executable} {path}")
     return {"score": 1.0 if status == 0 else 0.0}
 '''
-OLD_IMPORT = '''
+OLD_LOADER = '''
+import importlib.machinery
+import types
+
+
+def evaluate(path, split="dev"):
+    module = types.ModuleType("candidate")
+    importlib.machinery.SourceFileLoader("candidate", path).exec_module(module)
+    return {"score": 1.0}
+'''
+# an import gives a stand-in module: each call runs in a candidate run of its own
+IMPORTS = '''
 import importlib.util
+import os
 
 
 def evaluate(path, split="dev"):
     spec = importlib.util.spec_from_file_location("candidate", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return {"score": 1.0}
+    theirs = module.attack()
+    mine = [os.path.isdir("/recursor-evaluator"), "RECURSOR_RESULT" in os.environ,
+            os.getpid()]
+    print("EVALUATOR SAW", mine[:2], "CANDIDATE SAW", theirs)
+    return {"score": 1.0 if theirs[:2] == [False, False] and mine[:2] == [True, False]
+            else 0.0}
+'''
+REPORTS = '''
+def attack():
+    import os
+    print("CANDIDATE CODE RAN")
+    return [os.path.isdir("/recursor-evaluator"), "RECURSOR_RESULT" in os.environ,
+            os.getpid()]
 '''
 OLD_EXEC = '''
 def evaluate(path, split="dev"):
@@ -196,9 +220,9 @@ def test_a_printed_or_smuggled_fake_verdict_is_not_believed(
 
 @pytest.mark.parametrize(("evaluator", "hint"), [
     (OLD_SUBPROCESS, "may not start programs"), (OLD_OS_SYSTEM, "may not start programs"),
-    (OLD_IMPORT, "executed the candidate's code in its own process"),
+    (OLD_LOADER, "executed the candidate's code in its own process"),
     (OLD_EXEC, "executed the candidate's code in its own process"),
-], ids=["subprocess", "os-system", "import", "exec"])
+], ids=["subprocess", "os-system", "loader", "exec"])
 def test_an_evaluator_written_to_the_old_contract_gets_an_error_naming_the_helper(
         sandbox: Sandbox, tmp_path: Path, campaign_dir: Path, evaluator: str,
         hint: str) -> None:
@@ -213,4 +237,18 @@ def test_an_evaluator_written_to_the_old_contract_gets_an_error_naming_the_helpe
     assert not outcome.ok and outcome.metrics == {}
     assert hint in (outcome.error or ""), outcome.error
     assert "run_candidate" in (outcome.error or "")
+    assert "CANDIDATE CODE RAN" not in outcome.stdout + outcome.stderr
+
+
+def test_an_evaluator_that_imports_the_candidate_gets_calls_run_in_a_sandbox_of_their_own(
+        sandbox: Sandbox, tmp_path: Path, campaign_dir: Path) -> None:
+    """Importing the candidate gives a stand-in: importing runs nothing in the evaluator's
+    process, and the call runs where the evaluator's folder and verdict channel are not."""
+    task = make_task(tmp_path / "user", {"evaluate.py": IMPORTS}, [])
+    cache = campaign_dir / f"cache-import-{tmp_path.name}"
+    task.prepare(cache)
+    outcome = evaluate(task, sandbox, cache, with_attack(REPORTS))
+    assert outcome.ok and outcome.metrics == {"score": 1.0}, (outcome.error, outcome.stdout)
+    assert "EVALUATOR SAW [True, False] CANDIDATE SAW [False, False," in outcome.stdout
+    # the candidate's print went to its own run's stderr, which the evaluator did not show
     assert "CANDIDATE CODE RAN" not in outcome.stdout + outcome.stderr

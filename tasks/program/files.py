@@ -1,0 +1,91 @@
+"""A user's program as files: one file, or a folder of them with several evolvable files.
+
+A folder's files are read once, when the task is built (relative path -> text). The ones
+with ``EVOLVE-BLOCK`` regions are what proposers may change (each only inside its regions);
+every other file is fixed, as is the set of files. The evaluator is given one of them, the
+*entry* (``task.entry``; by default the first of :data:`ENTRY_NAMES` the folder holds, or its
+only file with marked regions): the path of that file in ``/workspace``, where every file of
+the program sits beside it in the candidate's runs.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from recursor.errors import ConfigError
+from recursor.mutation import BLOCK_START
+
+MAX_FILES = 64
+MAX_TOTAL_CHARS = 2_000_000
+ENTRY_NAMES = ("main.py", "initial_program.py", "initial.py", "program.py")
+_SKIPPED_PARTS = ("__pycache__",)
+
+
+def _read(path: Path, what: str) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"task.{what}: {path} does not exist") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"task.{what}: cannot read {path} as UTF-8 text: {exc}") from None
+
+
+def _listed(folder: Path) -> list[Path]:
+    files = []
+    for path in sorted(folder.rglob("*")):
+        rel = path.relative_to(folder)
+        if any(p.startswith(".") or p in _SKIPPED_PARTS for p in rel.parts):
+            continue
+        if path.is_symlink():
+            raise ConfigError(f"task.program: {path} is a symbolic link; a program folder "
+                              "holds regular files only")
+        if path.is_file() and path.suffix != ".pyc":
+            files.append(path)
+    return files
+
+
+def read_program(path: Path) -> dict[str, str]:
+    """The program's files (relative path -> text): ``{name: text}`` for a file, every
+    regular file under a folder (hidden ones and ``__pycache__`` left out) for a folder."""
+    if not path.is_dir():
+        return {path.name: _read(path, "program")}
+    listed = _listed(path)
+    if not listed:
+        raise ConfigError(f"task.program: the folder {path} holds no files")
+    if len(listed) > MAX_FILES:
+        raise ConfigError(f"task.program: the folder {path} holds {len(listed)} files; the "
+                          f"limit is {MAX_FILES}")
+    files = {p.relative_to(path).as_posix(): _read(p, "program") for p in listed}
+    if sum(map(len, files.values())) > MAX_TOTAL_CHARS:
+        raise ConfigError(f"task.program: the folder {path} holds more than "
+                          f"{MAX_TOTAL_CHARS} characters of text")
+    return files
+
+
+def evolvable(files: dict[str, str]) -> list[str]:
+    """The Python files that mark regions for proposers (sorted)."""
+    return sorted(p for p, text in files.items()
+                  if p.endswith(".py") and any(line.strip().startswith(BLOCK_START)
+                                               for line in text.splitlines()))
+
+
+def entry_of(files: dict[str, str], entry: str | None, program: Path) -> str:
+    """Which file ``evaluate(path)`` is given (see the module docstring)."""
+    if entry is not None:
+        if entry not in files:
+            raise ConfigError(f"task.entry: {entry!r} is not a file of {program} (its files: "
+                              f"{', '.join(sorted(files)[:10])})")
+        return entry
+    if len(files) == 1:
+        return next(iter(files))
+    named = next((name for name in ENTRY_NAMES if name in files), None)
+    if named is not None:
+        return named
+    marked = evolvable(files)
+    if len(marked) == 1:
+        return marked[0]
+    raise ConfigError(f"task.entry: the program folder {program} has no {ENTRY_NAMES[0]}; "
+                      "name the file evaluate(path) is given with task.entry")
+
+
+__all__ = ["ENTRY_NAMES", "MAX_FILES", "entry_of", "evolvable", "read_program"]
