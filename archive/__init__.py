@@ -11,6 +11,13 @@ from recursor.archive.engine import sqlite_url
 from recursor.archive.gitstore import GitStore
 from recursor.archive.migrations import LATEST as SCHEMA_VERSION
 from recursor.archive.migrations import Prepared
+from recursor.archive.population import (
+    IslandSelection,
+    MapElitesSelection,
+    Member,
+    PopulationPolicy,
+    members_of,
+)
 from recursor.archive.reader import ArchiveReader, NodeCounts, Progress, Settled
 from recursor.archive.records import (
     Campaign,
@@ -36,8 +43,9 @@ from recursor.archive.store import Archive, upgrade_archive
 
 __all__ = [
     "SCHEMA_VERSION", "Archive", "ArchiveReader", "Campaign", "EpsilonGreedySelection",
-    "Evaluation", "GitStore", "GreedySelection", "Job", "LogEntry", "Node", "NodeCounts",
+    "Evaluation", "GitStore", "GreedySelection", "IslandSelection", "Job", "LogEntry",
+    "MapElitesSelection", "Member", "Node", "NodeCounts", "PopulationPolicy",
     "Prepared", "Progress", "Promotion", "RankSelection", "RankedSelectionPolicy",
     "SearchPolicy", "SelectionPolicy", "Settled", "TournamentSelection", "TreeEntry",
-    "build_selection", "score_key", "sqlite_url", "upgrade_archive",
+    "build_selection", "members_of", "score_key", "sqlite_url", "upgrade_archive",
 ]

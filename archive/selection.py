@@ -8,6 +8,7 @@ picks a parent for each slot of the next round. Built-ins (``selection.kind`` in
   keeps exploring below the top while favouring it;
 - ``epsilon_greedy``: the best node, or with probability ``epsilon`` a uniform one;
 - ``tournament``: the best of ``tournament_size`` uniform draws;
+- ``islands`` and ``map_elites``: population strategies (:mod:`recursor.archive.population`);
 - ``plugin``: a user's ``SelectionPolicy`` subclass, ``class_path: "pkg.mod:Class"``.
 
 The ranked policies (all but ``plugin``) rank one node per score: nodes whose scores agree to
@@ -28,6 +29,8 @@ from recursor.config import (
     EpsilonGreedySelectionConfig,
     GreedySelectionConfig,
     InstanceSelectionConfig,
+    IslandsSelectionConfig,
+    MapElitesSelectionConfig,
     PluginSelectionConfig,
     RankSelectionConfig,
     SelectionConfig,
@@ -175,6 +178,10 @@ def build_selection(config: SelectionConfig) -> SelectionPolicy:
         return EpsilonGreedySelection(config.epsilon)
     if isinstance(config, TournamentSelectionConfig):
         return TournamentSelection(config.tournament_size)
+    if isinstance(config, IslandsSelectionConfig | MapElitesSelectionConfig):
+        from recursor.archive.population import build_population
+
+        return build_population(config)
     if isinstance(config, PluginSelectionConfig):
         policy: SelectionPolicy = build_plugin("selection", config)
         label = config.class_path or f"entry point {config.entry_point!r}"

@@ -22,6 +22,8 @@ from typing import Any
 
 from recursor.executors.spec import JobRecord, JobSpec, JobStatus, parse_spec_json
 
+STALE_LOCK_S = 600.0  # a JIT build of an op takes about a minute (clear_stale_build_locks)
+
 
 def supervise(directory: Path, executor: str) -> JobRecord:
     spec = parse_spec_json((directory / "spec.json").read_text())
@@ -63,6 +65,7 @@ def work_command(directory: Path, spec: JobSpec,
     env["DEEPSPEED_CONFIG_FILE"] = str(config)
     env.setdefault("TORCH_EXTENSIONS_DIR",
                    str(Path.home() / ".cache" / "recursor" / "torch_extensions"))
+    clear_stale_build_locks(Path(env["TORCH_EXTENSIONS_DIR"]))
     deepspeed = str(Path(sys.executable).parent / "deepspeed")
     head = [deepspeed, "--num_gpus", str(launcher["num_procs"]), "--master_port",
             str(free_port())]
@@ -70,6 +73,27 @@ def work_command(directory: Path, spec: JobSpec,
         env["RECURSOR_LAUNCHER"] = json.dumps(head)
         return own, env
     return [*head, "--module", "recursor.executors.work", str(directory)], env
+
+
+def clear_stale_build_locks(root: Path, older_than_s: float = STALE_LOCK_S) -> list[Path]:
+    """Remove the JIT-build locks (``<op>/lock``) under ``root`` older than ``older_than_s``;
+    returns them. torch builds an op (DeepSpeed's ``cpu_adam``, ``shm_comm``) holding a lock
+    *file*, which every later load waits on while it exists: a job killed during that moment
+    (a SIGKILL, a lost node) leaves it behind, and every later DeepSpeed job on the machine
+    would then hang before its first step. A build takes about a minute, so a lock this old
+    has no living owner."""
+    removed = []
+    now = time.time()
+    for lock in sorted(root.glob("*/lock")) if root.is_dir() else []:
+        try:
+            if now - lock.stat().st_mtime > older_than_s:
+                lock.unlink()
+                removed.append(lock)
+        except OSError:
+            continue  # removed meanwhile by its owner, or not ours to remove
+    for lock in removed:
+        print(f"removed a stale build lock {lock} (left by a killed build)", file=sys.stderr)
+    return removed
 
 
 def free_port() -> int:

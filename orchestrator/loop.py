@@ -34,7 +34,7 @@ from collections.abc import Callable, Sequence
 from enum import StrEnum
 from typing import Protocol
 
-from recursor.archive import Node
+from recursor.archive import Node, PopulationPolicy, members_of
 from recursor.config import BudgetConfig
 from recursor.orchestrator import goodhart, objective, proposer_training, stall
 from recursor.orchestrator import retune as retune_step
@@ -46,7 +46,7 @@ from recursor.orchestrator.proposing import propose_one
 from recursor.orchestrator.scoring import describe, evaluate_nodes, score_split, snapshot
 from recursor.orchestrator.views import outcome_of
 from recursor.proposers import ProposalContext
-from recursor.types import NodeStatus
+from recursor.types import NodeStatus, Split
 
 MIN_UNEVALUATED_CAP = 10  # budget.max_unevaluated's default: max(max_evals, this)
 
@@ -155,7 +155,15 @@ def choose_parents(ctx: CampaignContext, step: int, k: int) -> list[str]:
     # (id, score) of the done nodes, in order: those of the objective in force
     scored = objective.scored(ctx.archive, ctx.campaign_id, objective.splits_of(ctx.config))
     rng = random.Random(selection_seed(ctx.config.seed, step))
-    return ctx.selection.choose(scored, ctx.task.objective, rng, k)
+    selection = ctx.selection
+    if isinstance(selection, PopulationPolicy):  # islands, a grid: places and metrics too
+        metrics = None
+        if selection.needs_metrics:
+            rows = ctx.archive.evaluations([nid for nid, _ in scored], split=Split.DEV)
+            metrics = {row.node_id: row.metrics for row in rows}
+        return selection.choose_members(members_of(scored, metrics), ctx.task.objective, rng,
+                                        k, step)
+    return selection.choose(scored, ctx.task.objective, rng, k)
 
 
 def record_node(ctx: CampaignContext, node: Node) -> Node:

@@ -55,7 +55,7 @@ def build_proposer(config: ProposerConfig, task: TaskHooks, seed: int,
     if isinstance(config, MutationProposerConfig):
         primitives = [*generic_primitives(), *task.mutation_primitives()]
         return MutationProposer(primitives, check, config.max_mutations,
-                                config.max_attempts, seed=seed)
+                                config.max_attempts, seed=seed, crossover=config.crossover)
     if isinstance(config, OptunaProposerConfig):
         return OptunaProposer(check, seed=seed)
     if isinstance(config, LLMProposerConfig):

@@ -9,8 +9,9 @@ from collections.abc import Callable, Mapping, Sequence
 from recursor.errors import ProposerError
 from recursor.mutation import MutationPrimitive
 from recursor.proposers._base import Proposal, ProposalContext, Proposer
+from recursor.proposers.mutation.crossover import crossover
 from recursor.proposers.mutation.engine import MutationEngine
-from recursor.proposers.mutation.source import find_blocks
+from recursor.proposers.mutation.source import find_blocks, same_program
 from recursor.types import ChangeKind
 
 # files -> None when worth evaluating, else why not. The controller passes its sandboxed check
@@ -33,6 +34,9 @@ def context_rng(name: str, context: ProposalContext, base_seed: int = 0) -> rand
         digest.update(f"{node.score}\0".encode())
     material = f"{name}:{base_seed}:{context.seed}:{digest.hexdigest()}:{len(context.history)}"
     return random.Random(material)
+
+
+MAX_CROSSOVER_TRIES = 6
 
 
 def proposal_kind(context: ProposalContext) -> ChangeKind:
@@ -59,11 +63,13 @@ class MutationProposer(Proposer):
 
     def __init__(self, primitives: Sequence[MutationPrimitive], check: ValidityCheck,
                  max_mutations: int = 2, max_attempts: int = 50,
-                 editable_paths: Sequence[str] = (), seed: int = 0) -> None:
+                 editable_paths: Sequence[str] = (), seed: int = 0,
+                 crossover: float = 0.0) -> None:
         self.engine = MutationEngine(primitives, max_mutations, max_attempts)
         self.check = check
         self.editable_paths = tuple(editable_paths)
         self.seed = seed
+        self.crossover = crossover
 
     def propose(self, context: ProposalContext) -> Proposal:
         files = context.parent.files
@@ -77,6 +83,11 @@ class MutationProposer(Proposer):
         def is_valid(source: str) -> str | None:
             return self.check({**files, path: source})
 
+        # no draw at all when crossover is off: a seeded campaign's tree stays as it was
+        if self.crossover > 0 and rng.random() < self.crossover:
+            crossed = self._cross(context, path, rng, is_valid, seen)
+            if crossed is not None:
+                return crossed
         result = self.engine.mutate(files[path], rng, is_valid, avoid=seen)
         return Proposal(
             kind=proposal_kind(context),
@@ -85,3 +96,24 @@ class MutationProposer(Proposer):
             metadata={"mutations": [m.as_dict() for m in result.mutations], "path": path,
                       "attempts": result.attempts},
         )
+
+    def _cross(self, context: ProposalContext, path: str, rng: random.Random,
+               is_valid: Callable[[str], str | None], seen: Sequence[str]) -> Proposal | None:
+        """A valid crossover of the parent's ``path`` with an inspiration's, or None (then
+        the proposal is a mutation)."""
+        mine = context.parent.files[path]
+        others = [n for n in context.inspirations
+                  if path in n.files and n.files[path] != mine]
+        for _ in range(MAX_CROSSOVER_TRIES if others else 0):
+            other = rng.choice(others)
+            crossed = crossover(mine, other.files[path], rng)
+            if crossed is None or crossed.source in seen or same_program(crossed.source, mine):
+                continue
+            if is_valid(crossed.source) is None:
+                return Proposal(kind=proposal_kind(context),
+                                rationale=f"{path}: {crossed.describe()}",
+                                files={path: crossed.source},
+                                metadata={"crossover": {"other": other.id,
+                                                        "taken": list(crossed.taken)},
+                                          "path": path})
+        return None

@@ -29,6 +29,9 @@ class MutationProposerConfig(_Model):
     kind: Literal["mutation"] = "mutation"
     max_mutations: int = Field(2, ge=1, le=10)
     max_attempts: int = Field(50, ge=1)
+    crossover: float = Field(0.0, ge=0, le=1, description="the share of proposals that "
+                             "cross the parent with one of its context's inspirations "
+                             "instead of mutating it (docs/search.md, \"Crossover\")")
 
 
 class OptunaProposerConfig(_Model):
@@ -255,9 +258,61 @@ class InstanceSelectionConfig(_Model):
     name: str = Field(min_length=1, description="the object's class (module.qualname)")
 
 
+RankedSelectionConfig = Annotated[
+    GreedySelectionConfig | RankSelectionConfig | EpsilonGreedySelectionConfig
+    | TournamentSelectionConfig,
+    Field(discriminator="kind"),
+]
+
+
+class IslandsSelectionConfig(_Model):
+    """Sub-populations that evolve apart, with migration (docs/search.md, "Islands")."""
+
+    kind: Literal["islands"]
+    islands: int = Field(4, ge=1, le=64, description="how many islands")
+    interval: int = Field(10, ge=1, description="steps (rounds, or async candidates) between "
+                          "migrations")
+    rate: int = Field(1, ge=0, le=100, description="how many of a source island's best nodes "
+                      "join each receiving island's pool at a migration (0: never)")
+    topology: Literal["ring", "all"] = Field("ring", description="ring: island i receives from "
+                                             "i - 1; all: from every other island")
+    within: RankedSelectionConfig = Field(
+        default_factory=lambda: TournamentSelectionConfig(kind="tournament"),
+        description="how a slot draws its parent from its island's pool")
+
+
+class DescriptorConfig(_Model):
+    """One axis of a MAP-Elites grid: a dev metric, cut into equal bins."""
+
+    metric: str = Field(min_length=1, description="a dev metric the evaluator returns")
+    bins: int = Field(10, ge=1, le=1000)
+    low: float = Field(description="the first bin's lower edge (lower values are clipped)")
+    high: float = Field(description="the last bin's upper edge (higher values are clipped)")
+    log: bool = Field(False, description="equal bins of log10(value) (a metric spanning "
+                      "orders of magnitude, e.g. exploitability); low must then be > 0")
+
+    @model_validator(mode="after")
+    def _ordered(self) -> DescriptorConfig:
+        if not (math.isfinite(self.low) and math.isfinite(self.high) and self.low < self.high):
+            raise ValueError(f"descriptor {self.metric!r}: need finite low < high, got "
+                             f"{self.low}, {self.high}")
+        if self.log and self.low <= 0:
+            raise ValueError(f"descriptor {self.metric!r}: log bins need low > 0, got "
+                             f"{self.low}")
+        return self
+
+
+class MapElitesSelectionConfig(_Model):
+    """A quality-diversity grid: a parent is a uniformly drawn cell elite (docs/search.md)."""
+
+    kind: Literal["map_elites"]
+    descriptors: list[DescriptorConfig] = Field(min_length=1, max_length=4)
+
+
 SelectionConfig = Annotated[
     GreedySelectionConfig | RankSelectionConfig | EpsilonGreedySelectionConfig
-    | TournamentSelectionConfig | PluginSelectionConfig | InstanceSelectionConfig,
+    | TournamentSelectionConfig | IslandsSelectionConfig | MapElitesSelectionConfig
+    | PluginSelectionConfig | InstanceSelectionConfig,
     Field(discriminator="kind"),
 ]
 SELECTION_ADAPTER: TypeAdapter[Any] = TypeAdapter(SelectionConfig)

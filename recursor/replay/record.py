@@ -8,14 +8,14 @@ proposer, works on dev results.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from recursor.config import CampaignConfig, parse_config
 from recursor.errors import ConfigError
-from recursor.types import Objective
+from recursor.types import Objective, Split
 
 if TYPE_CHECKING:
     from recursor.archive import Campaign
@@ -32,6 +32,7 @@ class RecordedNode:
     score: float | None
     spends: bool  # counted against budget.max_evals (see steps.spends_budget)
     cost: float = 0.0
+    metrics: Mapping[str, float] = field(default_factory=dict)  # dev (a grid's descriptors)
 
 
 @dataclass
@@ -95,7 +96,7 @@ def to_json(campaign: RecordedCampaign) -> dict[str, Any]:
     return {"format": FORMAT, "name": campaign.name, "config": config_to_dict(campaign.config),
             "promoted": sorted(campaign.promoted),
             "nodes": [[n.id, n.parent_id, n.round, n.slot, n.proposer, n.ok, n.score,
-                       n.spends, n.cost] for n in campaign.nodes]}
+                       n.spends, n.cost, dict(n.metrics)] for n in campaign.nodes]}
 
 
 def from_json(data: Any, label: str) -> RecordedCampaign:
@@ -106,17 +107,23 @@ def from_json(data: Any, label: str) -> RecordedCampaign:
         raise ConfigError(f"{label}: not a recorded campaign (format {FORMAT})")
     try:
         config = parse_config(data["config"], f"{label} (recorded config)")
-        nodes = [RecordedNode(id=str(i), parent_id=None if p is None else str(p),
-                              round=int(r), slot=int(s), proposer=str(name), ok=bool(ok),
-                              score=None if score is None else float(score),
-                              spends=bool(spends), cost=float(cost))
-                 for i, p, r, s, name, ok, score, spends, cost in data["nodes"]]
+        nodes = [_from_row(row) for row in data["nodes"]]
         promoted = {str(n) for n in data["promoted"]}
         name = str(data["name"])
     except (KeyError, TypeError, ValueError) as err:
         raise ConfigError(f"{label}: a damaged recorded campaign ({err})") from None
     return RecordedCampaign(name, config, task_objective(config.task), nodes,
                             proposer_names(config, [n.proposer for n in nodes]), promoted)
+
+
+def _from_row(row: Sequence[Any]) -> RecordedNode:
+    """A node of :func:`to_json`'s list (nine fields, or ten with its dev metrics)."""
+    i, p, r, s, name, ok, score, spends, cost = row[:9]
+    metrics = {str(k): float(v) for k, v in (row[9] if len(row) > 9 else {}).items()}
+    return RecordedNode(id=str(i), parent_id=None if p is None else str(p), round=int(r),
+                        slot=int(s), proposer=str(name), ok=bool(ok),
+                        score=None if score is None else float(score), spends=bool(spends),
+                        cost=float(cost), metrics=metrics)
 
 
 def load_campaign(directory: Path) -> RecordedCampaign:
@@ -145,6 +152,8 @@ def load_from_archive(url: str, campaign_id: str | None = None,
         config = parse_config(row.config, f"{label or url} (stored config)")
         rows = archive.nodes(row.id)
         promoted = {p.node_id for p in archive.promotions(row.id)}
+        devs = {e.node_id: e.metrics for e in archive.evaluations(
+            [n.id for n in rows if n.status == "done"], split=Split.DEV)}
     finally:
         archive.close()
     if any(n.round == 0 and n.slot > 0 for n in rows):  # an incumbent re-scored
@@ -152,19 +161,19 @@ def load_from_archive(url: str, campaign_id: str | None = None,
                           "while it ran (a Goodhart switch, or objective.splits at resume): "
                           "its scores under two objectives do not compare, so it cannot be "
                           "replayed")
-    nodes = [_recorded(n) for n in rows]
+    nodes = [_recorded(n, devs.get(n.id, {})) for n in rows]
     objective = task_objective(config.task)
     return RecordedCampaign(label or f"{row.name} ({row.id})", config, objective, nodes,
                             proposer_names(config, [n.proposer for n in nodes]), promoted)
 
 
-def _recorded(row: Any) -> RecordedNode:
+def _recorded(row: Any, metrics: Mapping[str, float]) -> RecordedNode:
     duplicate = bool(row.duplicate_of)
     ok = row.status == "done" and row.score is not None
     return RecordedNode(id=row.id, parent_id=row.parent_id, round=row.round, slot=row.slot,
                         proposer=row.proposer, ok=ok, score=row.score if ok else None,
                         spends=row.commit is not None and not duplicate,
-                        cost=float(row.cost or 0.0))
+                        cost=float(row.cost or 0.0), metrics=dict(metrics) if ok else {})
 
 
 __all__ = ["FORMAT", "RecordedCampaign", "RecordedNode", "from_json", "load_campaign",

@@ -19,14 +19,16 @@ from __future__ import annotations
 import bisect
 import math
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from recursor.archive import (
+    PopulationPolicy,
     RankedSelectionPolicy,
     SelectionPolicy,
     build_selection,
+    members_of,
     score_key,
 )
 from recursor.config import CampaignConfig
@@ -209,9 +211,20 @@ class _Run:
         selection = self.policy.selection
         if isinstance(selection, RankedSelectionPolicy):
             chosen = [selection.pick(self.order_ids, rng) for _ in range(k)]
+        elif isinstance(selection, PopulationPolicy):  # as loop.choose_parents calls it
+            metrics = self._metrics() if selection.needs_metrics else None
+            chosen = selection.choose_members(members_of(self.scored, metrics),
+                                              self.sim.campaign.objective, rng, k, round_)
         else:
             chosen = selection.choose(list(self.scored), self.sim.campaign.objective, rng, k)
         return [self.index_of[node_id] for node_id in chosen]
+
+    def _metrics(self) -> dict[str, Mapping[str, float]]:
+        """The dev metrics of the scored nodes the record holds (a modelled outcome has
+        none: a grid leaves it out)."""
+        recs = self.recs
+        return {node_id: rec.metrics for node_id, _ in self.scored
+                if (rec := recs[self.index_of[node_id]]) is not None}
 
     def _expand(self, parent: int, name: str) -> _Outcome:
         """One expansion of node ``parent`` by proposer ``name``: a recorded child of it by

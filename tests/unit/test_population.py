@@ -1,0 +1,109 @@
+"""Population strategies' contract (``archive/population.py``): islands keep their
+sub-populations apart and migrate the best at the stated steps; a MAP-Elites grid draws only
+cell elites; both are pure functions of their inputs and the rng, and return ``k`` ids of the
+members."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from recursor.archive import IslandSelection, MapElitesSelection, Member, build_selection
+from recursor.archive.population import Descriptor, place
+from recursor.archive.selection import GreedySelection, TournamentSelection
+from recursor.config import parse_config
+from recursor.errors import ConfigError
+from recursor.types import Objective
+
+MAX = Objective("score", "maximize")
+
+
+def _members(count: int, per_round: int = 4) -> list[Member]:
+    """A start and ``count`` nodes, ``per_round`` per round; node i scores i."""
+    out = [Member("c-000-0", 0.0, 0, 0)]
+    for i in range(count):
+        round_, slot = 1 + i // per_round, i % per_round
+        out.append(Member(f"c-{round_:03d}-{slot}", float(i + 1), round_, slot))
+    return out
+
+
+def test_a_node_lives_on_the_island_its_place_names() -> None:
+    islands = IslandSelection(4, 100, 1, "ring", GreedySelection())
+    members = _members(8)
+    assert islands.island(members[0]) is None  # the start belongs to every island
+    assert [islands.island(m) for m in members[1:]] == [1, 2, 3, 0, 2, 3, 0, 1]
+    assert place("abc123-017-3") == (17, 3) and place("odd") == (0, 0)
+
+
+def test_each_slot_breeds_its_own_island_without_migration() -> None:
+    islands = IslandSelection(4, 100, 1, "ring", GreedySelection())
+    members = _members(8)
+    chosen = islands.choose_members(members, MAX, random.Random(0), 4, 3)
+    # slot j of step 3 breeds island (3 + j) % 4, greedy takes its best member
+    best = {islands.island(m): m.id for m in sorted(members[1:], key=lambda m: m.score)}
+    assert chosen == [best[3], best[0], best[1], best[2]]
+    for island in range(4):
+        pool = islands.pool(members, MAX, island, 3)
+        assert {islands.island(m) for m in pool} <= {None, island}
+
+
+def test_migration_brings_the_neighbours_best_at_each_interval() -> None:
+    islands = IslandSelection(4, 3, 1, "ring", GreedySelection())
+    members = _members(12)  # rounds 1-3
+    before = islands.pool(members, MAX, 1, 2)
+    assert {islands.island(m) for m in before} == {None, 1}
+    after = islands.pool(members, MAX, 1, 3)  # step 3: a migration boundary
+    migrants = [m for m in after if islands.island(m) not in (None, 1)]
+    island_0 = [m for m in members if islands.island(m) == 0 and m.round < 3]
+    assert migrants == [max(island_0, key=lambda m: m.score)]
+    every = IslandSelection(4, 3, 2, "all", GreedySelection()).pool(members, MAX, 1, 7)
+    assert len([m for m in every if islands.island(m) not in (None, 1)]) == 6
+
+
+def test_island_choices_are_pure_and_take_k_known_ids() -> None:
+    islands = IslandSelection(3, 2, 1, "ring", TournamentSelection(2))
+    members = _members(20, per_round=3)
+    ids = {m.id for m in members}
+    for step in range(1, 12):
+        first = islands.choose_members(members, MAX, random.Random(step), 5, step)
+        again = islands.choose_members(members, MAX, random.Random(step), 5, step)
+        assert first == again and len(first) == 5 and set(first) <= ids
+
+
+def test_a_grid_draws_only_cell_elites() -> None:
+    grid = MapElitesSelection([Descriptor("a", 2, 0.0, 1.0), Descriptor("b", 2, 0.0, 1.0)])
+    members = [Member("s", 1.0, metrics={"a": 0.1, "b": 0.1}),
+               Member("x", 5.0, metrics={"a": 0.2, "b": 0.2}),      # same cell as s, better
+               Member("y", 0.5, metrics={"a": 0.9, "b": 0.1}),      # a cell of its own
+               Member("z", 9.0, metrics={"a": 7.0, "b": -3.0}),     # clipped into (1, 0)
+               Member("w", 99.0, metrics={"a": 0.5})]               # no b: off the grid
+    elites = grid.elites(members, MAX)
+    assert {cell: m.id for cell, m in elites.items()} == {(0, 0): "x", (1, 0): "z"}
+    drawn = set(grid.choose_members(members, MAX, random.Random(1), 200, 1))
+    assert drawn == {"x", "z"}
+    minimize = grid.elites(members, Objective("score", "minimize"))
+    assert {cell: m.id for cell, m in minimize.items()} == {(0, 0): "s", (1, 0): "y"}
+    assert grid.choose_members([Member("only", 1.0)], MAX, random.Random(0), 2, 1) == \
+        ["only", "only"]
+
+
+def test_the_configs_build_the_strategies_and_refuse_bad_values() -> None:
+    config = parse_config({"selection": {"kind": "islands", "islands": 3, "interval": 5,
+                                         "within": {"kind": "rank", "exponent": 2.0}}})
+    policy = build_selection(config.selection)
+    assert isinstance(policy, IslandSelection) and policy.islands == 3
+    grid = parse_config({"selection": {"kind": "map_elites", "descriptors": [
+        {"metric": "n8", "bins": 5, "low": 0, "high": 2}]}})
+    assert isinstance(build_selection(grid.selection), MapElitesSelection)
+    with pytest.raises(ConfigError, match="low < high"):
+        parse_config({"selection": {"kind": "map_elites", "descriptors": [
+            {"metric": "n8", "low": 2, "high": 2}]}})
+    with pytest.raises(ConfigError, match="within"):
+        parse_config({"selection": {"kind": "islands", "within": {"kind": "islands"}}})
+
+
+def test_log_bins_cut_orders_of_magnitude() -> None:
+    axis = Descriptor("expl", 4, 1e-4, 1.0, log=True)
+    assert [axis.bin(v) for v in (1e-6, 1e-4, 1e-3, 0.05, 1.0, 10.0, 0.0, -1.0)] == \
+        [0, 0, 1, 2, 3, 3, 0, 0]
