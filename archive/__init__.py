@@ -11,6 +11,13 @@ from recursor.archive.engine import sqlite_url
 from recursor.archive.gitstore import GitStore
 from recursor.archive.migrations import LATEST as SCHEMA_VERSION
 from recursor.archive.migrations import Prepared
+from recursor.archive.pareto import (
+    MAX_FRONT_SHOWN,
+    InstanceParetoSelection,
+    ParetoSelection,
+    front_rows,
+    goals_of,
+)
 from recursor.archive.population import (
     IslandSelection,
     MapElitesSelection,
@@ -42,6 +49,7 @@ from recursor.archive.selection import (
 from recursor.archive.store import Archive, upgrade_archive
 
 __all__ = [
+    "MAX_FRONT_SHOWN", "InstanceParetoSelection", "ParetoSelection", "front_rows", "goals_of",
     "SCHEMA_VERSION", "Archive", "ArchiveReader", "Campaign", "EpsilonGreedySelection",
     "Evaluation", "GitStore", "GreedySelection", "IslandSelection", "Job", "LogEntry",
     "MapElitesSelection", "Member", "Node", "NodeCounts", "PopulationPolicy",

@@ -42,9 +42,16 @@ from recursor.archive.selection import (
     distinct_scores,
     ranked,
 )
-from recursor.config import IslandsSelectionConfig, MapElitesSelectionConfig
+from recursor.config import (
+    InstanceParetoSelectionConfig,
+    IslandsSelectionConfig,
+    MapElitesSelectionConfig,
+    ParetoSelectionConfig,
+)
 from recursor.types import Objective
 
+PopulationConfig = (IslandsSelectionConfig | MapElitesSelectionConfig | ParetoSelectionConfig
+                    | InstanceParetoSelectionConfig)
 PLACE = re.compile(r"-(\d+)-(\d+)$")  # a node id ends with its round and slot
 
 
@@ -63,15 +70,19 @@ class Member:
     round: int = 0
     slot: int = 0
     metrics: Mapping[str, float] = field(default_factory=dict)
+    instances: Mapping[str, float] = field(default_factory=dict)  # dev, per instance
 
 
 def members_of(scored: Sequence[tuple[str, float]],
-               metrics: Mapping[str, Mapping[str, float]] | None = None) -> list[Member]:
-    """Members for ``(id, score)`` pairs (places from the ids), with their dev metrics."""
+               metrics: Mapping[str, Mapping[str, float]] | None = None,
+               instances: Mapping[str, Mapping[str, float]] | None = None) -> list[Member]:
+    """Members for ``(id, score)`` pairs (places from the ids), with their dev metrics and
+    per-instance values when given."""
     out = []
     for node_id, score in scored:
         round_, slot = place(node_id)
-        out.append(Member(node_id, score, round_, slot, (metrics or {}).get(node_id, {})))
+        out.append(Member(node_id, score, round_, slot, (metrics or {}).get(node_id, {}),
+                          (instances or {}).get(node_id, {})))
     return out
 
 
@@ -80,7 +91,7 @@ class PopulationPolicy(SelectionPolicy):
     simulator call :meth:`choose_members` with the step; :meth:`choose` (the plain contract)
     serves a caller that has only ``(id, score)`` pairs, with places read from the ids."""
 
-    needs_metrics: bool = False  # whether members must carry their dev metrics
+    needs_metrics: bool = False  # whether members must carry their dev metrics and instances
 
     def choose(self, scored: Sequence[tuple[str, float]], objective: Objective,
                rng: random.Random, k: int) -> list[str]:
@@ -209,9 +220,15 @@ class MapElitesSelection(PopulationPolicy):
         return [ordered[rng.randrange(len(ordered))] for _ in range(k)]
 
 
-def build_population(config: IslandsSelectionConfig | MapElitesSelectionConfig
-                     ) -> PopulationPolicy:
-    """The strategy a ``selection`` config of kind ``islands`` or ``map_elites`` names."""
+def build_population(config: PopulationConfig) -> PopulationPolicy:
+    """The strategy a ``selection`` config of kind ``islands``, ``map_elites``, ``pareto`` or
+    ``instance_pareto`` names."""
+    from recursor.archive.pareto import Goal, InstanceParetoSelection, ParetoSelection
+
+    if isinstance(config, ParetoSelectionConfig):
+        return ParetoSelection([Goal(g.metric, g.direction) for g in config.metrics])
+    if isinstance(config, InstanceParetoSelectionConfig):
+        return InstanceParetoSelection()
     if isinstance(config, IslandsSelectionConfig):
         within = build_selection(config.within)
         assert isinstance(within, RankedSelectionPolicy)  # the config admits only those

@@ -9,6 +9,7 @@ picks a parent for each slot of the next round. Built-ins (``selection.kind`` in
 - ``epsilon_greedy``: the best node, or with probability ``epsilon`` a uniform one;
 - ``tournament``: the best of ``tournament_size`` uniform draws;
 - ``islands`` and ``map_elites``: population strategies (:mod:`recursor.archive.population`);
+- ``pareto`` and ``instance_pareto``: several objectives (:mod:`recursor.archive.pareto`);
 - ``plugin``: a user's ``SelectionPolicy`` subclass, ``class_path: "pkg.mod:Class"``.
 
 The ranked policies (all but ``plugin``) rank one node per score: nodes whose scores agree to
@@ -28,9 +29,11 @@ from collections.abc import Sequence
 from recursor.config import (
     EpsilonGreedySelectionConfig,
     GreedySelectionConfig,
+    InstanceParetoSelectionConfig,
     InstanceSelectionConfig,
     IslandsSelectionConfig,
     MapElitesSelectionConfig,
+    ParetoSelectionConfig,
     PluginSelectionConfig,
     RankSelectionConfig,
     SelectionConfig,
@@ -178,7 +181,8 @@ def build_selection(config: SelectionConfig) -> SelectionPolicy:
         return EpsilonGreedySelection(config.epsilon)
     if isinstance(config, TournamentSelectionConfig):
         return TournamentSelection(config.tournament_size)
-    if isinstance(config, IslandsSelectionConfig | MapElitesSelectionConfig):
+    if isinstance(config, IslandsSelectionConfig | MapElitesSelectionConfig
+                  | ParetoSelectionConfig | InstanceParetoSelectionConfig):
         from recursor.archive.population import build_population
 
         return build_population(config)

@@ -156,13 +156,14 @@ def choose_parents(ctx: CampaignContext, step: int, k: int) -> list[str]:
     scored = objective.scored(ctx.archive, ctx.campaign_id, objective.splits_of(ctx.config))
     rng = random.Random(selection_seed(ctx.config.seed, step))
     selection = ctx.selection
-    if isinstance(selection, PopulationPolicy):  # islands, a grid: places and metrics too
-        metrics = None
+    if isinstance(selection, PopulationPolicy):  # islands, a grid, a front: more than scores
+        metrics = instances = None
         if selection.needs_metrics:
             rows = ctx.archive.evaluations([nid for nid, _ in scored], split=Split.DEV)
             metrics = {row.node_id: row.metrics for row in rows}
-        return selection.choose_members(members_of(scored, metrics), ctx.task.objective, rng,
-                                        k, step)
+            instances = {row.node_id: row.instances for row in rows}
+        return selection.choose_members(members_of(scored, metrics, instances),
+                                        ctx.task.objective, rng, k, step)
     return selection.choose(scored, ctx.task.objective, rng, k)
 
 

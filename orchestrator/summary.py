@@ -17,7 +17,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from recursor.archive import ArchiveReader, GitStore
+from recursor.archive import MAX_FRONT_SHOWN, ArchiveReader, GitStore, front_rows, goals_of
 from recursor.errors import ArchiveError
 from recursor.orchestrator import goodhart, stall
 from recursor.orchestrator.final_report import test_result
@@ -71,6 +71,8 @@ class CampaignSummary:
     policies: list[str] = field(default_factory=list)  # search-policy versions after the first
     retune_s: float = 0.0  # the retune steps' time in this run (self-tuning)
     proposers: list[str] = field(default_factory=list)  # each proposer's share and rates
+    # selection kind pareto: the dev front over its metrics ({"id", metric: value, ...})
+    front: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -131,6 +133,9 @@ def summarize(ctx: Any, stop_reason: str) -> CampaignSummary:
     summary.retune_s = ctx.retune_s
     stats = proposer_stats(ctx.archive.nodes(ctx.campaign_id), ctx.task.objective)
     summary.proposers = [s.describe() for s in stats] if len(stats) > 1 else []
+    goals = goals_of(ctx.config.selection)
+    if goals:
+        summary.front = front_rows(ctx.archive, ctx.campaign_id, goals)
     return summary
 
 
@@ -178,6 +183,22 @@ def render_summary(summary: CampaignSummary, metric: str, console: Console) -> N
         console.print(rich_text(f"search policy {line}"))
     if summary.retune_s:
         console.print(Text(f"Self-tuning: the retune steps took {summary.retune_s:.1f} s."))
+    for line in front_lines(summary.front):
+        console.print(rich_text(line))
+
+
+def front_lines(front: list[dict[str, Any]]) -> list[str]:
+    """The Pareto front's lines for the summary (the first ``MAX_FRONT_SHOWN`` nodes)."""
+    if not front:
+        return []
+    lines = [f"Pareto front (dev, {len(front)} nodes; the incumbent is the member the "
+             "promotion gates let through on the task metric):"]
+    for row in front[:MAX_FRONT_SHOWN]:
+        values = ", ".join(f"{k}={v:.6g}" for k, v in row.items() if k != "id")
+        lines.append(f"  {row['id']}: {values}")
+    if len(front) > MAX_FRONT_SHOWN:
+        lines.append(f"  ... and {len(front) - MAX_FRONT_SHOWN} more (recursor ui shows all)")
+    return lines
 
 
 def changed_lines(patch: str, limit: int = MAX_PATCH_LINES) -> tuple[list[str], int]:

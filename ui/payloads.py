@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from recursor.archive import Campaign, Job, Node, Promotion
+from recursor.archive import Campaign, Job, Node, Promotion, front_rows, goals_of
 from recursor.errors import ArchiveError
 from recursor.types import Objective
 from recursor.ui import gitview
@@ -69,6 +69,15 @@ def _objective(config_json: str) -> Objective:
     declared = (task.get("options") or {}).get("objective") or {}
     return Objective(str(declared.get("metric", "score")),
                      _direction(declared.get("direction"), "minimize"))
+
+
+def front_of(source: CampaignSource, campaign: Campaign) -> list[str]:
+    """The ids on the dev Pareto front of a campaign whose selection is ``pareto`` (its
+    stored config's metrics), else []."""
+    goals = goals_of((campaign.config or {}).get("selection") or {})
+    if not goals:
+        return []
+    return [row["id"] for row in front_rows(source.archive, source.campaign_id, goals)]
 
 
 def _title(node: Any) -> str:
@@ -149,6 +158,7 @@ def tree_payload(source: CampaignSource, since: datetime | None = None) -> dict[
             "nodes": [node_brief(n) for n in changed], "incumbent": incumbent,
             "path": _lineage(incumbent, parents),
             "promoted": sorted({p.node_id for p in promotions}),
+            "front": front_of(source, campaign),
             "progress": progress(campaign, all_nodes), "cursor": _stamp(newest),
             "full": since is None, "version": version}
 

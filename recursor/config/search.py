@@ -309,9 +309,31 @@ class MapElitesSelectionConfig(_Model):
     descriptors: list[DescriptorConfig] = Field(min_length=1, max_length=4)
 
 
+class GoalConfig(_Model):
+    """One objective of a Pareto front: a dev metric and its direction."""
+
+    metric: str = Field(min_length=1)
+    direction: Literal["minimize", "maximize"] = "minimize"
+
+
+class ParetoSelectionConfig(_Model):
+    """A parent drawn uniformly from the dev Pareto front over ``metrics`` (docs/search.md,
+    "Several objectives")."""
+
+    kind: Literal["pareto"]
+    metrics: list[GoalConfig] = Field(min_length=2, max_length=8)
+
+
+class InstanceParetoSelectionConfig(_Model):
+    """GEPA's selection: parents best on at least one dev instance, weighted by how many."""
+
+    kind: Literal["instance_pareto"]
+
+
 SelectionConfig = Annotated[
     GreedySelectionConfig | RankSelectionConfig | EpsilonGreedySelectionConfig
     | TournamentSelectionConfig | IslandsSelectionConfig | MapElitesSelectionConfig
+    | ParetoSelectionConfig | InstanceParetoSelectionConfig
     | PluginSelectionConfig | InstanceSelectionConfig,
     Field(discriminator="kind"),
 ]

@@ -33,6 +33,7 @@ class RecordedNode:
     spends: bool  # counted against budget.max_evals (see steps.spends_budget)
     cost: float = 0.0
     metrics: Mapping[str, float] = field(default_factory=dict)  # dev (a grid's descriptors)
+    instances: Mapping[str, float] = field(default_factory=dict)  # dev, per instance
 
 
 @dataclass
@@ -96,7 +97,8 @@ def to_json(campaign: RecordedCampaign) -> dict[str, Any]:
     return {"format": FORMAT, "name": campaign.name, "config": config_to_dict(campaign.config),
             "promoted": sorted(campaign.promoted),
             "nodes": [[n.id, n.parent_id, n.round, n.slot, n.proposer, n.ok, n.score,
-                       n.spends, n.cost, dict(n.metrics)] for n in campaign.nodes]}
+                       n.spends, n.cost, dict(n.metrics), dict(n.instances)]
+                      for n in campaign.nodes]}
 
 
 def from_json(data: Any, label: str) -> RecordedCampaign:
@@ -117,13 +119,14 @@ def from_json(data: Any, label: str) -> RecordedCampaign:
 
 
 def _from_row(row: Sequence[Any]) -> RecordedNode:
-    """A node of :func:`to_json`'s list (nine fields, or ten with its dev metrics)."""
+    """A node of :func:`to_json`'s list (nine fields; then its dev metrics and instances)."""
     i, p, r, s, name, ok, score, spends, cost = row[:9]
     metrics = {str(k): float(v) for k, v in (row[9] if len(row) > 9 else {}).items()}
+    instances = {str(k): float(v) for k, v in (row[10] if len(row) > 10 else {}).items()}
     return RecordedNode(id=str(i), parent_id=None if p is None else str(p), round=int(r),
                         slot=int(s), proposer=str(name), ok=bool(ok),
                         score=None if score is None else float(score), spends=bool(spends),
-                        cost=float(cost), metrics=metrics)
+                        cost=float(cost), metrics=metrics, instances=instances)
 
 
 def load_campaign(directory: Path) -> RecordedCampaign:
@@ -152,7 +155,7 @@ def load_from_archive(url: str, campaign_id: str | None = None,
         config = parse_config(row.config, f"{label or url} (stored config)")
         rows = archive.nodes(row.id)
         promoted = {p.node_id for p in archive.promotions(row.id)}
-        devs = {e.node_id: e.metrics for e in archive.evaluations(
+        devs = {e.node_id: e for e in archive.evaluations(
             [n.id for n in rows if n.status == "done"], split=Split.DEV)}
     finally:
         archive.close()
@@ -161,19 +164,21 @@ def load_from_archive(url: str, campaign_id: str | None = None,
                           "while it ran (a Goodhart switch, or objective.splits at resume): "
                           "its scores under two objectives do not compare, so it cannot be "
                           "replayed")
-    nodes = [_recorded(n, devs.get(n.id, {})) for n in rows]
+    nodes = [_recorded(n, devs.get(n.id)) for n in rows]
     objective = task_objective(config.task)
     return RecordedCampaign(label or f"{row.name} ({row.id})", config, objective, nodes,
                             proposer_names(config, [n.proposer for n in nodes]), promoted)
 
 
-def _recorded(row: Any, metrics: Mapping[str, float]) -> RecordedNode:
+def _recorded(row: Any, dev: Any) -> RecordedNode:
     duplicate = bool(row.duplicate_of)
     ok = row.status == "done" and row.score is not None
     return RecordedNode(id=row.id, parent_id=row.parent_id, round=row.round, slot=row.slot,
                         proposer=row.proposer, ok=ok, score=row.score if ok else None,
                         spends=row.commit is not None and not duplicate,
-                        cost=float(row.cost or 0.0), metrics=dict(metrics) if ok else {})
+                        cost=float(row.cost or 0.0),
+                        metrics=dict(dev.metrics) if ok and dev is not None else {},
+                        instances=dict(dev.instances) if ok and dev is not None else {})
 
 
 __all__ = ["FORMAT", "RecordedCampaign", "RecordedNode", "from_json", "load_campaign",

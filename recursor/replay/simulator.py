@@ -212,19 +212,19 @@ class _Run:
         if isinstance(selection, RankedSelectionPolicy):
             chosen = [selection.pick(self.order_ids, rng) for _ in range(k)]
         elif isinstance(selection, PopulationPolicy):  # as loop.choose_parents calls it
-            metrics = self._metrics() if selection.needs_metrics else None
-            chosen = selection.choose_members(members_of(self.scored, metrics),
+            metrics, instances = self._metrics() if selection.needs_metrics else (None, None)
+            chosen = selection.choose_members(members_of(self.scored, metrics, instances),
                                               self.sim.campaign.objective, rng, k, round_)
         else:
             chosen = selection.choose(list(self.scored), self.sim.campaign.objective, rng, k)
         return [self.index_of[node_id] for node_id in chosen]
 
-    def _metrics(self) -> dict[str, Mapping[str, float]]:
-        """The dev metrics of the scored nodes the record holds (a modelled outcome has
-        none: a grid leaves it out)."""
-        recs = self.recs
-        return {node_id: rec.metrics for node_id, _ in self.scored
-                if (rec := recs[self.index_of[node_id]]) is not None}
+    def _metrics(self) -> tuple[dict[str, Mapping[str, float]], dict[str, Mapping[str, float]]]:
+        """The dev metrics and instances of the scored nodes the record holds (a modelled
+        outcome has none: a grid or a front leaves it out)."""
+        recs = [(node_id, self.recs[self.index_of[node_id]]) for node_id, _ in self.scored]
+        return ({node_id: rec.metrics for node_id, rec in recs if rec is not None},
+                {node_id: rec.instances for node_id, rec in recs if rec is not None})
 
     def _expand(self, parent: int, name: str) -> _Outcome:
         """One expansion of node ``parent`` by proposer ``name``: a recorded child of it by

@@ -1,6 +1,8 @@
-"""Population strategies in real campaigns (the example program task, the process sandbox,
-the SQLite archive): islands and a MAP-Elites grid choose parents the way their contract
-says, and the replay of each campaign's own settings reproduces its tree exactly."""
+"""Population strategies and several objectives in real campaigns (the example program task,
+the process sandbox, the SQLite archive): islands, a MAP-Elites grid, a Pareto front and
+GEPA's per-instance front choose parents the way their contract says, the replay of each
+campaign's own settings reproduces its tree exactly, and a Pareto campaign's summary and web
+view show its front."""
 
 from __future__ import annotations
 
@@ -23,6 +25,9 @@ SELECTIONS: dict[str, dict[str, Any]] = {
     "map_elites": {"kind": "map_elites", "descriptors": [
         {"metric": "n8", "bins": 3, "low": 0.5, "high": 1.5},
         {"metric": "n16", "bins": 3, "low": 1.0, "high": 3.0}]},
+    "pareto": {"kind": "pareto", "metrics": [{"metric": "n8", "direction": "maximize"},
+                                             {"metric": "n16", "direction": "maximize"}]},
+    "instance_pareto": {"kind": "instance_pareto"},
 }
 
 
@@ -52,3 +57,41 @@ def test_a_population_campaign_replays_exactly(tmp_path: Path, kind: str) -> Non
                 Member(node.id, 0, node.round, node.slot)), (parent.id, node.id)
     check = fidelity(Simulator(load_campaign(tmp_path / kind)))
     assert check.exact and check.nodes == len(nodes) - 1, check
+
+
+def test_a_pareto_campaign_shows_its_front(tmp_path: Path) -> None:
+    from rich.console import Console
+
+    from recursor.archive import ArchiveReader
+    from recursor.archive.pareto import Goal, dominates
+    from recursor.orchestrator.summary import render_summary
+    from recursor.ui.payloads import tree_payload
+    from recursor.ui.source import CampaignSource
+
+    config = parse_config({
+        "name": "front", "seed": 2, "concurrency": 2,
+        "task": {"kind": "program", "program": str(EXAMPLE / "initial.py"),
+                 "evaluator": str(EXAMPLE / "evaluate.py")},
+        "selection": SELECTIONS["pareto"], "budget": {"max_evals": 8}})
+    summary = run_campaign(config, tmp_path / "c")
+    assert summary.front, "no front in the summary"
+    goals = [Goal("n8", "maximize"), Goal("n16", "maximize")]
+    keys = {row["id"]: tuple(g.key(row[g.metric]) for g in goals) for row in summary.front}
+    assert not any(dominates(a, b) for a in keys.values() for b in keys.values())
+    console = Console(record=True, width=200)
+    render_summary(summary, "score", console)
+    text = console.export_text()
+    assert f"Pareto front (dev, {len(summary.front)} nodes" in text
+    assert all(row["id"] in text for row in summary.front[:12])
+    reader = ArchiveReader.open(json_url(tmp_path / "c"))
+    try:
+        payload = tree_payload(CampaignSource(summary.campaign_id, reader, "front"))
+    finally:
+        reader.close()
+    assert payload["front"] == [row["id"] for row in summary.front]
+
+
+def json_url(directory: Path) -> str:
+    import json
+
+    return str(json.loads((directory / "campaign.json").read_text())["archive_url"])

@@ -10,6 +10,15 @@ import random
 import pytest
 
 from recursor.archive import IslandSelection, MapElitesSelection, Member, build_selection
+from recursor.archive.pareto import (
+    Goal,
+    InstanceParetoSelection,
+    ParetoSelection,
+    dominates,
+    front,
+    goals_of,
+    instance_winners,
+)
 from recursor.archive.population import Descriptor, place
 from recursor.archive.selection import GreedySelection, TournamentSelection
 from recursor.config import parse_config
@@ -107,3 +116,41 @@ def test_log_bins_cut_orders_of_magnitude() -> None:
     axis = Descriptor("expl", 4, 1e-4, 1.0, log=True)
     assert [axis.bin(v) for v in (1e-6, 1e-4, 1e-3, 0.05, 1.0, 10.0, 0.0, -1.0)] == \
         [0, 0, 1, 2, 3, 3, 0, 0]
+
+
+# --- several objectives (archive/pareto.py) ---------------------------------------------------
+def test_the_front_keeps_exactly_the_undominated_nodes() -> None:
+    goals = [Goal("a", "minimize"), Goal("b", "maximize")]
+    metrics = {"p": {"a": 1.0, "b": 1.0}, "q": {"a": 2.0, "b": 3.0}, "r": {"a": 2.0, "b": 2.0},
+               "s": {"a": 1.0, "b": 1.0}, "t": {"a": 0.5}}
+    assert front(metrics, goals) == ["p", "q", "s"]  # r: dominated by q; t: lacks b
+    assert dominates((1.0, -3.0), (2.0, -3.0)) and not dominates((1.0, 1.0), (1.0, 1.0))
+    members = [Member(i, 0.0, metrics=m) for i, m in metrics.items()]
+    drawn = ParetoSelection(goals).choose_members(members, MAX, random.Random(3), 300, 1)
+    assert set(drawn) == {"p", "q", "s"}
+
+
+def test_instance_pareto_weights_each_node_by_the_instances_it_is_best_on() -> None:
+    lower = Objective("score", "minimize")
+    members = [Member("m", 0.5, instances={"x": 1.0, "y": 1.0, "z": 5.0}),
+               Member("n", 0.6, instances={"x": 2.0, "y": 2.0, "z": 0.1}),
+               Member("o", 0.4, instances={"x": 1.0, "y": 3.0, "z": 3.0}),
+               Member("p", 0.1, instances={"x": 9.0, "y": 9.0, "z": 9.0})]
+    assert instance_winners(members, lower) == {"m": 2, "n": 1, "o": 1}
+    drawn = InstanceParetoSelection().choose_members(members, lower, random.Random(0), 4000, 1)
+    shares = {i: drawn.count(i) / len(drawn) for i in ("m", "n", "o")}
+    assert "p" not in drawn and abs(shares["m"] - 0.5) < 0.05 and abs(shares["n"] - 0.25) < 0.05
+
+
+def test_pareto_configs_build_and_need_two_metrics() -> None:
+    config = parse_config({"selection": {"kind": "pareto", "metrics": [
+        {"metric": "a"}, {"metric": "b", "direction": "maximize"}]}})
+    policy = build_selection(config.selection)
+    assert isinstance(policy, ParetoSelection) and policy.goals[1] == Goal("b", "maximize")
+    assert goals_of(config.selection) == policy.goals
+    assert goals_of({"kind": "pareto", "metrics": [{"metric": "a"}, {"metric": "b"}]}) == \
+        [Goal("a"), Goal("b")]
+    assert isinstance(build_selection(parse_config(
+        {"selection": {"kind": "instance_pareto"}}).selection), InstanceParetoSelection)
+    with pytest.raises(ConfigError, match="metrics"):
+        parse_config({"selection": {"kind": "pareto", "metrics": [{"metric": "a"}]}})

@@ -25,6 +25,7 @@
       this.rows = new Map();       // id -> {li, box, done, next, more} (see group())
       this.expanded = new Set();
       this.promoted = new Set();
+      this.front = new Set();      // on the dev Pareto front (selection kind pareto)
       this.path = new Set();
       this.incumbent = null;
       this.direction = "minimize";
@@ -35,7 +36,7 @@
       this.topGroup = {box: top, done: new Set(), next: 0, more: null};
     }
 
-    // payload: {nodes, incumbent, path, promoted, objective, full}; returns the new ids
+    // payload: {nodes, incumbent, path, promoted, front, objective, full}; returns the new ids
     load(payload) {
       this.direction = payload.objective ? payload.objective.direction : this.direction;
       const fresh = [];
@@ -49,6 +50,7 @@
         this.nodes.set(n.id, n);
       }
       this.promoted = new Set(payload.promoted || []);
+      this.front = new Set(payload.front || []);
       this.path = new Set(payload.path || []);
       this.incumbent = payload.incumbent;
       this.rescale();
@@ -126,12 +128,14 @@
       parts[3].textContent = n.rs || n.st;
       parts[3].className = "badge st-" + n.st;
       parts[4].textContent = fmt(n.sc);
-      parts[5].textContent = this.promoted.has(id) ? (id === this.incumbent ? "\u2605 incumbent" : "\u2605") : "";
+      const star = this.promoted.has(id) ? (id === this.incumbent ? "\u2605 incumbent" : "\u2605") : "";
+      parts[5].textContent = this.front.has(id) ? (star ? star + " \u25c6" : "\u25c6 front") : star;
       parts[6].textContent = n.pr;
       parts[7].textContent = n.t;
       parts[8].textContent = kids ? "(" + kids + ")" : "";
       li.classList.toggle("on-path", this.path.has(id));
       li.classList.toggle("promoted", this.promoted.has(id));
+      li.classList.toggle("front", this.front.has(id));
       li.dataset.status = n.st;
     }
 
