@@ -32,10 +32,13 @@ test: $(STAMP) system-deps lint
 	@$(MAKE) --no-print-directory -j2 typecheck unit
 
 # the suite on TEST_WORKERS pytest-xdist workers; tests that share a host-wide resource (the
-# container engine, a Ray cluster, the browser) keep to one worker each (tests/conftest.py)
+# container engine, a Ray cluster, the browser) keep to one worker each (tests/conftest.py).
+# One OpenMP/BLAS thread per process: the workers already keep every core busy, and threads
+# of several trainings spinning on two cores slowed the suite (a task's own plan, e.g.
+# worlds' evaluations, still sets its own)
 TEST_WORKERS ?= 3
 unit: $(STAMP) system-deps browser-deps postgres sandbox-image vllm-env
-	$(PY) -m pytest -q --durations=25 -n $(TEST_WORKERS)
+	OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 $(PY) -m pytest -q --durations=25 -n $(TEST_WORKERS)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
