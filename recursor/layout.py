@@ -73,6 +73,7 @@ GUEST_PARTS: dict[str, tuple[str, ...]] = {
     "program": ("recursor.tasks.program.runner", "recursor.tasks.program.guard",
                 "recursor.tasks.program.verdict", "recursor.tasks.program.cascade",
                 "recursor.tasks.program.remote", "recursor.tasks.program.wire",
+                "recursor.tasks.program.shinka_style",
                 "recursor.tasks.program.peers"),
     "psro": ("recursor.tasks.psro.evaluate", "recursor.tasks.psro.child",
              "recursor.tasks.psro.channel", "recursor.tasks.psro.engine",

@@ -51,6 +51,7 @@ from recursor.guest import finish, protect_verdict, read_candidate_file, untrust
 from recursor.tasks.program.cascade import run_stages, stage_functions
 from recursor.tasks.program.guard import CandidateInEvaluator, ExecDenied, install_guard
 from recursor.tasks.program.remote import install as install_remote
+from recursor.tasks.program.shinka_style import run_main
 from recursor.tasks.program.verdict import Rejected, to_verdict
 
 MAX_PROGRAM_BYTES = 1 << 20
@@ -58,7 +59,7 @@ MAX_REASON_CHARS = 240  # what a proposer reads of a failure, after its category
 MAX_DETAIL_CHARS = 20_000  # what the run's stderr keeps
 MODULE_NAME = "recursor_user_evaluator"
 PEERS = Path(__file__).resolve().parent / "peers"  # read-only, like the rest of Recursor
-PEER_PACKAGES = ("openevolve",)
+PEER_PACKAGES = ("openevolve", "shinka")
 _UNPRINTABLE = re.compile(r"[^\x20-\x7e\u00a0-\ud7ff\ue000-\ufffd]+")
 
 
@@ -72,10 +73,8 @@ def short_reason(text: str, limit: int = MAX_REASON_CHARS) -> str:
 def add_peer_shims() -> None:
     """Put the peer-convention shims (``peers/``: OpenEvolve's ``EvaluationResult``) last on
     the import path, each only where the real package is not installed."""
-    for name in PEER_PACKAGES:
-        if importlib.util.find_spec(name) is None:
-            sys.path.append(str(PEERS))
-            return
+    if any(importlib.util.find_spec(name) is None for name in PEER_PACKAGES):
+        sys.path.append(str(PEERS))  # last: an installed package of the name still wins
 
 
 def load_evaluator(path: Path) -> Any:
@@ -101,7 +100,8 @@ def load_evaluator(path: Path) -> Any:
                        f"{type(exc).__name__}: {exc} (it runs with Recursor's Python in the "
                        "sandbox: install what it imports there, and give its helper files "
                        "as task.evaluator_files)") from None
-    if not callable(getattr(module, "evaluate", None)) and not stage_functions(module):
+    if not (callable(getattr(module, "evaluate", None)) or stage_functions(module)
+            or callable(getattr(module, "main", None))):
         raise Rejected(f"the evaluator {path.name} defines no evaluate(path)",
                        "the evaluator defines no evaluate(path)", "")
     return module
@@ -143,6 +143,8 @@ def _evaluate(module: Any, program: Path, scoring: Scoring) -> dict[str, Any]:
     stages = stage_functions(module)
     try:
         told = scoring.split if scoring.passes_split else None
+        if not stages and not callable(getattr(module, "evaluate", None)):
+            return run_main(module.main, str(program), scoring.metric)  # ShinkaEvolve's
         if stages:
             thresholds = scoring.thresholds if scoring.split == "dev" else ()
             return run_stages(stages, str(program), told, scoring.metric, thresholds,

@@ -89,6 +89,7 @@ class EvaluatorShape:
 
     passes_split: bool
     stages: tuple[str, ...] = ()
+    entry: str = "evaluate"  # what the runner calls: evaluate, the stages, or main
 
 
 def _function(module: ast.Module, name: str, label: str) -> ast.FunctionDef | None:
@@ -128,8 +129,11 @@ def check_evaluator(source: str, label: str) -> EvaluatorShape:
     evaluate = _function(module, "evaluate", label)
     if stages:
         return EvaluatorShape(all(_takes_split(fn) for fn in stages),
-                              tuple(fn.name for fn in stages))
+                              tuple(fn.name for fn in stages), "evaluate_stage1")
     if evaluate is None:
+        main = _function(module, "main", label)
+        if main is not None and len([*main.args.posonlyargs, *main.args.args]) >= 2:
+            return EvaluatorShape(False, (), "main")  # ShinkaEvolve's main(path, results_dir)
         raise SourceError(f"{label} defines no top-level function evaluate(path); it must take "
                           "the path of a program file and return a mapping of metrics")
     return EvaluatorShape(_takes_split(evaluate))

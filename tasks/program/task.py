@@ -106,6 +106,11 @@ class ProgramTask(Task):
         except SourceError as exc:
             raise ConfigError(f"task: {exc}") from None
         self.passes_split, self.stages = shape.passes_split, shape.stages
+        if shape.entry == "main":
+            self.notes = (*getattr(self, "notes", ()), (
+                f"task: {self.evaluator.name} follows ShinkaEvolve's convention: its "
+                "main(program_path, results_dir) is called and its metrics.json and "
+                "correct.json read back"))
         self.thresholds = self._thresholds(config.cascade_thresholds)
         if config.splits and not self.passes_split:
             raise ConfigError(f"task.splits {config.splits}: the evaluator's evaluate() takes "
@@ -114,7 +119,7 @@ class ProgramTask(Task):
         self.splits = (Split.DEV, Split.HELDOUT, *(Split(s) for s in config.splits))
         if not self.passes_split:
             self.heldout_note = (
-                f"none: {self.evaluator.name}'s evaluate() takes no split keyword, so the "
+                f"none: {self.evaluator.name}'s {shape.entry}() takes no split keyword, so the "
                 "held-out row repeats dev (define evaluate(path, split=\"dev\") and answer "
                 "split == \"heldout\" with cases the search never sees)")
         self._frames = {path: frame(self.files[path], path) for path in self.evolvable}
