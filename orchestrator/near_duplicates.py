@@ -10,12 +10,14 @@ its ``near_duplicate`` log. It spends the evaluation budget as any refused propo
 it saves is the evaluation's time.
 
 The similarity. Each file becomes a token stream: Python files their syntax tree in preorder,
-one token per node type, names renamed to their order of first appearance in the file (so a
-consistent renaming changes nothing), attribute names and constants kept (``np.maximum`` is
-not ``np.minimum``, ``0.5`` is not ``0.6``; floats to 6 significant digits), docstrings
-dropped; other files (and Python that does not parse) their whitespace-separated words.
-Shingles are the runs of ``shingle`` consecutive tokens, each tagged with its file's path;
-two workspaces' similarity is the Jaccard index of their shingle sets. Each evaluated node
+one token per node type, the names the file binds renamed to their order of first appearance
+(so a consistent renaming changes nothing), every other name (a builtin: ``abs`` is not
+``max``), attribute names and constants kept (``np.maximum`` is not ``np.minimum``, ``0.5``
+is not ``0.6`` nor ``0.5000001``), docstrings dropped; other files (and Python that does
+not parse) their whitespace-separated words. Shingles are the runs of ``shingle``
+consecutive tokens, each tagged with its file's path and how many times it occurred before
+in the file; two workspaces' similarity is the Jaccard index of their shingle sets (of the
+runs' multisets, so). Each evaluated node
 keeps a MinHash signature of ``permutations`` values (fixed hash functions: the same files
 always give the same signature, in any process); a proposal's signature picks the few nodes
 that may be nearest, and their exact Jaccard index (from their files) decides, so a recorded
@@ -53,9 +55,26 @@ MARGIN = 0.25  # ... those whose estimate is within this of the best estimate
 _BUILDING = threading.Lock()  # one index built per campaign, by one thread
 
 
+def bound_names(tree: ast.AST) -> set[str]:
+    """The names the file itself binds (arguments, assignment and loop targets, imports,
+    functions and classes): the ones a consistent renaming may change."""
+    bound: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.arg):
+            bound.add(node.arg)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store | ast.Del):
+            bound.add(node.id)
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            bound.add(node.name)
+        elif isinstance(node, ast.alias):
+            bound.add((node.asname or node.name).split(".")[0])
+    return bound
+
+
 def _name_tokens(tree: ast.AST) -> Iterator[str]:
     """Preorder tokens of a syntax tree (see the module docstring)."""
     names: dict[str, int] = {}
+    bound = bound_names(tree)
     stack: list[ast.AST] = [tree]
     while stack:
         node = stack.pop()
@@ -64,12 +83,12 @@ def _name_tokens(tree: ast.AST) -> Iterator[str]:
         yield type(node).__name__
         if isinstance(node, ast.Name | ast.arg):
             name = node.id if isinstance(node, ast.Name) else node.arg
-            yield f"v{names.setdefault(name, len(names))}"
+            # a name the file does not bind (a builtin: abs, max) is kept as it is
+            yield f"v{names.setdefault(name, len(names))}" if name in bound else f"@{name}"
         elif isinstance(node, ast.Attribute):
             yield f".{node.attr}"
         elif isinstance(node, ast.Constant):
-            value = node.value
-            yield f"={value:.6g}" if isinstance(value, float) else f"={value!r}"[:200]
+            yield f"={node.value!r}"[:200]  # every digit: 0.5 and 0.5000001 differ
         stack.extend(reversed(list(ast.iter_child_nodes(node))))
 
 
@@ -106,14 +125,20 @@ def tokens(path: str, text: str) -> list[str]:
 
 
 def shingles(files: Mapping[str, str], size: int) -> np.ndarray:
-    """The workspace's shingle hashes (unique, below ``PRIME``), as uint64."""
+    """The workspace's shingle hashes (unique, below ``PRIME``), as uint64: each run of
+    ``size`` tokens with the number of times it occurred before in its file, so the sets
+    compare *multisets* of runs (a subexpression nested into a copy of itself repeats only
+    runs the file had, and a plain set would call the two programs the same code)."""
     seen: set[int] = set()
     for path in sorted(files):
         words = tokens(path, files[path])
         prefix = f"{path}\0".encode("utf-8", "surrogatepass")
+        counts: dict[bytes, int] = {}
         for start in range(max(1, len(words) - size + 1)):
             run = "\0".join(words[start:start + size]).encode("utf-8", "surrogatepass")
-            digest = hashlib.blake2b(prefix + run, digest_size=8).digest()
+            occurrence = counts[run] = counts.get(run, -1) + 1
+            digest = hashlib.blake2b(prefix + run + b"\0#%d" % occurrence,
+                                     digest_size=8).digest()
             seen.add(int.from_bytes(digest, "little") % PRIME)
     return np.fromiter(seen, dtype=np.uint64, count=len(seen))
 
@@ -147,6 +172,11 @@ def jaccard(a: np.ndarray, b: np.ndarray) -> float:
     return 1.0 if union == 0 else np.intersect1d(a, b).size / union
 
 
+def _set_key(values: np.ndarray) -> bytes:
+    """A digest of a shingle set (equal sets, equal keys)."""
+    return hashlib.sha256(np.sort(values).tobytes()).digest()
+
+
 @dataclass
 class Index:
     """Signatures of the evaluated nodes, and the nearest one to a new workspace. The
@@ -158,6 +188,9 @@ class Index:
     ids: list[str] = field(default_factory=list)
     known: set[str] = field(default_factory=set)
     rows: list[np.ndarray] = field(default_factory=list)
+    # the first node of each exact shingle set: similarity 1.0 is found whatever the
+    # signatures' estimates (many variants one constant apart can tie with it)
+    same: dict[bytes, str] = field(default_factory=dict)
     _matrix: np.ndarray | None = None
     # materialize and evaluation steps run in worker threads (the async pipeline)
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -167,10 +200,12 @@ class Index:
             if node_id in self.known:
                 return
             self.known.add(node_id)
-        row = signature(self.load(node_id), self.config.shingle, self.config.permutations)
+        values = shingles(self.load(node_id), self.config.shingle)
+        row = signature_of(values, self.config.permutations)
         with self._lock:
             self.ids.append(node_id)
             self.rows.append(row)
+            self.same.setdefault(_set_key(values), node_id)
             self._matrix = None
 
     def nearest(self, files: Mapping[str, str]) -> tuple[str, float] | None:
@@ -182,6 +217,10 @@ class Index:
                 self._matrix = np.stack(self.rows)
             matrix, ids = self._matrix, list(self.ids)
         mine = shingles(files, self.config.shingle)
+        with self._lock:
+            equal = self.same.get(_set_key(mine))
+        if equal is not None:
+            return equal, 1.0
         estimate = (matrix == signature_of(mine, self.config.permutations)[None, :]).mean(axis=1)
         order = np.argsort(-estimate, kind="stable")[:CANDIDATES]
         close = [int(i) for i in order if estimate[i] >= estimate[order[0]] - MARGIN]

@@ -385,7 +385,7 @@ class NearDuplicateConfig(_Model):
     threshold: float = Field(1.0, gt=0, le=1, description="Jaccard similarity of the "
                              "normalized code's shingles at which a proposal is refused "
                              "(1.0: the same code but for comments, docstrings, layout and "
-                             "names; one constant changed in a 42-line file is about 0.96)")
+                             "names; one constant changed in a 42-line file is about 0.97)")
     shingle: int = Field(4, ge=1, le=32, description="tokens per shingle")
     permutations: int = Field(64, ge=8, le=1024, description="MinHash signature length "
                               "(which nodes are compared exactly)")

@@ -109,7 +109,7 @@ def _verdict(metrics: dict[str, float], instances: dict[str, float],
         raise Rejected(f"the evaluation's stages 1-{stage} returned no {metric!r} metric (got "
                        f"{sorted(metrics)[:10]}); every stage a candidate can stop after must "
                        f"return it (or name the metric with --metric)", exc.category,
-                       artifacts=artifacts) from None
+                       artifacts=bounded_artifacts(artifacts)) from None
     verdict: dict[str, Any] = {"metrics": {**metrics, CASCADE_STAGE: float(stage)},
                                "instances": instances, "error": None}
     if artifacts:

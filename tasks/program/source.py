@@ -135,7 +135,9 @@ def check_evaluator(source: str, label: str) -> EvaluatorShape:
         if main is not None and len([*main.args.posonlyargs, *main.args.args]) >= 2:
             return EvaluatorShape(False, (), "main")  # ShinkaEvolve's main(path, results_dir)
         raise SourceError(f"{label} defines no top-level function evaluate(path); it must take "
-                          "the path of a program file and return a mapping of metrics")
+                          "the path of a program file and return a mapping of metrics (or "
+                          "define evaluate_stage1(path), ... for a cascade, or ShinkaEvolve's "
+                          "main(program_path, results_dir))")
     return EvaluatorShape(_takes_split(evaluate))
 
 
