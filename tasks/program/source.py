@@ -112,6 +112,13 @@ def _takes_split(fn: ast.FunctionDef) -> bool:
     return "split" in names or fn.args.kwarg is not None
 
 
+def _shinka_main(module: ast.Module) -> bool:
+    """Whether the module defines ShinkaEvolve's ``main(program_path, results_dir)``: a plain
+    top-level ``main`` taking two positional arguments (a program's own ``main()`` does not)."""
+    mains = [n for n in module.body if isinstance(n, ast.FunctionDef) and n.name == "main"]
+    return bool(mains) and len([*mains[-1].args.posonlyargs, *mains[-1].args.args]) >= 2
+
+
 def check_evaluator(source: str, label: str) -> EvaluatorShape:
     """Raise SourceError unless ``source`` defines a top-level ``evaluate`` taking a path, or
     the stages of a cascade (``evaluate_stage1(path)``, ...).
@@ -131,8 +138,7 @@ def check_evaluator(source: str, label: str) -> EvaluatorShape:
         return EvaluatorShape(all(_takes_split(fn) for fn in stages),
                               tuple(fn.name for fn in stages), "evaluate_stage1")
     if evaluate is None:
-        main = _function(module, "main", label)
-        if main is not None and len([*main.args.posonlyargs, *main.args.args]) >= 2:
+        if _shinka_main(module):
             return EvaluatorShape(False, (), "main")  # ShinkaEvolve's main(path, results_dir)
         raise SourceError(f"{label} defines no top-level function evaluate(path); it must take "
                           "the path of a program file and return a mapping of metrics (or "
