@@ -21,7 +21,8 @@ ENTRY_NAMES = ("main.py", "initial_program.py", "initial.py", "program.py")
 _SKIPPED_PARTS = ("__pycache__",)
 
 
-def _read(path: Path, what: str) -> str:
+def read_text(path: Path, what: str) -> str:
+    """``path``'s UTF-8 text; ConfigError naming ``task.<what>`` when it cannot be read."""
     try:
         return path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -48,14 +49,14 @@ def read_program(path: Path) -> dict[str, str]:
     """The program's files (relative path -> text): ``{name: text}`` for a file, every
     regular file under a folder (hidden ones and ``__pycache__`` left out) for a folder."""
     if not path.is_dir():
-        return {path.name: _read(path, "program")}
+        return {path.name: read_text(path, "program")}
     listed = _listed(path)
     if not listed:
         raise ConfigError(f"task.program: the folder {path} holds no files")
     if len(listed) > MAX_FILES:
         raise ConfigError(f"task.program: the folder {path} holds {len(listed)} files; the "
                           f"limit is {MAX_FILES}")
-    files = {p.relative_to(path).as_posix(): _read(p, "program") for p in listed}
+    files = {p.relative_to(path).as_posix(): read_text(p, "program") for p in listed}
     if sum(map(len, files.values())) > MAX_TOTAL_CHARS:
         raise ConfigError(f"task.program: the folder {path} holds more than "
                           f"{MAX_TOTAL_CHARS} characters of text")
@@ -88,4 +89,4 @@ def entry_of(files: dict[str, str], entry: str | None, program: Path) -> str:
                       "name the file evaluate(path) is given with task.entry")
 
 
-__all__ = ["ENTRY_NAMES", "MAX_FILES", "entry_of", "evolvable", "read_program"]
+__all__ = ["ENTRY_NAMES", "MAX_FILES", "entry_of", "evolvable", "read_program", "read_text"]

@@ -12,7 +12,7 @@ from recursor.errors import ConfigError
 from recursor.plan import CandidateRuns, Mount, SandboxLimits, trusted_module_command
 from recursor.tasks._base import Component, EvaluationPlan, Objective, Task
 from recursor.tasks.program.cascade import DEFAULT_THRESHOLDS
-from recursor.tasks.program.files import entry_of, evolvable, read_program
+from recursor.tasks.program.files import entry_of, evolvable, read_program, read_text
 from recursor.tasks.program.source import (
     STAGES,
     SourceError,
@@ -32,15 +32,6 @@ RUNNER_MARGIN_S = 10.0
 DEFAULT_METRIC = "score"
 PEER_METRIC = "combined_score"  # what OpenEvolve's evaluators return
 _IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc")
-
-
-def _read(path: Path, what: str) -> str:
-    try:
-        return path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError(f"task.{what}: {path} does not exist") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"task.{what}: cannot read {path} as UTF-8 text: {exc}") from None
 
 
 def tree_digest(root: Path) -> str:
@@ -95,7 +86,7 @@ class ProgramTask(Task):
         self.files = read_program(self.program)  # relative path in /workspace -> text
         self.path = entry_of(self.files, config.entry, self.program)  # what evaluate() gets
         self.source = self.files[self.path]
-        evaluator_source = _read(self.evaluator, "evaluator")
+        evaluator_source = read_text(self.evaluator, "evaluator")
         metric = self._metric(config.metric, evaluator_source)
         self.objective = Objective(metric, config.direction)
         self.evolvable = evolvable(self.files) if self.program.is_dir() else [self.path]
