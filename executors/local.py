@@ -1,7 +1,8 @@
 """The local executor: each job is a supervisor process of its own, in its own session.
 
 Layout of a job (``ROOT/<job id>/``): ``spec.json``; ``job.log`` (stdout and stderr of the work);
-``process.json`` (the supervisor's pid and start time, to re-attach); ``out/`` (artifacts);
+``process.json`` (the supervisor's pid and start time, to signal it); ``alive.lock`` (held by
+the supervisor for its whole life: whether it runs); ``out/`` (artifacts);
 ``record.json`` (the finished ``JobRecord``, written atomically by the supervisor).
 
 The supervisor (``recursor.executors.runner``) runs the work as a child under the spec's wall
@@ -10,11 +11,17 @@ controller that submitted it was killed. Submitting the same spec again finds th
 a finished record is returned as it is, a live supervisor is re-attached to, and a job whose
 supervisor died without a record (the machine rebooted) is run again from scratch, with
 ``attempts`` counting the tries.
+
+Liveness is a lock, not a pid: the submitter takes ``alive.lock`` (``flock``) before it prepares
+the folder and hands the locked file to the supervisor it starts, so there is no moment in which
+a job has begun but looks dead (a controller killed between writing ``spec.json`` and
+``process.json`` used to make its resume start a second supervisor in the same folder).
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
 import shutil
@@ -30,6 +37,7 @@ from recursor.executors._jobdir import lost_record, prepare, previous_attempts, 
 from recursor.executors.spec import JobRecord, JobSpec, JobStatus
 
 POLL_S = 0.2
+LOCK = "alive.lock"
 
 
 def _lower_session_priority(pid: int, niceness: int) -> None:
@@ -57,12 +65,20 @@ class LocalExecutor(Executor):
 
     def submit(self, spec: JobSpec) -> JobHandle:
         handle = JobHandle(spec.job_id, self.root / spec.job_id, self.kind)
-        if self.record(handle) is not None or _alive(handle.directory):
+        if self.record(handle) is not None:
             return handle
-        attempts = previous_attempts(handle.directory) + 1
-        prepare(handle.directory, spec, attempts)
-        self.prepare_job(handle)
-        self._start(handle)
+        lock = _take_lock(handle.directory)
+        if lock is None:  # a supervisor runs it: re-attach
+            return handle
+        try:
+            if self.record(handle) is not None:  # it finished while we looked
+                return handle
+            attempts = previous_attempts(handle.directory) + 1
+            prepare(handle.directory, spec, attempts)
+            self.prepare_job(handle)
+            self._start(handle, lock)
+        finally:
+            os.close(lock)  # the supervisor holds its own copy from here on
         return handle
 
     def prepare_job(self, handle: JobHandle) -> None:  # noqa: B027 - optional hook
@@ -70,7 +86,7 @@ class LocalExecutor(Executor):
         ``spec.json`` and before its supervisor starts; write files the job's runner reads
         there (the DeepSpeed executor writes ``launcher.json``). Default: nothing."""
 
-    def _start(self, handle: JobHandle) -> None:
+    def _start(self, handle: JobHandle, lock: int) -> None:
         log = (handle.directory / "job.log").open("ab")
         try:
             nice = shutil.which("nice") if self.niceness else None
@@ -79,7 +95,7 @@ class LocalExecutor(Executor):
                 [*prefix, sys.executable, "-m", "recursor.executors.runner",
                  str(handle.directory), self.kind],
                 stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                start_new_session=True, cwd=handle.directory)
+                start_new_session=True, cwd=handle.directory, pass_fds=(lock,))
         except OSError as exc:
             raise ExecutorError(f"could not start the job runner: {exc}") from exc
         finally:
@@ -144,13 +160,35 @@ def _start_time(pid: int) -> int:
     return int(stat.rsplit(")", 1)[1].split()[19])
 
 
+def _take_lock(directory: Path) -> int | None:
+    """An open descriptor holding the job's ``alive.lock``, or None when a supervisor holds it.
+    A descriptor handed to a child keeps the lock for as long as the child keeps it open."""
+    directory.mkdir(parents=True, exist_ok=True)
+    fd = os.open(directory / LOCK, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        return None
+    return fd
+
+
 def _alive(directory: Path) -> bool:
-    """Whether the job's supervisor still runs (same pid *and* start time; not a zombie)."""
+    """Whether the job's supervisor still runs: it holds ``alive.lock``. A folder from before
+    the lock falls back to its ``process.json`` (same pid *and* start time; not a zombie)."""
+    with contextlib.suppress(ChildProcessError, OSError):
+        info = _process_info(directory)
+        if info is not None:
+            os.waitpid(info["pid"], os.WNOHANG)  # reap it if it was our child
+    if (directory / LOCK).is_file():
+        fd = _take_lock(directory)
+        if fd is None:
+            return True
+        os.close(fd)
+        return False
     info = _process_info(directory)
     if info is None:
         return False
-    with contextlib.suppress(ChildProcessError, OSError):
-        os.waitpid(info["pid"], os.WNOHANG)  # reap it if it was our child
     try:
         stat = Path(f"/proc/{info['pid']}/stat").read_text()
     except OSError:

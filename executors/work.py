@@ -107,7 +107,29 @@ def main() -> None:
         result = {"error": f"{type(exc).__name__}: {exc}"}
     if is_rank_zero():
         (directory / "result.json").write_text(json.dumps(result, indent=2, default=str))
-    sys.exit(1 if "error" in result else 0)
+    leave(1 if "error" in result else 0)
+
+
+def leave(code: int) -> None:
+    """Exit with ``code``. A launched rank first waits for the others at a barrier and ends its
+    process group, then exits without the interpreter's teardown: torch's communication threads,
+    destroyed while still joinable at that teardown, abort the process ("terminate called
+    without an active exception", SIGABRT), and the launcher then kills every other rank, rank 0
+    among them while it still writes the model."""
+    if "LOCAL_RANK" not in os.environ or "torch" not in sys.modules:
+        sys.exit(code)
+    import torch.distributed as dist
+
+    try:
+        if dist.is_available() and dist.is_initialized():
+            dist.barrier()
+            dist.destroy_process_group()
+    except Exception:  # a rank that failed may have no peers left to meet; the code says so
+        traceback.print_exc()
+        code = code or 1
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 if __name__ == "__main__":

@@ -50,6 +50,7 @@ from recursor.orchestrator.trial import ProposalCheck
 if TYPE_CHECKING:
     from recursor.orchestrator.near_duplicates import Index
 from recursor.proposers import (
+    AlternateChoice,
     Proposer,
     ProposerChoicePolicy,
     build_proposer_choice,
@@ -223,13 +224,17 @@ def _open_store(directory: Path, reporter: Reporter) -> GitStore:
 def open_context(directory: Path, reporter: Reporter,
                  overrides: dict[str, Any] | None = None,
                  instances: Instances | None = None,
-                 reason: str = "changed at resume") -> CampaignContext:
+                 reason: str = "changed at resume",
+                 evaluate_only: bool = False) -> CampaignContext:
     """Open an existing campaign directory (created by :func:`create_campaign_dir`).
 
     ``overrides``: config changes (:func:`~recursor.config.overrides.merge_overrides`); a
     changed search policy is recorded as a new version, for ``reason``. ``instances``:
     objects to use instead of building seams from the config; the config must have recorded
-    exactly these (``Instances.record``), else ConfigError.
+    exactly these (``Instances.record``), else ConfigError. ``evaluate_only``: a context that
+    makes and evaluates nodes outside the search (``recursor archive undo``): no proposer,
+    proposer choice or search policy is built (so a campaign started with Python objects
+    opens without them), and no search-policy version is recorded.
     """
     directory = Path(directory).resolve()
     given = instances or Instances()
@@ -244,7 +249,8 @@ def open_context(directory: Path, reporter: Reporter,
     try:
         row = next((c for c in archive.campaigns() if c.id == campaign_id), None)
         config = _config(directory, row.config if row is not None else None, overrides)
-        given.check(config)
+        if not evaluate_only:
+            given.check(config)
         task = given.task or build_task(config.task)
         _check_components(config, task)
         objective.check_task(config, task)
@@ -258,6 +264,10 @@ def open_context(directory: Path, reporter: Reporter,
             archive.set_campaign_config(campaign_id, config_to_dict(config))
         sandbox = given.sandbox or build_sandbox(config.sandbox, hidden_paths=[directory])
         check = ProposalCheck(task, sandbox, config.sandbox, cache_dir)
+        if evaluate_only:
+            return CampaignContext(campaign_id, directory, config, archive, store, task,
+                                   sandbox, {}, AlternateChoice(["none"], config.seed), reporter,
+                                   cache_dir, check, lock=lock)
         built = (use_instances(config.proposers, given.proposers)
                  if given.proposers is not None
                  else build_proposers(config.proposers, task, config.seed, check))

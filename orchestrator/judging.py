@@ -12,12 +12,14 @@ from collections.abc import Callable
 from typing import Any
 
 from recursor.archive import Node
+from recursor.archive.patch import workspace_patch
 from recursor.orchestrator import final_report, objective
 from recursor.orchestrator.context import CampaignContext
 from recursor.orchestrator.promotion import dev_gate, heldout_gate
 from recursor.orchestrator.scoring import score_split
 from recursor.types import CASCADE_STAGE, Split
 
+INVERSE_STREAM = "undo.inverse"  # a promoted node's log of its inverse patch
 SplitScorer = Callable[[CampaignContext, Node, Split], float | None]
 
 
@@ -90,6 +92,7 @@ def judge_node(ctx: CampaignContext, node: Node, bootstrap: str,
         for component in evidence["components"]:
             ctx.archive.add_promotion(ctx.campaign_id, component, node.id, incumbent_id,
                                       evidence)
+        record_inverse(ctx, node, incumbent)
         ctx.store.set_branch("best", node.commit or "")
         ctx.reporter.message(f"promoted {node.id}: dev {node.score:.4f} "
                              f"(was {incumbent.score:.4f})")
@@ -99,6 +102,17 @@ def judge_node(ctx: CampaignContext, node: Node, bootstrap: str,
     return promoted
 
 
+def record_inverse(ctx: CampaignContext, node: Node, incumbent: Node) -> None:
+    """Store what the promotion changed as its inverse, a patch from ``node`` back to
+    ``incumbent`` (``undo.inverse`` log; ``recursor archive undo`` applies it to a later
+    incumbent, :mod:`recursor.orchestrator.undo`)."""
+    if ctx.archive.logs(node.id, INVERSE_STREAM):
+        return  # a resumed judge
+    patch = workspace_patch(ctx.store.read(node.commit or ""),
+                            ctx.store.read(incumbent.commit or ""), {}, {})
+    ctx.archive.add_log(node.id, INVERSE_STREAM, patch)
+
+
 def _other_objective(ctx: CampaignContext, node: Node, splits: tuple[Split, ...]) -> bool:
     """Whether ``node`` was scored under another objective than ``splits`` (only possible
     once the campaign's objective has changed)."""
@@ -106,4 +120,4 @@ def _other_objective(ctx: CampaignContext, node: Node, splits: tuple[Split, ...]
             and objective.scored_under(ctx.archive, node.id) != splits)
 
 
-__all__ = ["SplitScorer", "changed_components", "judge_node"]
+__all__ = ["INVERSE_STREAM", "SplitScorer", "changed_components", "judge_node", "record_inverse"]

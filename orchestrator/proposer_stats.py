@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from recursor.archive import Node
 from recursor.types import Objective, RunStatus
 
-NOT_PROPOSERS = ("seed", "rescore")  # round-0 nodes the loop makes itself
+NOT_PROPOSERS = ("seed", "rescore", "undo")  # round-0 nodes the loop makes itself
 
 
 @dataclass(frozen=True)

@@ -74,14 +74,15 @@ def rescore_incumbent(ctx: CampaignContext, reason: str) -> Node | None:
 def _created(ctx: CampaignContext, incumbent: Node, reason: str) -> Node:
     """The re-scoring node of ``incumbent`` (the next free slot of round 0, its commit);
     the one a killed campaign had begun, carried on."""
-    earlier = [n for n in ctx.archive.nodes(ctx.campaign_id, 0) if n.proposer == PROPOSER]
+    round_zero = ctx.archive.nodes(ctx.campaign_id, 0)  # the seed, re-scorings, undo nodes
+    earlier = [n for n in round_zero if n.proposer == PROPOSER]
     splits = objective.splits_of(ctx.config)
     node = next((n for n in earlier if n.parent_id == incumbent.id
                  and n.status != NodeStatus.FAILED and (
                      n.status != NodeStatus.DONE
                      or objective.scored_under(ctx.archive, n.id) == splits)), None)
     if node is None:
-        slot = 1 + len(earlier)
+        slot = 1 + max((n.slot for n in round_zero), default=0)
         node = ctx.archive.add_node(Node(
             id=ctx.node_id(0, slot), campaign_id=ctx.campaign_id, parent_id=incumbent.id,
             round=0, slot=slot, kind=incumbent.kind, proposer=PROPOSER,

@@ -19,7 +19,7 @@ from rich.text import Text
 
 from recursor.archive import MAX_FRONT_SHOWN, ArchiveReader, GitStore, front_rows, goals_of
 from recursor.errors import ArchiveError
-from recursor.orchestrator import goodhart, stall
+from recursor.orchestrator import goodhart, stall, undo
 from recursor.orchestrator.final_report import test_result
 from recursor.orchestrator.proposer_stats import proposer_stats
 from recursor.types import Split
@@ -73,6 +73,7 @@ class CampaignSummary:
     proposers: list[str] = field(default_factory=list)  # each proposer's share and rates
     # selection kind pareto: the dev front over its metrics ({"id", metric: value, ...})
     front: list[dict[str, Any]] = field(default_factory=list)
+    undo: list[str] = field(default_factory=list)  # promotion.undo.verify's findings
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -133,6 +134,8 @@ def summarize(ctx: Any, stop_reason: str) -> CampaignSummary:
     summary.retune_s = ctx.retune_s
     stats = proposer_stats(ctx.archive.nodes(ctx.campaign_id), ctx.task.objective)
     summary.proposers = [s.describe() for s in stats] if len(stats) > 1 else []
+    if ctx.config.promotion.undo.verify:
+        summary.undo = undo.summary_lines(undo.final_checks(ctx))
     goals = goals_of(ctx.config.selection)
     if goals:
         summary.front = front_rows(ctx.archive, ctx.campaign_id, goals)
@@ -184,6 +187,8 @@ def render_summary(summary: CampaignSummary, metric: str, console: Console) -> N
     if summary.retune_s:
         console.print(Text(f"Self-tuning: the retune steps took {summary.retune_s:.1f} s."))
     for line in front_lines(summary.front):
+        console.print(rich_text(line))
+    for line in summary.undo:
         console.print(rich_text(line))
 
 

@@ -21,6 +21,7 @@ from rich.text import Text
 from typer.exceptions import TyperException
 
 from recursor.cli import archive as cli_archive
+from recursor.cli import undo as _undo  # noqa: F401 - registers `archive undo`
 from recursor.cli import job as cli_job
 from recursor.cli import plugins as cli_plugins
 from recursor.cli import proposers as cli_proposers

@@ -334,6 +334,18 @@ class StallConfig(_Model):
                             "(objective units) is at most this counts as a stall too")
 
 
+class UndoConfig(_Model):
+    """Verified undo (``orchestrator/undo.py``, docs/promotion.md)."""
+
+    verify: bool = Field(
+        False, description="when the search ends, take each promoted change back out of the "
+        "final incumbent, evaluate the result and flag the changes that cannot be undone "
+        "(one evaluation per promotion, round 0: no budget)")
+    tolerance: float | None = Field(
+        None, ge=0, description="noise band of the check (objective units); default: the "
+        "held-out tolerance")
+
+
 class PromotionConfig(_Model):
     min_improvement: float = Field(
         1e-3, ge=0, description="smallest dev improvement (objective units) that counts"
@@ -344,6 +356,7 @@ class PromotionConfig(_Model):
         "default: the task's own (cfr and psro 0.1 log10 units, worlds 0.05)")
     goodhart: GoodhartConfig = Field(default_factory=GoodhartConfig)
     stall: StallConfig = Field(default_factory=StallConfig)
+    undo: UndoConfig = Field(default_factory=UndoConfig)
     test_at_promotions: bool = Field(
         False, description="also evaluate every promoted node on the task's sealed test split; "
         "recorded in the archive only, never read by the search (the final incumbent's test "

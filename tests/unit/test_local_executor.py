@@ -89,6 +89,39 @@ def test_killing_the_controller_neither_loses_the_result_nor_runs_twice(
     assert marker.read_text() == "run\n"  # one run only: the second controller re-attached
 
 
+def test_a_job_started_before_its_process_file_is_alive_and_not_started_twice(
+        tmp_path: Path) -> None:
+    """A controller killed after its supervisor started but before it wrote process.json (the
+    moment a campaign was killed in once, on spec.json appearing): its resume re-attaches
+    instead of preparing the folder again under the running job."""
+    marker = tmp_path / "marker"
+    executor = LocalExecutor(tmp_path / "jobs")
+    spec = _spec(marker, sleep_s=3)
+    handle = executor.submit(spec)
+    (handle.directory / "process.json").unlink()  # as if the controller died before writing it
+    assert executor.status(handle) is JobStatus.RUNNING
+    assert executor.submit(spec) == handle  # re-attached
+    assert executor.wait(handle, timeout_s=60).status is JobStatus.DONE
+    assert marker.read_text() == "run\n"
+
+
+def test_a_job_whose_controller_died_before_starting_it_runs_on_resubmission(
+        tmp_path: Path) -> None:
+    """Killed after preparing the folder and before starting the supervisor: the folder holds a
+    spec and no live supervisor, so submitting the spec again runs it (a second attempt)."""
+    from recursor.executors import local
+
+    spec = _spec(tmp_path / "marker")
+    directory = tmp_path / "jobs" / spec.job_id
+    fd = local._take_lock(directory)
+    assert fd is not None
+    local.prepare(directory, spec, 1)
+    os.close(fd)  # what the controller's death does to its descriptor
+    executor = LocalExecutor(tmp_path / "jobs")
+    record = executor.wait(executor.submit(spec), timeout_s=60)
+    assert record.status is JobStatus.DONE and record.attempts == 2
+
+
 def test_bad_specs_name_the_problem(tmp_path: Path) -> None:
     cases = {"kind: sft\nmodel: tiny-gpt2\n": "needs `data:`",
              "kind: command\n": "needs `command",
