@@ -11,7 +11,8 @@ log10 units). ``--campaign DIR`` checks recorded campaigns instead (any task; th
 demo's directory, for one), with ``recursor archive undo``'s code.
 
 It prints, per campaign, the promotions and how many were recoverable, restored the score
-within noise, were entangled, conflicted or failed; then the pooled share of recoverable
+within noise, were entangled, superseded (every line they wrote rewritten since), conflicted or
+failed; then the pooled share of recoverable
 promotions with a 95% Wilson interval (promotions pooled over campaigns; within one campaign
 they are not independent, so read the per-seed rows too).
 """
@@ -69,8 +70,8 @@ def row(name: str, reports: list[undo.UndoReport], seconds: float) -> str:
     verdicts = Counter(r.verdict for r in reports)
     restores = sum(r.restores for r in reports)
     return (f"{name:<16} {len(reports):>10} {verdicts['recoverable']:>11} {restores:>8} "
-            f"{verdicts['entangled']:>9} {verdicts['conflict']:>8} {verdicts['failed']:>6} "
-            f"{seconds:>8.1f}")
+            f"{verdicts['entangled']:>9} {verdicts['superseded']:>10} {verdicts['conflict']:>8} "
+            f"{verdicts['failed']:>6} {seconds:>8.1f}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -81,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="a recorded campaign's directory (instead of running seeds)")
     args = parser.parse_args(argv)
     print(f"{'campaign':<16} {'promotions':>10} {'recoverable':>11} {'restores':>8} "
-          f"{'entangled':>9} {'conflict':>8} {'failed':>6} {'seconds':>8}")
+          f"{'entangled':>9} {'superseded':>10} {'conflict':>8} {'failed':>6} {'seconds':>8}")
     pooled: list[undo.UndoReport] = []
     with tempfile.TemporaryDirectory(prefix="recursor-undo-bench-") as tmp:
         targets = [(str(d), d, None) for d in args.campaign] or [
@@ -97,6 +98,12 @@ def main(argv: list[str] | None = None) -> int:
     low, high = wilson(good, len(pooled))
     print(f"recoverable: {good} of {len(pooled)} promoted changes "
           f"({good / max(1, len(pooled)):.0%}; 95% Wilson interval {low:.0%}-{high:.0%})")
+    present = [r for r in pooled if r.verdict != "superseded"]
+    good_present = sum(r.recoverable for r in present)
+    low, high = wilson(good_present, len(present))
+    print(f"of the changes still present in the final incumbent (not superseded): "
+          f"{good_present} of {len(present)} ({good_present / max(1, len(present)):.0%}; "
+          f"95% Wilson interval {low:.0%}-{high:.0%})")
     for report in pooled:
         if not report.recoverable:
             print(f"  {report.promoted}: {report.verdict}: {report.reason}")
