@@ -34,7 +34,7 @@ from langgraph.graph import END, START, StateGraph
 
 from recursor.config import AsyncPipelineConfig, CampaignConfig
 from recursor.errors import ConfigError
-from recursor.orchestrator import final_report, undo
+from recursor.orchestrator import final_report, simplify, undo
 from recursor.orchestrator.checkpoints import open_checkpointer
 from recursor.orchestrator.context import CampaignContext, create_campaign_dir, open_context
 from recursor.orchestrator.instances import Instances
@@ -129,6 +129,8 @@ def execute(ctx: CampaignContext) -> CampaignSummary:
         steady = isinstance(ctx.config.pipeline, AsyncPipelineConfig)
         reason = _run_to_end(drive_pipeline(ctx) if steady else _drive(ctx))
         final_report.evaluate_final_incumbent(ctx)  # the sealed test split, once
+        if ctx.config.promotion.simplify.final:
+            simplify.simplify_final(ctx)
         if ctx.config.promotion.undo.verify:
             undo.verify_all(ctx)
     except BaseException:

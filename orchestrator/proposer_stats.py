@@ -14,9 +14,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from recursor.archive import Node
-from recursor.types import Objective, RunStatus
+from recursor.types import ANALYSIS_PROPOSERS, Objective, RunStatus
 
-NOT_PROPOSERS = ("seed", "rescore", "undo")  # round-0 nodes the loop makes itself
+NOT_PROPOSERS = ("seed", "rescore", *ANALYSIS_PROPOSERS)  # round-0 nodes the loop makes itself
 
 
 @dataclass(frozen=True)

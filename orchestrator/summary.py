@@ -19,7 +19,7 @@ from rich.text import Text
 
 from recursor.archive import MAX_FRONT_SHOWN, ArchiveReader, GitStore, front_rows, goals_of
 from recursor.errors import ArchiveError
-from recursor.orchestrator import goodhart, stall, undo
+from recursor.orchestrator import goodhart, simplify, stall, undo
 from recursor.orchestrator.final_report import test_result
 from recursor.orchestrator.proposer_stats import proposer_stats
 from recursor.types import Split
@@ -74,6 +74,7 @@ class CampaignSummary:
     # selection kind pareto: the dev front over its metrics ({"id", metric: value, ...})
     front: list[dict[str, Any]] = field(default_factory=list)
     undo: list[str] = field(default_factory=list)  # promotion.undo.verify's findings
+    simplified: list[str] = field(default_factory=list)  # the incumbent's simplified form
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -136,6 +137,9 @@ def summarize(ctx: Any, stop_reason: str) -> CampaignSummary:
     summary.proposers = [s.describe() for s in stats] if len(stats) > 1 else []
     if ctx.config.promotion.undo.verify:
         summary.undo = undo.summary_lines(undo.final_checks(ctx))
+    found_simpler = simplify.last_report(ctx, summary.best.id)
+    if found_simpler is not None:
+        summary.simplified = simplify.summary_lines(ctx, found_simpler)
     goals = goals_of(ctx.config.selection)
     if goals:
         summary.front = front_rows(ctx.archive, ctx.campaign_id, goals)
@@ -189,6 +193,8 @@ def render_summary(summary: CampaignSummary, metric: str, console: Console) -> N
     for line in front_lines(summary.front):
         console.print(rich_text(line))
     for line in summary.undo:
+        console.print(rich_text(line))
+    for line in summary.simplified:
         console.print(rich_text(line))
 
 

@@ -38,9 +38,9 @@ from recursor.orchestrator.duplicates import fingerprint
 from recursor.orchestrator.inverse import merged, superseded
 from recursor.orchestrator.judging import INVERSE_STREAM, record_inverse
 from recursor.orchestrator.scoring import describe, record_evaluation, run_split
-from recursor.types import NodeStatus, RunStatus
+from recursor.types import ANALYSIS_PROPOSERS, NodeStatus, RunStatus
 
-PROPOSER = "undo"
+PROPOSER = ANALYSIS_PROPOSERS[0]  # "undo"
 CHECK_STREAM = "undo"
 REPORT_STREAM = "undo.report"
 VERDICTS = ("recoverable", "entangled", "conflict", "superseded", "failed")
@@ -132,7 +132,7 @@ def undo(ctx: CampaignContext, node_id: str, current_id: str | None = None) -> U
                                     "a later change rewrote some of the lines this change "
                                     "wrote: ") + ("" if gone else ", ".join(conflicts)))
         return _logged(ctx, report)
-    node = _evaluated(ctx, _created(ctx, current, node_id, files))
+    node = evaluated(ctx, _created(ctx, current, node_id, files))
     return _logged(ctx, _verdict(ctx, base, node, current))
 
 
@@ -188,8 +188,9 @@ def _created(ctx: CampaignContext, current: Node, undone: str, files: dict[str, 
     return ctx.archive.mark_materialized(node.id, commit, patch, fingerprint=fingerprint(files))
 
 
-def _evaluated(ctx: CampaignContext, node: Node) -> Node:
-    """``node`` evaluated on the objective's splits (the rows already recorded are kept)."""
+def evaluated(ctx: CampaignContext, node: Node, what: str = "the undo") -> Node:
+    """``node`` evaluated on the objective's splits (the rows already recorded are kept);
+    ``what`` names it in a failure's error."""
     if node.status in (NodeStatus.DONE, NodeStatus.FAILED):
         return node
     rows = []
@@ -200,7 +201,7 @@ def _evaluated(ctx: CampaignContext, node: Node) -> Node:
         rows.append(row)
         if row.run_status != RunStatus.OK:
             node = ctx.archive.mark_failed(node.id, row.run_status,
-                                           f"the undo failed to evaluate on {split.value}")
+                                           f"{what} failed to evaluate on {split.value}")
             ctx.reporter.node(describe(node))
             return node
     node = ctx.archive.mark_evaluated(node.id, objective.combined(
@@ -255,5 +256,5 @@ def summary_lines(reports: list[UndoReport]) -> list[str]:
             *(f"  not {r.promoted}: {r.verdict} ({r.reason})" for r in bad)]
 
 
-__all__ = ["PROPOSER", "VERDICTS", "UndoReport", "changes", "final_checks", "inverse",
+__all__ = ["PROPOSER", "VERDICTS", "UndoReport", "changes", "evaluated", "final_checks", "inverse",
            "summary_lines", "tolerance_of", "undo", "verify_all"]

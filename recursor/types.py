@@ -58,6 +58,9 @@ class ChangeKind(StrEnum):
 
 
 # the dev metric a staged evaluation sets to the stage it reached (program task, cascade.py)
+# round-0 nodes made beside the search (``recursor archive undo``/``simplify``, and the same
+# checks when a campaign ends): evaluated programs, but no step of the search made them
+ANALYSIS_PROPOSERS = ("undo", "simplify")
 CASCADE_STAGE = "cascade_stage"
 
 

@@ -21,13 +21,13 @@ from rich.text import Text
 from typer.exceptions import TyperException
 
 from recursor.cli import archive as cli_archive
-from recursor.cli import undo as _undo  # noqa: F401 - registers `archive undo`
 from recursor.cli import job as cli_job
 from recursor.cli import plugins as cli_plugins
 from recursor.cli import proposers as cli_proposers
 from recursor.cli import replay as cli_replay
 from recursor.cli import sandbox as cli_sandbox
 from recursor.cli import ui as cli_ui
+from recursor.cli import undo as _undo  # noqa: F401 - registers `archive undo`, `simplify`
 from recursor.config import load_config
 from recursor.errors import ConfigError, RecursorError
 from recursor.untrusted import for_terminal, rich_text

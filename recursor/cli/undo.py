@@ -1,8 +1,9 @@
-"""``recursor archive undo NODE``: take one promoted change back out of the incumbent.
+"""``recursor archive undo NODE`` and ``recursor archive simplify NODE``: the archive
+commands that write.
 
-Unlike the other ``archive`` commands it writes: it opens the campaign (taking its lock, so
-it cannot run beside the campaign itself), makes an undo node, evaluates it in the campaign's
-sandbox and prints the check (:mod:`recursor.orchestrator.undo`).
+Unlike the other ``archive`` commands they open the campaign (taking its lock, so they cannot
+run beside the campaign itself), make round-0 nodes, evaluate them in the campaign's sandbox and
+print what they found (:mod:`recursor.orchestrator.undo`, :mod:`recursor.orchestrator.simplify`).
 """
 
 from __future__ import annotations
@@ -63,4 +64,40 @@ def _print(report: object) -> None:
             console.print(rich_text(f"  {name}: {data[name]}"))
 
 
-__all__ = ["undo"]
+@app.command()
+def simplify(node: Annotated[str, typer.Argument(help="a node's id (or a unique part)")],
+             directory: Annotated[Path, typer.Option("--dir", help="campaign directory")] = Path(),
+             max_evals: Annotated[int | None, typer.Option(
+                 "--max-evals", help="simplifications tried at most (default: the campaign's "
+                 "promotion.simplify.max_evals, 20)")] = None,
+             tolerance: Annotated[float | None, typer.Option(
+                 "--tolerance", help="how much worse on dev and held-out a simplification may "
+                 "score (default: the campaign's promotion.min_improvement)")] = None,
+             as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
+             quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress")] = False
+             ) -> None:
+    """Simplify NODE's evolvable code (identities, rounded numbers, dropped terms), keeping
+    each simplification only when dev and held-out stay within noise; the simplified node is
+    recorded as a child."""
+    from recursor.orchestrator import simplify as simpler
+    from recursor.orchestrator.context import open_context
+    from recursor.orchestrator.progress import NullReporter, RichReporter
+
+    ctx = open_context(directory, NullReporter() if quiet or as_json else RichReporter(console),
+                       evaluate_only=True)
+    try:
+        found = ctx.archive.find_node(ctx.campaign_id, node).id
+        report = simpler.simplify(ctx, found, max_evals, tolerance)
+        lines = simpler.summary_lines(ctx, report, limit=40)
+    finally:
+        ctx.close()
+    if as_json:
+        sys.stdout.write(json.dumps(asdict(report), indent=2, ensure_ascii=True) + "\n")
+        return
+    for line in lines:
+        console.print(rich_text(line))
+    for what in report.kept:
+        console.print(rich_text(f"  kept: {what}"))
+
+
+__all__ = ["simplify", "undo"]

@@ -60,10 +60,11 @@ from recursor.config.search import (
     ProposerConfig,
     SearchPolicyProgramConfig,
     SelfTuningConfig,
+    SimplifyConfig,
     StallConfig,
-    UndoConfig,
     ThompsonChoiceConfig,
     UcbChoiceConfig,
+    UndoConfig,
     _drop_legacy_fields,
 )
 from recursor.config.selection import (
@@ -255,9 +256,12 @@ def default_campaign() -> CampaignConfig:
     rank selection with exponent 3.89 draws the best distinct node about 92% of the time. The
     exponent is the one replay tuning chose on recorded cfr archives (docs/replay.md), and the
     seed sweeps in docs/cfr-task.md measure it: CFR+ is two epistatic edits from vanilla, and a
-    tournament over 40-80 distinct nodes returned to the node one edit away too rarely."""
+    tournament over 40-80 distinct nodes returned to the node one edit away too rarely.
+    The final incumbent is simplified when the search ends (``promotion.simplify.final``), so
+    the summary shows its readable form."""
     return CampaignConfig(name="cfr-default",
-                          selection=RankSelectionConfig(kind="rank", exponent=3.89))
+                          selection=RankSelectionConfig(kind="rank", exponent=3.89),
+                          promotion=PromotionConfig(simplify=SimplifyConfig(final=True)))
 
 
 def config_to_dict(config: CampaignConfig) -> dict[str, Any]:
@@ -328,6 +332,7 @@ __all__ = [
     "MapElitesSelectionConfig",
     "NearDuplicateConfig",
     "StallConfig",
+    "SimplifyConfig",
     "UndoConfig",
     "TrainStep",
     "UcbChoiceConfig",

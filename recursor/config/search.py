@@ -346,6 +346,18 @@ class UndoConfig(_Model):
         "held-out tolerance")
 
 
+class SimplifyConfig(_Model):
+    """The simplification pass (``orchestrator/simplify.py``, docs/search.md)."""
+
+    final: bool = Field(
+        False, description="when the search ends, simplify the final incumbent (round-0 "
+        "nodes: no budget); the summary shows the simplified form")
+    max_evals: int = Field(20, ge=1, le=1000, description="simplifications tried at most")
+    tolerance: float | None = Field(
+        None, ge=0, description="how much worse than the incumbent on dev and on held-out a "
+        "simplification may score (objective units); default: promotion.min_improvement")
+
+
 class PromotionConfig(_Model):
     min_improvement: float = Field(
         1e-3, ge=0, description="smallest dev improvement (objective units) that counts"
@@ -357,6 +369,7 @@ class PromotionConfig(_Model):
     goodhart: GoodhartConfig = Field(default_factory=GoodhartConfig)
     stall: StallConfig = Field(default_factory=StallConfig)
     undo: UndoConfig = Field(default_factory=UndoConfig)
+    simplify: SimplifyConfig = Field(default_factory=SimplifyConfig)
     test_at_promotions: bool = Field(
         False, description="also evaluate every promoted node on the task's sealed test split; "
         "recorded in the archive only, never read by the search (the final incumbent's test "

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from recursor.config import CampaignConfig, parse_config
 from recursor.errors import ConfigError
-from recursor.types import Objective, Split
+from recursor.types import ANALYSIS_PROPOSERS, Objective, Split
 
 if TYPE_CHECKING:
     from recursor.archive import Campaign
@@ -159,6 +159,7 @@ def load_from_archive(url: str, campaign_id: str | None = None,
             [n.id for n in rows if n.status == "done"], split=Split.DEV)}
     finally:
         archive.close()
+    rows = [n for n in rows if n.proposer not in ANALYSIS_PROPOSERS]  # not the search's
     if any(n.round == 0 and n.slot > 0 for n in rows):  # an incumbent re-scored
         raise ConfigError(f"replay: campaign {row.name} ({row.id}) changed its objective "
                           "while it ran (a Goodhart switch, or objective.splits at resume): "
