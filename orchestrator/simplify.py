@@ -197,12 +197,12 @@ def summary_lines(ctx: CampaignContext, report: SimplifyReport, limit: int = 12)
                 f"{report.tolerance:g} ({report.tried} tried)"]
     before = ctx.store.read(ctx.archive.node(report.original).commit or "")
     after = ctx.store.read(ctx.archive.node(report.simplified).commit or "")
-    lines = [f"simplified form: {report.simplified} ({len(report.kept)} of {report.tried} "
-             f"simplifications kept; dev {_pair(report.dev)}, held-out {_pair(report.heldout)})"]
+    lines = [f"simplified {report.simplified}: dev {_pair(report.dev)}, held-out "
+             f"{_pair(report.heldout)}"]
     for path in sorted(after):
         if before.get(path) != after[path]:
             old = set(before.get(path, "").split("\n"))
-            lines += [f"  {path}: {line.strip()}" for line in after[path].split("\n")
+            lines += [f"  {path}: {line.strip()}"[:96] for line in after[path].split("\n")
                       if line not in old and line.strip()]
     return lines[:limit + 1]
 
