@@ -15,7 +15,7 @@ from recursor.archive import Node
 from recursor.archive.patch import workspace_patch
 from recursor.orchestrator import final_report, objective
 from recursor.orchestrator.context import CampaignContext
-from recursor.orchestrator.promotion import dev_gate, heldout_gate
+from recursor.orchestrator.promotion import dev_gate, heldout_gate, support_gate
 from recursor.orchestrator.scoring import score_split
 from recursor.types import CASCADE_STAGE, Split
 
@@ -85,7 +85,7 @@ def judge_node(ctx: CampaignContext, node: Node, bootstrap: str,
         held = heldout_gate(heldout, incumbent.heldout_score, ctx.task.objective,
                             ctx.config.promotion)
         evidence["heldout"] = held.evidence
-        promoted = held.passed
+        promoted = held.passed and _support_holds(ctx, node.id, incumbent_id, evidence)
     evidence["promoted"] = promoted
     if promoted:
         evidence["components"] = changed_components(ctx, node, incumbent)
@@ -100,6 +100,26 @@ def judge_node(ctx: CampaignContext, node: Node, bootstrap: str,
     if promoted:  # after the decision is written: the test score can change nothing
         final_report.evaluate_promoted(ctx, node.id)
     return promoted
+
+
+def _support_holds(ctx: CampaignContext, node_id: str, incumbent_id: str,
+                   evidence: dict[str, Any]) -> bool:
+    """Gate 3 (``promotion.support_gate``) on the held-out rows; False only when it refuses.
+    A flagged promotion goes on, with the flag in ``evidence`` and on the progress line."""
+    mine = ctx.archive.evaluation(node_id, Split.HELDOUT.value)
+    theirs = ctx.archive.evaluation(incumbent_id, Split.HELDOUT.value)
+    if mine is None or theirs is None:
+        return True
+    gate = support_gate(mine.metrics, theirs.metrics, ctx.task.objective, ctx.config.promotion)
+    if gate.evidence:
+        evidence["support"] = gate.evidence
+    if gate.passed:
+        return True
+    falls = ", ".join(f"{m} {c:+.3f}" for m, c in gate.evidence["changes"].items())
+    ctx.reporter.message(f"{node_id}: held-out pass@1 {gate.evidence['pass1_change']:+.3f} "
+                         f"but {falls}: the policy's support narrowed "
+                         f"({ctx.config.promotion.support.action})")
+    return ctx.config.promotion.support.action != "refuse"
 
 
 def record_inverse(ctx: CampaignContext, node: Node, incumbent: Node) -> None:

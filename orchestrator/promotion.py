@@ -10,6 +10,10 @@ Two gates, both recorded as evidence with the promotion (or the refusal):
 2. **Held-out.** The candidate's held-out score may be worse than the incumbent's by at most
    ``promotion.heldout_tolerance``, or by default the task's own
    (``Objective.heldout_tolerance``): a variant that overfits the dev games is refused.
+3. **Support** (only where held-out reports ``promotion.support.metrics``, e.g. a policy's
+   ``pass_at_k``): a candidate that raises the held-out score (pass@1) while one of those
+   falls by more than the tolerance narrowed what it can find with more tries (RL can raise
+   pass@1 while losing best@k); ``promotion.support.action`` refuses or flags it.
 """
 
 from __future__ import annotations
@@ -82,4 +86,33 @@ def heldout_gate(candidate_score: float | None, incumbent_score: float | None,
     return Gate(change >= -tolerance, evidence)
 
 
-__all__ = ["Gate", "MIN_PAIRED", "dev_gate", "heldout_gate", "paired_bootstrap_lower"]
+def support_gate(candidate: Mapping[str, float], incumbent: Mapping[str, float],
+                 objective: Objective, config: PromotionConfig) -> Gate:
+    """Gate 3 on the two held-out metric rows (see the module docstring); passes when the
+    rows lack the metrics, or the action is ``off``."""
+    support = config.support
+    tolerance = support.tolerance
+    if tolerance is None:
+        tolerance = (objective.heldout_tolerance if config.heldout_tolerance is None
+                     else config.heldout_tolerance)
+    shared = [m for m in support.metrics if isinstance(candidate.get(m), int | float)
+              and isinstance(incumbent.get(m), int | float)]
+    pass1 = objective.metric
+    if support.action == "off" or not shared or pass1 not in candidate or pass1 not in incumbent:
+        return Gate(True, {})
+    raised = objective.improvement(candidate[pass1], incumbent[pass1])
+    falls = {m: candidate[m] - incumbent[m] for m in shared}
+    evidence: dict[str, Any] = {"pass1_change": raised, "changes": falls,
+                                "tolerance": tolerance, "action": support.action}
+    if "support_k" in candidate:
+        evidence["k"] = candidate["support_k"]
+    if "diversity" in candidate:
+        evidence["diversity"] = candidate["diversity"]
+        evidence["incumbent_diversity"] = incumbent.get("diversity")
+    narrowed = raised > 0 and any(change < -tolerance for change in falls.values())
+    evidence["narrowed"] = narrowed
+    return Gate(not narrowed, evidence)
+
+
+__all__ = ["Gate", "MIN_PAIRED", "dev_gate", "heldout_gate", "paired_bootstrap_lower",
+           "support_gate"]

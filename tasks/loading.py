@@ -28,6 +28,7 @@ def build_task(config: TaskConfig) -> Task:
         from recursor.tasks.worlds import WorldsTask
 
         return WorldsTask(universes=config.universes, questions=config.questions,
+                          support_k=config.support_k,
                           world_seed=config.world_seed, policy=config.policy)
     if isinstance(config, PsroTaskConfig):
         from recursor.tasks.psro import PSROTask

@@ -358,6 +358,19 @@ class SimplifyConfig(_Model):
         "simplification may score (objective units); default: promotion.min_improvement")
 
 
+class SupportConfig(_Model):
+    """The support gate (``orchestrator/promotion.py``, docs/promotion.md): a promotion that
+    raises pass@1 on held-out but lowers pass@k (or best@k) there."""
+
+    action: Literal["off", "flag", "refuse"] = Field(
+        "refuse", description="refuse such a promotion, or flag it (promoted, with the flag in "
+        "its judge log and the progress line); only where held-out reports these metrics")
+    metrics: list[str] = Field(default_factory=lambda: ["pass_at_k", "best_at_k"],
+                               description="held-out metrics that must not fall")
+    tolerance: float | None = Field(
+        None, ge=0, description="how far one may fall; default: the held-out tolerance")
+
+
 class PromotionConfig(_Model):
     min_improvement: float = Field(
         1e-3, ge=0, description="smallest dev improvement (objective units) that counts"
@@ -370,6 +383,7 @@ class PromotionConfig(_Model):
     stall: StallConfig = Field(default_factory=StallConfig)
     undo: UndoConfig = Field(default_factory=UndoConfig)
     simplify: SimplifyConfig = Field(default_factory=SimplifyConfig)
+    support: SupportConfig = Field(default_factory=SupportConfig)
     test_at_promotions: bool = Field(
         False, description="also evaluate every promoted node on the task's sealed test split; "
         "recorded in the archive only, never read by the search (the final incumbent's test "

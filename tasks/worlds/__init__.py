@@ -80,8 +80,10 @@ class WorldsTask(PolicyTask):
     routing_component = "harness"
 
     def __init__(self, universes: Mapping[WorldSplit, int] | None = None, questions: int = 24,
-                 world_seed: int | None = None, policy: Mapping[str, Any] | None = None) -> None:
+                 world_seed: int | None = None, policy: Mapping[str, Any] | None = None,
+                 support_k: int = 4) -> None:
         self.universes = {"train": 10, "dev": 3, "heldout": 3, "test": 3, **(universes or {})}
+        self.support_k = support_k
         self.questions = questions
         self.world_seed = world_seed
         options = dict(policy or {})
@@ -156,7 +158,11 @@ class WorldsTask(PolicyTask):
             env={"OMP_NUM_THREADS": "2", "TOKENIZERS_PARALLELISM": "false"}, limits=limits)
 
     def evaluation(self, split: Split, cache_dir: Path) -> EvaluationPlan:
-        return self._plan("eval", Split(split).value, cache_dir, [])
+        """Dev and test: greedy decoding. Held-out (what gates a promotion) also runs the
+        policy ``support_k`` times sampled, for pass@k, best@k and its actions' diversity."""
+        extra = ["--samples", str(self.support_k)] \
+            if Split(split) is Split.HELDOUT and self.support_k else []
+        return self._plan("eval", Split(split).value, cache_dir, extra)
 
     # the policy interface (PolicyTask) ---------------------------------------------------
     def corpus_plan(self, cache_dir: Path, cycle: int, seed: int,

@@ -32,10 +32,10 @@ import argparse
 import json
 import sys
 from collections import Counter
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from recursor import content
 from recursor.guest import deny_exec, protect_verdict, write_verdict
@@ -46,6 +46,9 @@ from recursor.tasks.worlds.protocol import REPLY_DEADLINE_S, Child, ChildCrashed
 from recursor.tasks.worlds.solver import next_action, solve, verified
 from recursor.tasks.worlds.stage import read_once
 from recursor.tasks.worlds.tools import Episode, index_for
+
+if TYPE_CHECKING:
+    from recursor.tasks.worlds.policy import Policy
 
 HARNESS, RECIPE, CURRICULUM, POLICY = "harness.py", "recipe.py", "curriculum.py", "policy.json"
 COMPONENT_FILES = {"harness": HARNESS, "recipe": RECIPE, "curriculum": CURRICULUM}
@@ -89,7 +92,7 @@ def policy_name(files: Mapping[str, str]) -> str:
         raise HarnessError(f'{POLICY} must be {{"policy": "<checkpoint id>"}}') from None
 
 
-def load_policy(files: Mapping[str, str], policies: Path) -> Complete | None:
+def load_policy(files: Mapping[str, str], policies: Path) -> Policy | None:
     name = policy_name(files)
     if name == "none":
         return None
@@ -97,7 +100,7 @@ def load_policy(files: Mapping[str, str], policies: Path) -> Complete | None:
         raise HarnessError(f"{POLICY} names {name[:60]!r}, not a checkpoint id")
     from recursor.tasks.worlds.policy import Policy
 
-    return Policy(policies / name).complete
+    return Policy(policies / name)
 
 
 @contextmanager
@@ -112,11 +115,16 @@ def child(role: str, files: Mapping[str, str],
 
 
 def evaluate(files: Mapping[str, str], universes: list[world.Universe],
-             complete: Complete) -> dict[str, Any]:
-    """Run the harness (in its child) with ``complete`` on every question; score here."""
+             complete: Complete, samplers: Sequence[Complete] = ()) -> dict[str, Any]:
+    """Run the harness (in its child) with ``complete`` on every question; score here. With
+    ``samplers`` (k sampled policies), also the support measures (:func:`support`)."""
     episodes = episodes_of(universes)
     with child("harness", files) as process:
         run_episodes(Harness(process), episodes, complete)
+        sampled = []
+        for sampler in samplers:
+            sampled.append(episodes_of(universes))
+            run_episodes(Harness(process), sampled[-1], sampler)
     instances = {e.question.qid: float(e.success) for e in episodes}
     metrics: dict[str, float] = {"success": sum(instances.values()) / len(episodes)}
     for hops in range(1, world.MAX_HOPS + 1):
@@ -126,7 +134,27 @@ def evaluate(files: Mapping[str, str], universes: list[world.Universe],
     steps = [s for e in episodes for s in e.history]
     metrics["valid_actions"] = sum(s.valid for s in steps) / max(1, len(steps))
     metrics["mean_steps"] = len(steps) / len(episodes)
+    if sampled:
+        metrics.update(support(sampled))
     return {"metrics": metrics, "instances": instances, "error": None}
+
+
+def support(runs: list[list[Episode]]) -> dict[str, float]:
+    """What k sampled runs over the same questions say of the policy's support:
+    ``pass_at_k`` (questions some run answered), ``best_at_k`` (the best run's reward per
+    question, averaged: the same as pass@k here, where the reward is success, 0 or 1),
+    ``sampled_success`` (one sampled run's mean success), ``diversity`` (per question, distinct
+    action sequences among the k runs, 0 when all alike, 1 when all differ) and ``support_k``."""
+    k = len(runs)
+    questions = range(len(runs[0]))
+    solved = [max(float(run[q].success) for run in runs) for q in questions]
+    distinct = [len({tuple(tuple(sorted(s.action.items())) for s in run[q].history)
+                     for run in runs}) for q in questions]
+    count = max(1, len(solved))
+    return {"pass_at_k": sum(solved) / count, "best_at_k": sum(solved) / count,
+            "sampled_success": sum(e.success for run in runs for e in run) / (count * k),
+            "diversity": sum((d - 1) / max(1, k - 1) for d in distinct) / count,
+            "support_k": float(k)}
 
 
 def _trajectory(source: str, episode: Episode, rows: list[tuple[str, str]]) -> dict[str, Any]:
@@ -200,16 +228,19 @@ def _corpus_verdict(files: Mapping[str, str], trajectories: list[dict[str, Any]]
 
 
 def run(mode: str, files: Mapping[str, str], universes: list[world.Universe], policies: Path,
-        cycle: int = 0, seed: int = 0, rl: bool = False) -> dict[str, Any]:
+        cycle: int = 0, seed: int = 0, rl: bool = False, samples: int = 0) -> dict[str, Any]:
     """The verdict of ``mode`` (eval or corpus); a contract breach is an ``error`` verdict,
-    a crash raises :class:`ChildCrashed`."""
+    a crash raises :class:`ChildCrashed`. ``samples``: eval also runs that many sampled
+    policies for the support measures."""
     try:
-        complete = load_policy(files, policies)
+        policy = load_policy(files, policies)
         if mode == "eval":
-            if complete is None:
+            if policy is None:
                 raise HarnessError(f"{POLICY} names no policy; an evaluation needs one")
-            return evaluate(files, universes, complete)
-        return corpus(files, universes, complete, cycle, seed, rl)
+            return evaluate(files, universes, policy.complete,
+                            [policy.sampler(1000 + i) for i in range(samples)])
+        return corpus(files, universes, None if policy is None else policy.complete, cycle,
+                      seed, rl)
     except HarnessError as exc:
         return {"metrics": {}, "instances": {}, "error": f"harness: {exc}"}
 
@@ -223,13 +254,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cycle", type=int, default=0)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--rl", action="store_true", help="corpus: RL prompts with targets")
+    parser.add_argument("--samples", type=int, default=0,
+                        help="eval: also k sampled runs (pass@k, best@k, diversity)")
     args = parser.parse_args(argv)
     target = protect_verdict()  # first: nothing of this process is readable from a child
     deny_exec()  # the candidate runs only where start_candidate puts it
     universes = parse_universes(read_once(args.worlds))
     files = read_workspace(args.workspace)
     try:
-        verdict = run(args.mode, files, universes, args.policies, args.cycle, args.seed, args.rl)
+        verdict = run(args.mode, files, universes, args.policies, args.cycle, args.seed, args.rl,
+                      args.samples)
     except ChildCrashed as exc:
         print(f"worlds evaluator: {exc}", file=sys.stderr)
         return 1

@@ -1,4 +1,5 @@
-"""The policy: a tiny causal LM checkpoint, completing a batch of prompts greedily.
+"""The policy: a tiny causal LM checkpoint, completing a batch of prompts greedily (or sampled,
+for the support measures).
 
 Prompts longer than the model's context are cut from the left (the newest text is kept), so a
 harness that renders too much loses the question first: its context budget is its own problem.
@@ -30,12 +31,28 @@ class Policy:
         self.context = int(self.model.config.n_positions) - MAX_NEW_TOKENS
 
     def complete(self, prompts: Sequence[str]) -> list[str]:
+        """Greedy completions (the evaluation's; deterministic)."""
         out: list[str] = []
         for start in range(0, len(prompts), BATCH):
             out += self._batch(list(prompts[start:start + BATCH]))
         return out
 
-    def _batch(self, prompts: list[str]) -> list[str]:
+    def sampler(self, seed: int) -> Callable[[Sequence[str]], list[str]]:
+        """Completions sampled at temperature 1 from the full distribution, seeded: the
+        support measures' (pass@k, diversity) draws; the same seed gives the same draws."""
+        generator = self.torch.Generator().manual_seed(seed)
+
+        def complete(prompts: Sequence[str]) -> list[str]:
+            self.torch.manual_seed(int(self.torch.randint(0, 2 ** 31, (1,),
+                                                          generator=generator)))
+            out: list[str] = []
+            for start in range(0, len(prompts), BATCH):
+                out += self._batch(list(prompts[start:start + BATCH]), sample=True)
+            return out
+
+        return complete
+
+    def _batch(self, prompts: list[str], sample: bool = False) -> list[str]:
         ids = [self.tokenizer(p)["input_ids"][-self.context:] for p in prompts]
         width = max(len(i) for i in ids)
         pad = self.tokenizer.pad_token_id
@@ -43,10 +60,16 @@ class Policy:
         mask = self.torch.tensor([[0] * (width - len(i)) + [1] * len(i) for i in ids])
         with self.torch.no_grad():
             generated = self.model.generate(input_ids=input_ids, attention_mask=mask,
-                                            max_new_tokens=MAX_NEW_TOKENS, do_sample=False,
-                                            pad_token_id=pad)
+                                            max_new_tokens=MAX_NEW_TOKENS,
+                                            pad_token_id=pad, **_decoding(sample))
         new = generated[:, width:]
         return [self.tokenizer.decode(row, skip_special_tokens=True) for row in new]
+
+
+def _decoding(sample: bool) -> dict[str, Any]:
+    if sample:
+        return {"do_sample": True, "temperature": 1.0, "top_k": 0, "top_p": 1.0}
+    return {"do_sample": False}
 
 
 def readable_by_all(root: Path) -> None:
