@@ -76,9 +76,16 @@ def stamp(ids: Mapping[str, str], verdict: Mapping[str, Any],
         if source not in SOURCES:
             raise RoutingError(f"a corpus row has source {str(source)[:40]!r}, not one of "
                                f"{SOURCES}")
+        provenance = {**ids, "policy": "solver" if source == "solver" else policy,
+                      "task": str(label.get("task")), "source": source}
+        target = label.get("difficulty_target")
+        if isinstance(target, int | float) and not isinstance(target, bool):
+            # a challenger's question: which version made it (the hash of the file the
+            # controller sent), and the success rate it was pitched at
+            provenance.update(generated_by=ids.get("challenger", ""),
+                              difficulty_target=float(target))
         out.append({**{k: str(row[k]) for k in ROW_FIELDS if k in row},
-                    "provenance": {**ids, "policy": "solver" if source == "solver" else policy,
-                                   "task": str(label.get("task")), "source": source}})
+                    "provenance": provenance})
     return out
 
 
@@ -190,6 +197,8 @@ def train_policy(ctx: CampaignContext, files: Mapping[str, str], cycle: int, see
                                 "dropped_other_harness": len(rows) - len(routed),
                                 "corpus_metrics": verdict.get("metrics", {}), "cycle": cycle,
                                 "method": method}
+    if isinstance(verdict.get("challenger"), dict):
+        evidence["challenger"] = verdict["challenger"]  # its questions, refusals, frontier
     if not routed:
         return Trained(None, "corpus: the recipe selected no trajectories", evidence)
     data = write_corpus(task, routed, jobs_root(ctx) / "corpora")
@@ -199,7 +208,8 @@ def train_policy(ctx: CampaignContext, files: Mapping[str, str], cycle: int, see
     parent_policy = task.policy_name(files)
     provenance = {"policy": parent_policy, "harness": adopted, "task": ctx.task.name,
                   "recipe": routed[0]["provenance"].get("recipe", ""),
-                  "curriculum": routed[0]["provenance"].get("curriculum", "")}
+                  "curriculum": routed[0]["provenance"].get("curriculum", ""),
+                  "challenger": routed[0]["provenance"].get("challenger", "")}
     spec = JobSpec(name=f"policy for {node_id}", provenance=provenance,
                    **task.training_job(data, seed, method, base))
     executor = _executor(ctx)

@@ -80,6 +80,7 @@ GUEST_PARTS: dict[str, tuple[str, ...]] = {
              "recursor.tasks.psro.games", "recursor.tasks.psro._protocol",
              "recursor.tasks.cfr.games"),  # the game trees psro shares with cfr
     "worlds": ("recursor.tasks.worlds.evaluate", "recursor.tasks.worlds.child",
+               "recursor.tasks.worlds.challenge",
                "recursor.tasks.worlds.data", "recursor.tasks.worlds.episodes",
                "recursor.tasks.worlds.policy", "recursor.tasks.worlds.protocol",
                "recursor.tasks.worlds.solver", "recursor.tasks.worlds.stage",

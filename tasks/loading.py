@@ -29,6 +29,7 @@ def build_task(config: TaskConfig) -> Task:
 
         return WorldsTask(universes=config.universes, questions=config.questions,
                           support_k=config.support_k,
+                          challenger_target=config.challenger_target,
                           world_seed=config.world_seed, policy=config.policy)
     if isinstance(config, PsroTaskConfig):
         from recursor.tasks.psro import PSROTask

@@ -31,6 +31,10 @@ class WorldsTaskConfig(_Model):
                                    "campaign's cache (candidates cannot regenerate held-out)")
     policy: dict[str, dict[str, Any]] = Field(
         default_factory=dict, description="model_options and sft trainer options")
+    challenger_target: float | None = Field(
+        0.5, ge=0, le=1, description="the success rate the challenger's questions are pitched "
+        "at: each corpus asks the workspace's challenger.py for training questions near it "
+        "(null: no challenger)")
     support_k: int = Field(
         4, ge=0, le=64, description="held-out evaluations also run the policy this many "
         "times sampled (temperature 1): pass@k, best@k and the diversity of its actions, for "

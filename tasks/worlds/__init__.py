@@ -32,7 +32,7 @@ from recursor.mutation import MutationPrimitive
 from recursor.plan import Mount, SandboxLimits, trusted_module_command
 from recursor.tasks._base import Component, EvaluationPlan, Objective, PolicyTask
 from recursor.tasks.worlds import evaluate, world
-from recursor.tasks.worlds.evaluate import CURRICULUM, HARNESS, POLICY, RECIPE
+from recursor.tasks.worlds.evaluate import CHALLENGER, CURRICULUM, HARNESS, POLICY, RECIPE
 from recursor.tasks.worlds.policy import readable_by_all
 from recursor.tasks.worlds.primitives import worlds_primitives
 from recursor.tasks.worlds.stage import serve_once
@@ -41,6 +41,7 @@ from recursor.types import ChangeKind, Split
 SEED_DIR = Path(__file__).parent / "seed"
 REQUIRED = {HARNESS: ("render", "parse", "format_action", "recover"), RECIPE: ("select",),
             CURRICULUM: ("tasks",)}
+OPTIONAL = {CHALLENGER: ("propose",)}  # checked when present (campaigns from before it lack it)
 POLICY_DEFAULTS: dict[str, Any] = {
     "model_options": {"n_layer": 2, "n_embd": 128, "n_head": 4, "n_positions": 192},
     "sft": {"max_steps": 400, "learning_rate": 3e-3, "per_device_train_batch_size": 32,
@@ -81,9 +82,10 @@ class WorldsTask(PolicyTask):
 
     def __init__(self, universes: Mapping[WorldSplit, int] | None = None, questions: int = 24,
                  world_seed: int | None = None, policy: Mapping[str, Any] | None = None,
-                 support_k: int = 4) -> None:
+                 support_k: int = 4, challenger_target: float | None = 0.5) -> None:
         self.universes = {"train": 10, "dev": 3, "heldout": 3, "test": 3, **(universes or {})}
         self.support_k = support_k
+        self.challenger_target = challenger_target
         self.questions = questions
         self.world_seed = world_seed
         options = dict(policy or {})
@@ -94,10 +96,11 @@ class WorldsTask(PolicyTask):
         return [Component("harness", ChangeKind.HARNESS, [HARNESS]),
                 Component("policy", ChangeKind.POLICY, [POLICY]),
                 Component("data", ChangeKind.DATA, [RECIPE]),
-                Component("curriculum", ChangeKind.CURRICULUM, [CURRICULUM])]
+                Component("curriculum", ChangeKind.CURRICULUM, [CURRICULUM]),
+                Component("challenger", ChangeKind.CURRICULUM, [CHALLENGER])]
 
     def seed_files(self) -> Mapping[str, str]:
-        files = {name: (SEED_DIR / name).read_text() for name in REQUIRED}
+        files = {name: (SEED_DIR / name).read_text() for name in (*REQUIRED, *OPTIONAL)}
         files[POLICY] = json.dumps({"policy": "none"}) + "\n"
         return files
 
@@ -120,8 +123,10 @@ class WorldsTask(PolicyTask):
                 tmp.replace(path)
 
     def static_check(self, files: Mapping[str, str]) -> str | None:
-        for path, functions in REQUIRED.items():
+        for path, functions in {**REQUIRED, **OPTIONAL}.items():
             source = files.get(path)
+            if source is None and path in OPTIONAL:
+                continue
             if source is None:
                 return f"missing {path}"
             try:
@@ -168,6 +173,8 @@ class WorldsTask(PolicyTask):
     def corpus_plan(self, cache_dir: Path, cycle: int, seed: int,
                     method: str = "sft") -> EvaluationPlan:
         extra = ["--cycle", str(cycle), "--seed", str(seed)]
+        if self.challenger_target is not None:
+            extra += ["--target", repr(self.challenger_target)]
         return self._plan("corpus", "train", cache_dir, extra + (["--rl"] if method == "grpo"
                                                                   else []))
 

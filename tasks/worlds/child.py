@@ -9,8 +9,10 @@ from the evaluator, one JSON object per line on stdin, one reply per line on std
   workspace) and serves ``render`` (states -> prompts), ``act`` ((completion, state) pairs ->
   what ``parse`` and, when it gave None, ``recover`` returned) and ``format``
   ((action, state) pairs -> completions);
-- ``data`` loads ``recipe.py`` and ``curriculum.py`` and serves ``settings``, ``tasks``
-  (the curriculum's task ids) and ``select`` (the recipe's indices over trajectory metadata).
+- ``data`` loads ``recipe.py`` and ``curriculum.py`` (and ``challenger.py`` when the workspace
+  has one) and serves ``settings``, ``tasks`` (the curriculum's task ids), ``select`` (the
+  recipe's indices over trajectory metadata) and ``propose`` (the challenger's questions, as
+  start entities and relation chains).
 
 Replies are ``{"ok": value}``, ``{"error": contract problem}`` or ``{"crash": traceback}``
 when the candidate's code raised. The first reply, after loading, says ``ready``. The
@@ -36,6 +38,7 @@ from typing import IO, Any
 
 PR_SET_DUMPABLE = 4
 ROLE_FILES = {"harness": ("harness.py",), "data": ("recipe.py", "curriculum.py")}
+CHALLENGER = "challenger.py"  # the data role's, when the workspace has one
 HARNESS_FUNCTIONS = ("render", "parse", "format_action", "recover")
 
 
@@ -70,12 +73,15 @@ def _harness_ops(harness: ModuleType) -> dict[str, Callable[[Any], Any]]:
             "format": lambda items: [harness.format_action(dict(a), s) for a, s in items]}
 
 
-def _data_ops(recipe: ModuleType, curriculum: ModuleType) -> dict[str, Callable[[Any], Any]]:
+def _data_ops(recipe: ModuleType, curriculum: ModuleType,
+              challenger: ModuleType | None = None) -> dict[str, Callable[[Any], Any]]:
     for module, name, function in ((recipe, "recipe.py", "select"),
-                                   (curriculum, "curriculum.py", "tasks")):
-        if not callable(getattr(module, function, None)):
+                                   (curriculum, "curriculum.py", "tasks"),
+                                   (challenger, CHALLENGER, "propose")):
+        if module is not None and not callable(getattr(module, function, None)):
             raise ContractError(f"{name} does not define {function}()")
     return {
+        "propose": lambda a: _proposed(challenger, a),
         "settings": lambda _: {"use_policy_rollouts": bool(getattr(recipe, "USE_POLICY_ROLLOUTS",
                                                                    True))},
         "tasks": lambda a: list(curriculum.tasks(a["candidates"], a["cycle"], a["failed"])),
@@ -83,8 +89,16 @@ def _data_ops(recipe: ModuleType, curriculum: ModuleType) -> dict[str, Callable[
     }
 
 
+def _proposed(challenger: ModuleType | None, request: dict[str, Any]) -> list[Any]:
+    if challenger is None:
+        raise ContractError(f"the workspace has no {CHALLENGER}")
+    return list(challenger.propose(request, random.Random(request["seed"])))
+
+
 def _ops(role: str) -> dict[str, Callable[[Any], Any]]:
     names = ROLE_FILES[role]
+    if role == "data" and Path(CHALLENGER).is_file():
+        names = (*names, CHALLENGER)
     modules = [_load(Path(name).resolve(), f"worlds_{Path(name).stem}") for name in names]
     return _harness_ops(modules[0]) if role == "harness" else _data_ops(*modules)
 

@@ -40,6 +40,13 @@ from typing import TYPE_CHECKING, Any
 from recursor import content
 from recursor.guest import deny_exec, protect_verdict, write_verdict
 from recursor.tasks.worlds import world
+from recursor.tasks.worlds.challenge import (
+    Challenge,
+    challenge,
+    generated,
+    success_by_hops,
+    with_generated,
+)
 from recursor.tasks.worlds.data import choose_tasks, selected, use_policy_rollouts
 from recursor.tasks.worlds.episodes import Complete, Harness, rendered_demonstrations, run_episodes
 from recursor.tasks.worlds.protocol import REPLY_DEADLINE_S, Child, ChildCrashed, HarnessError
@@ -51,10 +58,14 @@ if TYPE_CHECKING:
     from recursor.tasks.worlds.policy import Policy
 
 HARNESS, RECIPE, CURRICULUM, POLICY = "harness.py", "recipe.py", "curriculum.py", "policy.json"
-COMPONENT_FILES = {"harness": HARNESS, "recipe": RECIPE, "curriculum": CURRICULUM}
+CHALLENGER = "challenger.py"
+COMPONENT_FILES = {"harness": HARNESS, "recipe": RECIPE, "curriculum": CURRICULUM,
+                   "challenger": CHALLENGER}
+PER_UNIVERSE = 24  # generated questions per training universe, at most
 MAX_FILE_CHARS = 1_000_000
 
-__all__ = ["COMPONENT_FILES", "CURRICULUM", "HARNESS", "POLICY", "RECIPE", "ChildCrashed",
+__all__ = ["CHALLENGER", "COMPONENT_FILES", "CURRICULUM", "HARNESS", "POLICY", "RECIPE",
+           "ChildCrashed",
            "component_ids", "corpus", "evaluate", "main", "read_workspace"]
 
 
@@ -183,11 +194,14 @@ def _own_rollouts(harness: Harness, episodes: list[Episode], complete: Complete,
 
 
 def corpus(files: Mapping[str, str], universes: list[world.Universe], complete: Complete | None,
-           cycle: int, seed: int, rl: bool = False) -> dict[str, Any]:
+           cycle: int, seed: int, rl: bool = False,
+           target: float | None = None) -> dict[str, Any]:
     """A policy step's training rows on ``universes``: the curriculum's tasks (data child), the
     solver's and the policy's trajectories rendered under the harness (harness child), the
     recipe's selection (data child). Labels are this process's; the data child is started
-    and loaded before the harness child exists, so the harness cannot rewrite its code."""
+    and loaded before the harness child exists, so the harness cannot rewrite its code. With
+    ``target`` and a ``challenger.py``, the challenger's questions (:mod:`.challenge`) join the
+    curriculum's candidates first, and the policy is probed on them too."""
     with child("data", files) as data, child("harness", files) as process:
         harness = Harness(process)
         probe = episodes_of(universes)
@@ -195,6 +209,16 @@ def corpus(files: Mapping[str, str], universes: list[world.Universe], complete: 
         if complete is not None:
             run_episodes(harness, probe, complete)
             failed = [e.question.qid for e in probe if not e.success]
+        found = None
+        if target is not None and CHALLENGER in files:
+            found = challenge(data, universes, success_by_hops(probe) if complete else {},
+                              target, PER_UNIVERSE * len(universes), seed)
+            universes = with_generated(universes, found)
+            extra = [e for e in episodes_of(universes) if generated(e.question.qid)]
+            if complete is not None and extra:
+                run_episodes(harness, extra, complete)
+            failed += [e.question.qid for e in extra if complete is None or not e.success]
+            probe += extra
         chosen = choose_tasks(data, probe, cycle, failed)
         demos = [solve(e.universe, e.question, e.index) for e in episodes_of(universes, chosen)]
         trajectories = [_trajectory("solver", d, rows) for d, rows in
@@ -205,15 +229,43 @@ def corpus(files: Mapping[str, str], universes: list[world.Universe], complete: 
             rollouts, visited = _own_rollouts(harness, episodes_of(universes, chosen), complete)
             trajectories += rollouts if own else []
         picked = selected(data, trajectories, seed)
-    return _corpus_verdict(files, [trajectories[i] for i in picked], visited, failed, len(probe),
-                           rl)
+    verdict = _corpus_verdict(files, [trajectories[i] for i in picked], visited, failed,
+                              len(probe), rl, target)
+    if found is not None:
+        verdict["challenger"] = _challenger_report(found, extra, complete is not None)
+        verdict["metrics"].update(generated=float(found.count),
+                                  challenger_refused=float(found.refusals))
+        if complete is not None and extra:
+            verdict["metrics"]["challenger_success"] = \
+                sum(e.success for e in extra) / len(extra)
+    return verdict
+
+
+def _label(trajectory: dict[str, Any], target: float | None) -> dict[str, Any]:
+    """A row's labels: its task and source, and for a challenger's question the target it was
+    generated for (the controller adds which challenger: the hash of the file it sent)."""
+    label: dict[str, Any] = {"task": f"worlds:{trajectory['task']}",
+                             "source": trajectory["source"]}
+    if target is not None and generated(trajectory["task"]):
+        label["difficulty_target"] = target
+    return label
+
+
+def _challenger_report(found: Challenge, extra: list[Episode], probed: bool) -> dict[str, Any]:
+    """What the challenger did, for the node's training log: accepted and refused questions
+    (the refusals with what was asked, bounded), the target, and the policy's success on the
+    accepted ones by hop count (its frontier)."""
+    report: dict[str, Any] = {"target": found.target, "generated": found.count,
+                              "refusals": found.refusals, "refused": found.refused}
+    if probed and extra:
+        report["success_by_hops"] = success_by_hops(extra)
+    return report
 
 
 def _corpus_verdict(files: Mapping[str, str], trajectories: list[dict[str, Any]],
                     visited: list[tuple[str, str, str]], failed: list[str], probed: int,
-                    rl: bool) -> dict[str, Any]:
-    rows = [{"prompt": p, "completion": c, "provenance": {"task": f"worlds:{t['task']}",
-                                                          "source": t["source"]}}
+                    rl: bool, target: float | None = None) -> dict[str, Any]:
+    rows = [{"prompt": p, "completion": c, "provenance": _label(t, target)}
             for t in trajectories for p, c in t["rows"]]
     if rl:  # fresh rollouts under this harness, each state scored against the solver's move
         rows = [{"prompt": p, "target": target, "provenance": {"task": f"worlds:{q}",
@@ -228,7 +280,8 @@ def _corpus_verdict(files: Mapping[str, str], trajectories: list[dict[str, Any]]
 
 
 def run(mode: str, files: Mapping[str, str], universes: list[world.Universe], policies: Path,
-        cycle: int = 0, seed: int = 0, rl: bool = False, samples: int = 0) -> dict[str, Any]:
+        cycle: int = 0, seed: int = 0, rl: bool = False, samples: int = 0,
+        target: float | None = None) -> dict[str, Any]:
     """The verdict of ``mode`` (eval or corpus); a contract breach is an ``error`` verdict,
     a crash raises :class:`ChildCrashed`. ``samples``: eval also runs that many sampled
     policies for the support measures."""
@@ -240,7 +293,7 @@ def run(mode: str, files: Mapping[str, str], universes: list[world.Universe], po
             return evaluate(files, universes, policy.complete,
                             [policy.sampler(1000 + i) for i in range(samples)])
         return corpus(files, universes, None if policy is None else policy.complete, cycle,
-                      seed, rl)
+                      seed, rl, target)
     except HarnessError as exc:
         return {"metrics": {}, "instances": {}, "error": f"harness: {exc}"}
 
@@ -254,6 +307,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cycle", type=int, default=0)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--rl", action="store_true", help="corpus: RL prompts with targets")
+    parser.add_argument("--target", type=float, default=None,
+                        help="corpus: ask challenger.py for questions pitched at this success")
     parser.add_argument("--samples", type=int, default=0,
                         help="eval: also k sampled runs (pass@k, best@k, diversity)")
     args = parser.parse_args(argv)
@@ -263,7 +318,7 @@ def main(argv: list[str] | None = None) -> int:
     files = read_workspace(args.workspace)
     try:
         verdict = run(args.mode, files, universes, args.policies, args.cycle, args.seed, args.rl,
-                      args.samples)
+                      args.samples, args.target)
     except ChildCrashed as exc:
         print(f"worlds evaluator: {exc}", file=sys.stderr)
         return 1

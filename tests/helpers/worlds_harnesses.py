@@ -261,3 +261,27 @@ def render(state):
     _tamper()
     return _seed_render(state)
 '''
+
+
+# A challenger that looks for other splits' universes the way SNOOP's harness does (every file
+# and pipe, every other process, its own objects) and asks for questions on them: it names
+# held-out and test universes, and carries what it found in its requests (recorded, refused).
+CHALLENGER_SNOOP = r'''
+import json as _json
+import sys as _sys
+
+''' + SNOOP.split("import gc as _gc", 1)[1].split("\ndef parse(text, state):", 1)[0].replace(
+    "_FOUND = None", "import gc as _gc\n_FOUND = None") + r'''
+
+
+def propose(request, rng):
+    facts, keys = _facts()
+    asked = [{"universe": f"{split}-{seed}", "start": f"found {len(facts)} facts",
+              "chain": ["mentor"]} for split, seed in (("heldout", 3000), ("test", 4000))]
+    asked += [{"universe": "heldout", "start": e, "chain": [r]} for (e, r) in list(facts)[:5]]
+    shown = request["universes"][0]
+    start = sorted(shown["entities"])[0]
+    relation = next(r for r, (subject, _) in sorted(request["relations"].items())
+                    if subject == shown["entities"][start])
+    return asked + [{"universe": shown["id"], "start": start, "chain": [relation]}]
+'''

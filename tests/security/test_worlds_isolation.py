@@ -43,7 +43,7 @@ from recursor.tasks.worlds.policy import write_untrained
 from recursor.tasks.worlds.protocol import ChildCrashed, HarnessError, ProtocolError
 from recursor.tasks.worlds.stage import read_once, serve_once
 from recursor.types import RunStatus, Split
-from tests.helpers.worlds_harnesses import SEED, SNOOP, TAMPER
+from tests.helpers.worlds_harnesses import CHALLENGER_SNOOP, SEED, SNOOP, TAMPER
 
 CONFIG = ProcessSandboxConfig(timeout_s=300, memory_mb=8192, max_processes=256)
 
@@ -231,3 +231,25 @@ def _my_children(needle: str) -> list[int]:
         if ppid == os.getpid() and needle.encode() in cmdline:
             found.append(int(entry.name))
     return found
+
+
+def test_a_challenger_that_looks_for_other_splits_gets_nothing_and_is_recorded(
+        campaign: Any) -> None:
+    """The challenger runs in the data child: it scans every file, pipe, process and object
+    for universes, finds none, and asks for questions on the held-out and test universes by
+    their ids. Every such request is refused and recorded with what was asked; the one valid
+    question on a training universe it was shown is kept, labelled as generated."""
+    verdict = _corpus(campaign, _files(SEED, **{"challenger.py": CHALLENGER_SNOOP}))
+    report = verdict["challenger"]
+    # it found no facts, so it asked only by the ids (five more requests had it found any)
+    assert report["generated"] == 1 and report["refusals"] == 2
+    refused = [json.loads(r["asked"]) for r in report["refused"]]
+    assert {r["universe"] for r in refused} == {"heldout-3000", "test-4000"}
+    assert all(r["reason"] == "not a training universe it was shown"
+               for r in report["refused"])
+    assert refused[0]["start"] == "found 0 facts"  # it found nothing to carry out
+    tasks = {row["provenance"]["task"] for row in verdict["rows"]}
+    assert not any("heldout" in t or "test" in t or "dev" in t for t in tasks)
+    generated = [row for row in verdict["rows"] if "-g0" in row["provenance"]["task"]]
+    assert generated and all(row["provenance"]["difficulty_target"] == 0.5
+                             for row in generated)
