@@ -18,6 +18,7 @@ from recursor.archive.pareto import (
     front_rows,
     goals_of,
 )
+from recursor.archive.patch import workspace_patch
 from recursor.archive.population import (
     IslandSelection,
     MapElitesSelection,
@@ -49,6 +50,7 @@ from recursor.archive.selection import (
 from recursor.archive.store import Archive, upgrade_archive
 
 __all__ = [
+    "workspace_patch",
     "MAX_FRONT_SHOWN", "InstanceParetoSelection", "ParetoSelection", "front_rows", "goals_of",
     "SCHEMA_VERSION", "Archive", "ArchiveReader", "Campaign", "EpsilonGreedySelection",
     "Evaluation", "GitStore", "GreedySelection", "IslandSelection", "Job", "LogEntry",

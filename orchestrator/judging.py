@@ -11,8 +11,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from recursor.archive import Node
-from recursor.archive.patch import workspace_patch
+from recursor.archive import Node, workspace_patch
 from recursor.orchestrator import final_report, objective
 from recursor.orchestrator.context import CampaignContext
 from recursor.orchestrator.promotion import dev_gate, heldout_gate, support_gate
