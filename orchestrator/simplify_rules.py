@@ -66,7 +66,7 @@ def roundings(source: str) -> list[Edit]:
     for root, _ in _roots(source):
         for node in ast.walk(root):
             if _long_number(node):
-                assert isinstance(node, ast.Constant)
+                assert isinstance(node, ast.Constant) and isinstance(node.value, float)
                 short = float(f"{node.value:.{ROUNDED_TO}g}")
                 span = _span(source, node)
                 out.append(Edit(*span, repr(short), f"round {node.value!r} -> {short!r}"))

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass
+from typing import Any
 
 from recursor.archive import Node, Promotion
 from recursor.errors import RecursorError
@@ -119,42 +120,51 @@ def undo(ctx: CampaignContext, node_id: str, current_id: str | None = None) -> U
     texts = (ctx.store.read(previous.commit or ""), ctx.store.read(promoted.commit or ""),
              ctx.store.read(current.commit or ""))
     files, conflicts = merged(*texts)
-    tolerance = tolerance_of(ctx)
-    gain = _improvement(ctx, promoted.score, previous.score)
-    base = {"promoted": node_id, "previous": previous_id, "current": current_id,
-            "tolerance": tolerance, "gain": gain}
+    base = _Check(node_id, previous_id, current_id, tolerance_of(ctx),
+                  _improvement(ctx, promoted.score, previous.score))
     if conflicts:
         gone = superseded(*texts, conflicts) and len(conflicts) == len(_touched(*texts[:2]))
-        report = UndoReport(**base, verdict="superseded" if gone else "conflict",
-                            conflicts=tuple(conflicts),
-                            reason=("later changes rewrote every line this change wrote: "
-                                    "nothing of it is left to take out" if gone else
-                                    "a later change rewrote some of the lines this change "
-                                    "wrote: ") + ("" if gone else ", ".join(conflicts)))
-        return _logged(ctx, report)
+        reason = ("later changes rewrote every line this change wrote: nothing of it is left "
+                  "to take out" if gone else "a later change rewrote some of the lines this "
+                  "change wrote: " + ", ".join(conflicts))
+        return _logged(ctx, base.report("superseded" if gone else "conflict", reason,
+                                        conflicts=tuple(conflicts)))
     node = evaluated(ctx, _created(ctx, current, node_id, files))
     return _logged(ctx, _verdict(ctx, base, node, current))
 
 
-def _verdict(ctx: CampaignContext, base: dict[str, object], node: Node,
-             current: Node) -> UndoReport:
-    tolerance, gain = float(base["tolerance"]), base["gain"]  # type: ignore[arg-type]
+@dataclass(frozen=True)
+class _Check:
+    """What every report of one undo check shares."""
+
+    promoted: str
+    previous: str
+    current: str
+    tolerance: float
+    gain: float | None
+
+    def report(self, verdict: str, reason: str, **found: Any) -> UndoReport:
+        return UndoReport(promoted=self.promoted, previous=self.previous,
+                          current=self.current, tolerance=self.tolerance, gain=self.gain,
+                          verdict=verdict, reason=reason, **found)
+
+
+def _verdict(ctx: CampaignContext, base: _Check, node: Node, current: Node) -> UndoReport:
+    tolerance, gain = base.tolerance, base.gain
     if node.status != NodeStatus.DONE or node.score is None:
-        return UndoReport(**base, node=node.id, verdict="failed",  # type: ignore[arg-type]
-                          reason=f"without the change the incumbent fails to evaluate "
-                                 f"({node.run_status}): later changes build on it")
+        return base.report("failed", f"without the change the incumbent fails to evaluate "
+                           f"({node.run_status}): later changes build on it", node=node.id)
     loss = _improvement(ctx, current.score, node.score)
     if gain is None or loss is None:
-        return UndoReport(**base, node=node.id, verdict="recoverable",  # type: ignore[arg-type]
-                          loss=loss, reason="evaluates; no score to compare")
-    restores = abs(loss - float(gain)) <= tolerance
-    if loss <= float(gain) + tolerance:
-        return UndoReport(**base, node=node.id, verdict="recoverable",  # type: ignore[arg-type]
-                          loss=loss, restores=restores,
-                          reason=f"removing it costs {loss:+.4g}; it gained {gain:+.4g}")
-    return UndoReport(**base, node=node.id, verdict="entangled",  # type: ignore[arg-type]
-                      loss=loss, reason=f"removing it costs {loss:+.4g}, more than the "
-                      f"{gain:+.4g} it gained (+{tolerance:g} noise): later changes rely on it")
+        return base.report("recoverable", "evaluates; no score to compare", node=node.id,
+                           loss=loss)
+    if loss <= gain + tolerance:
+        return base.report("recoverable", f"removing it costs {loss:+.4g}; it gained "
+                           f"{gain:+.4g}", node=node.id, loss=loss,
+                           restores=abs(loss - gain) <= tolerance)
+    return base.report("entangled", f"removing it costs {loss:+.4g}, more than the "
+                       f"{gain:+.4g} it gained (+{tolerance:g} noise): later changes rely on "
+                       "it", node=node.id, loss=loss)
 
 
 def _touched(before: dict[str, str], after: dict[str, str]) -> list[str]:
