@@ -41,8 +41,8 @@ def test_each_step_kind_scopes_the_round_as_before() -> None:
     assert (search.components(task), search.trains()) == (["harness"], False)
     assert (adapted.components(task), adapted.trains()) == (["harness", "policy"], True)
     assert adapted.proposed(task) == ["harness"] and adapted.proposes(0)
-    assert train.components(task) == ["policy", "data", "curriculum"]
-    assert train.proposed(task) == ["data", "curriculum"]
+    assert train.components(task) == ["policy", "data", "curriculum", "challenger"]
+    assert train.proposed(task) == ["data", "curriculum", "challenger"]
     assert not train.proposes(0) and train.proposes(1)
     assert (search.kind(task).value, train.kind(task).value) == ("harness", "policy")
 
@@ -70,7 +70,7 @@ def test_the_progress_line_counts_towards_a_schedules_own_length() -> None:
 
     root = Path(__file__).resolve().parents[2]
     coevolve = load_config(root / "examples" / "campaigns" / "coevolve.yaml")
-    assert progress_length(coevolve) == 6  # 2 cycles of 2 search + 1 train (make demo-coevolve)
+    assert progress_length(coevolve) == 12  # 2 cycles of 3 steps of 2 (make demo-coevolve)
     assert progress_length(parse_config({"budget": {"max_evals": 7}})) == 7
     capped = coevolve.model_copy(update={"budget": coevolve.budget.model_copy(
         update={"max_evals": 4})})

@@ -223,4 +223,9 @@ def test_the_coevolution_example_campaign_is_valid() -> None:
     path = Path(__file__).parents[2] / "examples" / "campaigns" / "coevolve.yaml"
     config = load_config(path)
     assert config.schedule is not None and config.task.kind == "worlds"
-    assert {s.step for s in config.schedule.steps} == {"search", "train"}
+    steps = config.schedule.steps
+    # data and curriculum (with the challenger) evolve for real: steps of their own, more than
+    # one candidate each, every candidate judged with a policy retrained under it
+    searched = {c for s in steps if s.step == "search" and s.evals > 1 and s.adapt
+                for c in s.components}
+    assert {"harness", "data", "curriculum", "challenger"} <= searched
