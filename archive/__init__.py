@@ -9,6 +9,7 @@ stay inside.
 
 from recursor.archive.engine import sqlite_url
 from recursor.archive.gitstore import GitStore
+from recursor.archive.lexicographic import lexicographic_rows, order_of
 from recursor.archive.migrations import LATEST as SCHEMA_VERSION
 from recursor.archive.migrations import Prepared
 from recursor.archive.pareto import (
@@ -50,6 +51,7 @@ from recursor.archive.selection import (
 from recursor.archive.store import Archive, upgrade_archive
 
 __all__ = [
+    "lexicographic_rows", "order_of",
     "workspace_patch",
     "MAX_FRONT_SHOWN", "InstanceParetoSelection", "ParetoSelection", "front_rows", "goals_of",
     "SCHEMA_VERSION", "Archive", "ArchiveReader", "Campaign", "EpsilonGreedySelection",

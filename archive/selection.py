@@ -32,6 +32,7 @@ from recursor.config import (
     InstanceParetoSelectionConfig,
     InstanceSelectionConfig,
     IslandsSelectionConfig,
+    LexicographicSelectionConfig,
     MapElitesSelectionConfig,
     ParetoSelectionConfig,
     PluginSelectionConfig,
@@ -181,6 +182,11 @@ def build_selection(config: SelectionConfig) -> SelectionPolicy:
         return EpsilonGreedySelection(config.epsilon)
     if isinstance(config, TournamentSelectionConfig):
         return TournamentSelection(config.tournament_size)
+    if isinstance(config, LexicographicSelectionConfig):
+        from recursor.archive.lexicographic import LexicographicSelection, Priority
+
+        return LexicographicSelection([Priority(m.metric, m.direction, m.tolerance)
+                                       for m in config.metrics], config.exponent)
     if isinstance(config, IslandsSelectionConfig | MapElitesSelectionConfig
                   | ParetoSelectionConfig | InstanceParetoSelectionConfig):
         from recursor.archive.population import build_population

@@ -17,7 +17,15 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from recursor.archive import MAX_FRONT_SHOWN, ArchiveReader, GitStore, front_rows, goals_of
+from recursor.archive import (
+    MAX_FRONT_SHOWN,
+    ArchiveReader,
+    GitStore,
+    front_rows,
+    goals_of,
+    lexicographic_rows,
+    order_of,
+)
 from recursor.errors import ArchiveError
 from recursor.orchestrator import goodhart, simplify, stall, undo
 from recursor.orchestrator.final_report import test_result
@@ -74,6 +82,8 @@ class CampaignSummary:
     # selection kind pareto: the dev front over its metrics ({"id", metric: value, ...})
     front: list[dict[str, Any]] = field(default_factory=list)
     undo: list[str] = field(default_factory=list)  # promotion.undo.verify's findings
+    # selection kind lexicographic: the head of the order ({"id", metric: value, ...})
+    order: list[dict[str, Any]] = field(default_factory=list)
     simplified: list[str] = field(default_factory=list)  # the incumbent's simplified form
 
     def to_dict(self) -> dict[str, Any]:
@@ -143,6 +153,9 @@ def summarize(ctx: Any, stop_reason: str) -> CampaignSummary:
     goals = goals_of(ctx.config.selection)
     if goals:
         summary.front = front_rows(ctx.archive, ctx.campaign_id, goals)
+    order = order_of(ctx.config.selection)
+    if order:
+        summary.order = lexicographic_rows(ctx.archive, ctx.campaign_id, order)
     return summary
 
 
@@ -194,6 +207,12 @@ def render_summary(summary: CampaignSummary, metric: str, console: Console) -> N
         console.print(rich_text(line))
     for line in summary.undo:
         console.print(rich_text(line))
+    if summary.order:
+        console.print(rich_text("lexicographic order (dev; the incumbent is the node the "
+                                "promotion gates let through on the task metric):"))
+        for row in summary.order:
+            values = ", ".join(f"{k}={v:.6g}" for k, v in row.items() if k != "id")
+            console.print(rich_text(f"  {row['id']}: {values}"))
     for line in summary.simplified:
         console.print(rich_text(line))
 

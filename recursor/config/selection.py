@@ -117,6 +117,24 @@ class ParetoSelectionConfig(_Model):
     metrics: list[GoalConfig] = Field(min_length=2, max_length=8)
 
 
+class PriorityConfig(_Model):
+    """One metric of a lexicographic objective, in priority order."""
+
+    metric: str = Field(min_length=1)
+    direction: Literal["minimize", "maximize"] = "minimize"
+    tolerance: float = Field(0.0, ge=0, description="a difference this small is a tie: the "
+                             "next metric decides")
+
+
+class LexicographicSelectionConfig(_Model):
+    """Parents drawn by rank in a lexicographic order of dev metrics (docs/search.md,
+    "Several objectives")."""
+
+    kind: Literal["lexicographic"]
+    metrics: list[PriorityConfig] = Field(min_length=1, max_length=8)
+    exponent: float = Field(2.0, ge=0, le=10, description="rank weight 1/(rank+1)**exponent")
+
+
 class InstanceParetoSelectionConfig(_Model):
     """GEPA's selection: parents best on at least one dev instance, weighted by how many."""
 
@@ -126,7 +144,7 @@ class InstanceParetoSelectionConfig(_Model):
 SelectionConfig = Annotated[
     GreedySelectionConfig | RankSelectionConfig | EpsilonGreedySelectionConfig
     | TournamentSelectionConfig | IslandsSelectionConfig | MapElitesSelectionConfig
-    | ParetoSelectionConfig | InstanceParetoSelectionConfig
+    | ParetoSelectionConfig | InstanceParetoSelectionConfig | LexicographicSelectionConfig
     | PluginSelectionConfig | InstanceSelectionConfig,
     Field(discriminator="kind"),
 ]
@@ -135,6 +153,7 @@ SELECTION_ADAPTER: TypeAdapter[Any] = TypeAdapter(SelectionConfig)
 
 __all__ = ["SELECTION_ADAPTER", "DescriptorConfig", "EpsilonGreedySelectionConfig", "GoalConfig",
            "GreedySelectionConfig", "InstanceParetoSelectionConfig", "InstanceSelectionConfig",
-           "IslandsSelectionConfig", "MapElitesSelectionConfig", "ParetoSelectionConfig",
+           "IslandsSelectionConfig", "LexicographicSelectionConfig", "MapElitesSelectionConfig",
+           "ParetoSelectionConfig", "PriorityConfig",
            "PluginSelectionConfig", "RankSelectionConfig", "RankedSelectionConfig",
            "SelectionConfig", "TournamentSelectionConfig"]
