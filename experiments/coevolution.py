@@ -1,72 +1,139 @@
-"""Held-out success of base, harness-only, policy-only and joint campaigns on ``worlds``.
+"""Held-out success of base, harness-only, policy-only, joint and joint-with-challenger
+campaigns on ``worlds``, over several private world seeds, with confidence intervals.
 
-Every arm starts from the same system (the seed harness and the starting policy trained under
-it) and gets the same evaluation budget (candidates evaluated, trained policies included); each
-arm is a fresh campaign. Prints one table row per arm.
+Per world seed, every arm starts from the same system (the seed harness and the starting policy
+trained under it: one shared job) and gets the same budget of candidates (trained policies
+included); each arm is a fresh campaign. The challenger is off (``task.challenger_target:
+null``) in every arm but the last. Per arm it prints the mean held-out success over the seeds
+with a 95% interval (Student's t), then the paired differences against the joint arm with the
+challenger, and the joint-minus-sum gain ``(joint - base) - (harness-only - base) -
+(policy-only - base)``, each with its interval over the seeds (paired: same universes).
 
-    .venv/bin/python experiments/coevolution.py [--evals 6] [--steps 300] [--dir DIR]
-        [--world-seed N]   # default: a private random seed
+    .venv/bin/python experiments/coevolution.py [--seeds 5] [--evals 6] [--steps 300]
+        [--dir DIR] [--world-seed N]   # one given world seed instead of --seeds private ones
 """
 
 from __future__ import annotations
 
 import argparse
+import math
+import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _campaigns import campaign, pct, private_seed, run, seed_note, worlds_task  # noqa: E402
+from _campaigns import campaign, pct, private_seed, run, worlds_task  # noqa: E402
+
+# two-sided 95% Student t quantiles by degrees of freedom (1-10), then the normal's
+T95 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228)
+CHALLENGED = "joint+challenger"
 
 
-def arms(evals: int) -> dict[str, tuple[list[dict[str, object]], int]]:
-    """Each arm's schedule and cycles; every arm evaluates ``evals`` candidates."""
+def arms(evals: int) -> dict[str, tuple[list[dict[str, object]], int, bool]]:
+    """Each arm's schedule, cycles and whether its challenger is on; ``evals`` candidates."""
     cycles = 2 if evals >= 4 else 1
-    harness = max(1, evals // cycles - 1)
-    policy = evals // cycles - harness
-    joint = [{"step": "harness", "evals": harness}, {"step": "policy", "evals": policy}]
-    adapted = [{"step": "harness", "evals": harness, "adapt": True},
-               {"step": "policy", "evals": policy}]
+    per_cycle = max(2, evals // cycles)
+    harness = max(1, per_cycle // 2)
+    adapted = [{"step": "search", "components": ["harness"], "evals": harness, "adapt": True},
+               {"step": "train", "evals": per_cycle - harness}]
+    challenged = [{"step": "search", "components": ["harness"], "evals": harness,
+                   "adapt": True},
+                  {"step": "search", "components": ["curriculum", "challenger"],
+                   "evals": per_cycle - harness, "adapt": True}]
     return {
-        "harness-only": ([{"step": "harness", "evals": evals}], 1),
-        "policy-only": ([{"step": "policy", "evals": evals}], 1),
-        "joint": (joint, cycles),  # harness steps judge under the fixed incumbent policy
-        "joint-adapted": (adapted, cycles),  # ... under a policy retrained per candidate
+        "harness-only": ([{"step": "search", "components": ["harness"], "evals": evals,
+                           "adapt": False}], 1, False),
+        "policy-only": ([{"step": "train", "evals": evals}], 1, False),
+        "joint": (adapted, cycles, False),  # harness judged under a policy retrained for it
+        CHALLENGED: (challenged, cycles, True),
     }
+
+
+def interval(values: list[float]) -> tuple[float, float]:
+    """(mean, half-width of the 95% interval); nan half-width for one value."""
+    mean = statistics.fmean(values)
+    if len(values) < 2:
+        return mean, math.nan
+    t = T95[len(values) - 2] if len(values) - 2 < len(T95) else 1.96
+    return mean, t * statistics.stdev(values) / math.sqrt(len(values))
+
+
+def one_seed(world_seed: int, args: argparse.Namespace, base: Path) -> dict[str, Any]:
+    """Every arm on one world seed: {arm: run result}, plus "base"."""
+    out: dict[str, Any] = {}
+    for name, (steps, cycles, challenger) in arms(args.evals).items():
+        task = worlds_task(world_seed, args.steps)
+        task["challenger_target"] = 0.5 if challenger else None
+        started = time.monotonic()
+        config = campaign(f"exp-{name}", task, steps, cycles, args.seed, base / "jobs")
+        config["components"] = [*config["components"], "challenger"]
+        result = run(config, base / name)
+        result["minutes"] = (time.monotonic() - started) / 60
+        out[name] = result
+        print(f"# {name}: held-out {pct(result['heldout'])} in {result['minutes']:.1f} min "
+              f"({base / name})", flush=True)
+    first = next(iter(out.values()))
+    out["base"] = {"heldout": first["start_heldout"], "dev": first["start_dev"]}
+    return out
+
+
+def _fmt(values: list[float]) -> str:
+    mean, half = interval(values)
+    return f"{100 * mean:+.1f} ± {100 * half:.1f}" if not math.isnan(half) \
+        else f"{100 * mean:+.1f}"
+
+
+def report(results: list[dict[str, Any]], args: argparse.Namespace) -> None:
+    names = ["base", *arms(args.evals)]
+    print(f"\nworlds, held-out: 3 universes x 24 questions; {len(results)} world seeds (private); "
+          f"{args.evals} candidates per campaign; SFT {args.steps} steps\n")
+    print("| arm | held-out success (mean ± 95% CI) | per seed | promotions (seeds with one) |")
+    print("|---|---|---|---|")
+    for name in names:
+        values = [r[name]["heldout"] or 0.0 for r in results]
+        mean, half = interval(values)
+        shown = f"{100 * mean:.1f}%" + ("" if math.isnan(half) else f" ± {100 * half:.1f}")
+        seeds = " ".join(pct(v) for v in values)
+        promoted = sum(1 for r in results if r[name].get("promotions"))
+        print(f"| {name} | {shown} | {seeds} | {'-' if name == 'base' else promoted} |")
+    print(f"\npaired differences, {CHALLENGED} minus each arm (points, mean ± 95% CI):")
+    for name in names[:-1]:
+        diffs = [(r[CHALLENGED]["heldout"] or 0.0) - (r[name]["heldout"] or 0.0)
+                 for r in results]
+        print(f"  vs {name}: {_fmt(diffs)}")
+    gains = []
+    for r in results:
+        b = r["base"]["heldout"] or 0.0
+        for joint in ("joint", CHALLENGED):
+            r.setdefault("_gain", {})[joint] = ((r[joint]["heldout"] or 0.0) - b) - (
+                (r["harness-only"]["heldout"] or 0.0) - b) - (
+                (r["policy-only"]["heldout"] or 0.0) - b)
+        gains.append(r["_gain"])
+    for joint in ("joint", CHALLENGED):
+        print(f"joint-minus-sum gain ({joint}): {_fmt([g[joint] for g in gains])} points")
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", type=int, default=5, help="private world seeds drawn")
     parser.add_argument("--evals", type=int, default=6, help="candidates per campaign")
     parser.add_argument("--steps", type=int, default=300, help="SFT steps per policy")
     parser.add_argument("--world-seed", type=int, default=None,
-                        help="default: random and not shown (held-out stays private)")
-    parser.add_argument("--seed", type=int, default=0)
+                        help="one given world seed (default: --seeds private random ones)")
+    parser.add_argument("--seed", type=int, default=0, help="the campaigns' seed")
     parser.add_argument("--dir", type=Path, default=None)
     args = parser.parse_args()
     base = args.dir or Path(tempfile.mkdtemp(prefix="recursor-coevolution-"))
-    # one seed for every arm, so they compare on the same universes
-    task = worlds_task(private_seed(args.world_seed), args.steps)
-    rows = []
-    for name, (steps, cycles) in arms(args.evals).items():
-        started = time.monotonic()
-        config = campaign(f"exp-{name}", task, steps, cycles, args.seed, base / "jobs")
-        result = run(config, base / name)
-        result["minutes"] = (time.monotonic() - started) / 60
-        rows.append((name, result))
-        print(f"# {name}: done in {result['minutes']:.1f} min ({base / name})", flush=True)
-    start = rows[0][1]
-    print(f"\nworlds, held-out universes: 3 x 24 questions; budget {args.evals} candidates per "
-          f"campaign; SFT {args.steps} steps; {seed_note(args.world_seed)}\n")
-    print("| arm | evaluated | promotions | dev success | held-out success | minutes |")
-    print("|---|---|---|---|---|---|")
-    print(f"| base (start) | 0 | - | {pct(start['start_dev'])} | "
-          f"{pct(start['start_heldout'])} | - |")
-    for name, r in rows:
-        promos = ", ".join(f"{k} {v}" for k, v in sorted(r["promotions"].items())) or "none"
-        print(f"| {name} | {r['evaluated']} | {promos} | {pct(r['dev'])} | {pct(r['heldout'])} "
-              f"| {r['minutes']:.1f} |")
+    seeds = [args.world_seed] if args.world_seed is not None else [
+        private_seed(None) for _ in range(args.seeds)]
+    results = []
+    for index, world_seed in enumerate(seeds):
+        print(f"# world seed {index + 1} of {len(seeds)}", flush=True)
+        results.append(one_seed(world_seed, args, base / f"seed-{index}"))
+    report(results, args)
     return 0
 
 

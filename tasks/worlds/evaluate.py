@@ -200,8 +200,9 @@ def corpus(files: Mapping[str, str], universes: list[world.Universe], complete: 
     solver's and the policy's trajectories rendered under the harness (harness child), the
     recipe's selection (data child). Labels are this process's; the data child is started
     and loaded before the harness child exists, so the harness cannot rewrite its code. With
-    ``target`` and a ``challenger.py``, the challenger's questions (:mod:`.challenge`) join the
-    curriculum's candidates first, and the policy is probed on them too."""
+    ``target``, a ``challenger.py`` and a policy to pitch at, the challenger's questions
+    (:mod:`.challenge`) join the curriculum's candidates, the policy probed on them too (the
+    starting policy, trained before there is one, never sees the challenger)."""
     with child("data", files) as data, child("harness", files) as process:
         harness = Harness(process)
         probe = episodes_of(universes)
@@ -210,14 +211,14 @@ def corpus(files: Mapping[str, str], universes: list[world.Universe], complete: 
             run_episodes(harness, probe, complete)
             failed = [e.question.qid for e in probe if not e.success]
         found = None
-        if target is not None and CHALLENGER in files:
-            found = challenge(data, universes, success_by_hops(probe) if complete else {},
-                              target, PER_UNIVERSE * len(universes), seed)
+        if target is not None and CHALLENGER in files and complete is not None:
+            found = challenge(data, universes, success_by_hops(probe), target,
+                              PER_UNIVERSE * len(universes), seed)
             universes = with_generated(universes, found)
             extra = [e for e in episodes_of(universes) if generated(e.question.qid)]
-            if complete is not None and extra:
+            if extra:
                 run_episodes(harness, extra, complete)
-            failed += [e.question.qid for e in extra if complete is None or not e.success]
+            failed += [e.question.qid for e in extra if not e.success]
             probe += extra
         chosen = choose_tasks(data, probe, cycle, failed)
         demos = [solve(e.universe, e.question, e.index) for e in episodes_of(universes, chosen)]
@@ -232,10 +233,10 @@ def corpus(files: Mapping[str, str], universes: list[world.Universe], complete: 
     verdict = _corpus_verdict(files, [trajectories[i] for i in picked], visited, failed,
                               len(probe), rl, target)
     if found is not None:
-        verdict["challenger"] = _challenger_report(found, extra, complete is not None)
+        verdict["challenger"] = _challenger_report(found, extra, True)
         verdict["metrics"].update(generated=float(found.count),
                                   challenger_refused=float(found.refusals))
-        if complete is not None and extra:
+        if extra:
             verdict["metrics"]["challenger_success"] = \
                 sum(e.success for e in extra) / len(extra)
     return verdict

@@ -6,7 +6,7 @@
   kinds only: no facts, no articles, and never another split's universe);
 - ``relations``: ``{relation: [subject kind, object kind]}``;
 - ``success``: the current policy's success rate per hop count on the training questions
-  (``{"1": 0.9, ...}``; empty before there is a policy);
+  (``{"1": 0.9, ...}``; the challenger is asked only once there is a policy);
 - ``target``: the success rate the questions should be pitched at; ``count``: how many at most.
 
 It returns questions as a start entity and a chain of relations. The evaluator follows each
@@ -24,7 +24,7 @@ SPREAD = 1  # also hop counts this far from the one whose success is nearest the
 def propose(request, rng):
     success = {int(hops): rate for hops, rate in request["success"].items()}
     target = request["target"]
-    nearest = min(success, key=lambda h: (abs(success[h] - target), h)) if success else 1
+    nearest = min(success, key=lambda h: (abs(success[h] - target), h)) if success else 2
     band = list(range(max(1, nearest - SPREAD), min(4, nearest + SPREAD) + 1))
     relations = sorted(request["relations"].items())
     out = []
