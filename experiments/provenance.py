@@ -9,17 +9,23 @@ adopted harness on the dev and held-out universes:
 - pooled: N rows, half rendered under each harness;
 - pooled x2: all 2N rows of both (a larger pooled corpus).
 
-    .venv/bin/python experiments/provenance.py [--steps 300] [--dir DIR] [--world-seed N]
+Over ``--seeds`` private world seeds (5 by default) it prints each arm's mean held-out success
+with a 95% interval (Student's t) and the paired difference matched minus pooled.
+
+    .venv/bin/python experiments/provenance.py [--seeds 5] [--steps 300] [--dir DIR]
+        [--world-seed N]   # one given world seed instead
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import random
 import re
 import secrets
 import shutil
+import statistics
 import sys
 import tempfile
 from pathlib import Path
@@ -33,6 +39,8 @@ from recursor.tasks.worlds.evaluate import component_ids, corpus, evaluate
 from recursor.tasks.worlds.policy import Policy
 
 ADOPTED = {"MENU": "True", "SHOW_NEXT": "True"}
+# two-sided 95% Student t quantiles by degrees of freedom (1-10), then the normal's
+T95 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228)
 
 
 def workspace(settings: dict[str, str], policy: str = "none") -> dict[str, str]:
@@ -63,16 +71,9 @@ def train(rows: list[dict[str, Any]], base: Path, name: str, steps: int) -> str:
     return str(record.job_id)
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=300)
-    parser.add_argument("--world-seed", type=int, default=None,
-                        help="default: random and not shown (held-out stays private)")
-    parser.add_argument("--dir", type=Path, default=None)
-    args = parser.parse_args()
-    base = args.dir or Path(tempfile.mkdtemp(prefix="recursor-provenance-"))
+def one_seed(seed: int, steps: int, base: Path) -> dict[str, dict[str, float]]:
+    """{arm: {"dev", "heldout", "rows", "harnesses"}} on one world seed."""
     (base / "policies").mkdir(parents=True, exist_ok=True)
-    seed = args.world_seed if args.world_seed is not None else secrets.randbits(62)
     universes = {split: world.split_universes(split, count, 24, seed)
                  for split, count in (("train", 10), ("dev", 3), ("heldout", 3))}
     cycle = 2  # every hop count
@@ -86,16 +87,58 @@ def main() -> int:
     arms = {"matched": adopted,
             "pooled": rng.sample(adopted, n // 2) + rng.sample(other, n - n // 2),
             "pooled x2": adopted + other}
-    print("| corpus | rows | harnesses | dev success | held-out success |")
-    print("|---|---|---|---|---|")
+    out = {}
     for name, rows in arms.items():
-        policy = train(rows, base, name.replace(" ", ""), args.steps)
+        policy = train(rows, base, name.replace(" ", ""), steps)
         complete = Policy(base / "policies" / policy).complete
         scores = {s: evaluate(workspace(ADOPTED, policy), universes[s], complete)["metrics"]
                   ["success"] for s in ("dev", "heldout")}
-        kinds = len({r["provenance"]["harness"] for r in rows})
-        print(f"| {name} | {len(rows)} | {kinds} | {100 * scores['dev']:.1f}% | "
-              f"{100 * scores['heldout']:.1f}% |", flush=True)
+        out[name] = {**scores, "rows": float(len(rows)),
+                     "harnesses": float(len({r["provenance"]["harness"] for r in rows}))}
+        print(f"# {name}: dev {100 * scores['dev']:.1f}%, held-out "
+              f"{100 * scores['heldout']:.1f}%", flush=True)
+    return out
+
+
+def interval(values: list[float]) -> tuple[float, float]:
+    mean = statistics.fmean(values)
+    if len(values) < 2:
+        return mean, math.nan
+    t = T95[len(values) - 2] if len(values) - 2 < len(T95) else 1.96
+    return mean, t * statistics.stdev(values) / math.sqrt(len(values))
+
+
+def _fmt(values: list[float]) -> str:
+    mean, half = interval(values)
+    return f"{100 * mean:.1f}%" + ("" if math.isnan(half) else f" ± {100 * half:.1f}")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", type=int, default=5, help="private world seeds drawn")
+    parser.add_argument("--steps", type=int, default=300)
+    parser.add_argument("--world-seed", type=int, default=None,
+                        help="one given world seed (default: --seeds private random ones)")
+    parser.add_argument("--dir", type=Path, default=None)
+    args = parser.parse_args()
+    base = args.dir or Path(tempfile.mkdtemp(prefix="recursor-provenance-"))
+    seeds = [args.world_seed] if args.world_seed is not None else [
+        secrets.randbits(62) for _ in range(args.seeds)]
+    results = [one_seed(seed, args.steps, base / f"seed-{i}") for i, seed in enumerate(seeds)]
+    print(f"\n{len(results)} world seeds (private); SFT {args.steps} steps; each policy "
+          "evaluated under the adopted harness\n")
+    print("| corpus | rows | harnesses | dev success | held-out success (mean ± 95% CI) |")
+    print("|---|---|---|---|---|")
+    for name in results[0]:
+        rows = statistics.fmean(r[name]["rows"] for r in results)
+        print(f"| {name} | {rows:.0f} | {results[0][name]['harnesses']:.0f} | "
+              f"{_fmt([r[name]['dev'] for r in results])} | "
+              f"{_fmt([r[name]['heldout'] for r in results])} |")
+    for split in ("dev", "heldout"):
+        diffs = [r["matched"][split] - r["pooled"][split] for r in results]
+        mean, half = interval(diffs)
+        print(f"matched minus pooled at equal size, {split}: {100 * mean:+.1f} points"
+              + ("" if math.isnan(half) else f" ± {100 * half:.1f} (95% CI, paired)"))
     return 0
 
 
