@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import statistics
 import sys
 import tempfile
 import time
@@ -42,6 +41,7 @@ from recursor.config import config_to_dict, default_campaign, parse_config
 from recursor.orchestrator.context import read_manifest
 from recursor.orchestrator.graph import run_campaign
 from recursor.orchestrator.progress import NullReporter
+from recursor.stats import t_interval as interval
 from recursor.types import NodeStatus, Split
 
 AXES = (Descriptor("expl_kuhn_poker", 8, 1e-4, 1.0, log=True),
@@ -57,19 +57,6 @@ STRATEGIES: dict[str, dict[str, Any]] = {
 }
 LEDUC = "expl_leduc_poker"
 DCFR_LEDUC = 0.00776  # DCFR's Leduc exploitability at 100 iterations (docs/cfr-task.md)
-# two-sided 95% Student t quantiles by degrees of freedom (1-10), then the normal's
-T95 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228)
-
-
-def interval(values: list[float]) -> tuple[float, float]:
-    """(mean, half-width of the 95% confidence interval); half-width nan for one value."""
-    mean = statistics.fmean(values)
-    if len(values) < 2:
-        return mean, math.nan
-    t = T95[len(values) - 2] if len(values) - 2 < len(T95) else 1.96
-    return mean, t * statistics.stdev(values) / math.sqrt(len(values))
-
-
 def measure(directory: Path) -> dict[str, float]:
     """Behaviours, cells and best dev score of one campaign's evaluated nodes."""
     manifest = read_manifest(directory)

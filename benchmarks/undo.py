@@ -20,7 +20,6 @@ they are not independent, so read the per-seed rows too).
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 import tempfile
 import time
@@ -32,19 +31,7 @@ from recursor.orchestrator import undo
 from recursor.orchestrator.context import open_context
 from recursor.orchestrator.graph import run_campaign
 from recursor.orchestrator.progress import NullReporter
-
-Z95 = 1.96
-
-
-def wilson(successes: int, total: int) -> tuple[float, float]:
-    """The 95% Wilson score interval of a proportion."""
-    if total == 0:
-        return math.nan, math.nan
-    p = successes / total
-    centre = (p + Z95 ** 2 / (2 * total)) / (1 + Z95 ** 2 / total)
-    half = (Z95 * math.sqrt(p * (1 - p) / total + Z95 ** 2 / (4 * total ** 2))
-            / (1 + Z95 ** 2 / total))
-    return centre - half, centre + half
+from recursor.stats import wilson
 
 
 def run_seed(seed: int, max_evals: int, root: Path) -> Path:

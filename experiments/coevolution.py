@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import statistics
 import sys
 import tempfile
 import time
@@ -27,8 +26,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).parent))
 from _campaigns import campaign, pct, private_seed, run, worlds_task  # noqa: E402
 
-# two-sided 95% Student t quantiles by degrees of freedom (1-10), then the normal's
-T95 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228)
+from recursor.stats import t_interval as interval  # noqa: E402
+
 CHALLENGED = "joint+challenger"
 
 
@@ -50,15 +49,6 @@ def arms(evals: int) -> dict[str, tuple[list[dict[str, object]], int, bool]]:
         "joint": (adapted, cycles, False),  # harness judged under a policy retrained for it
         CHALLENGED: (challenged, cycles, True),
     }
-
-
-def interval(values: list[float]) -> tuple[float, float]:
-    """(mean, half-width of the 95% interval); nan half-width for one value."""
-    mean = statistics.fmean(values)
-    if len(values) < 2:
-        return mean, math.nan
-    t = T95[len(values) - 2] if len(values) - 2 < len(T95) else 1.96
-    return mean, t * statistics.stdev(values) / math.sqrt(len(values))
 
 
 def one_seed(world_seed: int, args: argparse.Namespace, base: Path) -> dict[str, Any]:

@@ -34,13 +34,13 @@ from typing import Any
 from recursor.executors.local import LocalExecutor
 from recursor.executors.spec import JobSpec
 from recursor.orchestrator.coevolution import stamp
+from recursor.stats import t_interval as interval
 from recursor.tasks.worlds import POLICY_DEFAULTS, SEED_DIR, world
 from recursor.tasks.worlds.evaluate import component_ids, corpus, evaluate
 from recursor.tasks.worlds.policy import Policy
 
 ADOPTED = {"MENU": "True", "SHOW_NEXT": "True"}
-# two-sided 95% Student t quantiles by degrees of freedom (1-10), then the normal's
-T95 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228)
+
 
 
 def workspace(settings: dict[str, str], policy: str = "none") -> dict[str, str]:
@@ -98,14 +98,6 @@ def one_seed(seed: int, steps: int, base: Path) -> dict[str, dict[str, float]]:
         print(f"# {name}: dev {100 * scores['dev']:.1f}%, held-out "
               f"{100 * scores['heldout']:.1f}%", flush=True)
     return out
-
-
-def interval(values: list[float]) -> tuple[float, float]:
-    mean = statistics.fmean(values)
-    if len(values) < 2:
-        return mean, math.nan
-    t = T95[len(values) - 2] if len(values) - 2 < len(T95) else 1.96
-    return mean, t * statistics.stdev(values) / math.sqrt(len(values))
 
 
 def _fmt(values: list[float]) -> str:
