@@ -264,30 +264,34 @@ def open_context(directory: Path, reporter: Reporter,
             archive.set_campaign_config(campaign_id, config_to_dict(config))
         sandbox = given.sandbox or build_sandbox(config.sandbox, hidden_paths=[directory])
         check = ProposalCheck(task, sandbox, config.sandbox, cache_dir)
-        if evaluate_only:
-            return CampaignContext(campaign_id, directory, config, archive, store, task,
-                                   sandbox, {}, AlternateChoice(["none"], config.seed), reporter,
-                                   cache_dir, check, lock=lock)
-        built = (use_instances(config.proposers, given.proposers)
-                 if given.proposers is not None
-                 else build_proposers(config.proposers, task, config.seed, check))
-        by_name = {p.name: p for p in built}
-        chooser = given.proposer_choice or build_proposer_choice(
-            config.proposer_choice, list(by_name), config.seed)
-        check_choice_names(chooser, list(by_name))
-        selection = given.selection or build_selection(config.selection)
-        selection, chooser = policy_program.wrap(config, sandbox, selection, chooser,
-                                                 reporter.message)
-        policy, switched = search_policy.settle(archive, campaign_id, config, reason)
+        ctx = CampaignContext(campaign_id, directory, config, archive, store, task, sandbox,
+                              {}, AlternateChoice(["none"], config.seed), reporter, cache_dir,
+                              check, lock=lock)
+        if not evaluate_only:
+            _build_search(ctx, given, reason)
     except BaseException:
         archive.close()
         lock.release()
         raise
+    return ctx
+
+
+def _build_search(ctx: CampaignContext, given: Instances, reason: str) -> None:
+    """Give ``ctx`` its proposers, proposer choice, selection and search-policy version (the
+    version recorded when the config changed it, for ``reason``)."""
+    config = ctx.config
+    built = (use_instances(config.proposers, given.proposers) if given.proposers is not None
+             else build_proposers(config.proposers, ctx.task, config.seed, ctx.check))
+    ctx.proposers = {p.name: p for p in built}
+    chooser = given.proposer_choice or build_proposer_choice(
+        config.proposer_choice, list(ctx.proposers), config.seed)
+    check_choice_names(chooser, list(ctx.proposers))
+    selection = given.selection or build_selection(config.selection)
+    ctx.selection, ctx.chooser = policy_program.wrap(config, ctx.sandbox, selection, chooser,
+                                                     ctx.reporter.message)
+    ctx.policy, switched = search_policy.settle(ctx.archive, ctx.campaign_id, config, reason)
     if switched:
-        reporter.message(f"search policy switched to {policy.id} ({reason})")
-    return CampaignContext(campaign_id, directory, config, archive, store, task, sandbox,
-                           by_name, chooser, reporter, cache_dir, check, selection=selection,
-                           policy=policy, lock=lock)
+        ctx.reporter.message(f"search policy switched to {ctx.policy.id} ({reason})")
 
 
 __all__ = ["CHECKPOINTS", "CampaignContext", "Scope", "create_campaign_dir", "open_context",
