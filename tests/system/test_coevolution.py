@@ -18,7 +18,8 @@ from recursor.orchestrator.progress import NullReporter
 from tests.helpers.worlds_harnesses import ORACLE
 
 TASK = {"kind": "worlds", "universes": {"train": 3, "dev": 2, "heldout": 2}, "questions": 8,
-        "world_seed": 5, "policy": {"sft": {"max_steps": 10}}}
+        "world_seed": 5, "policy": {"sft": {"max_steps": 10}},
+        "support_k": 0}  # routing is tested here; the sampled held-out runs elsewhere
 
 
 def _config(**extra: object) -> dict[str, object]:

@@ -24,13 +24,15 @@ from recursor.orchestrator.progress import NullReporter
 pytestmark = pytest.mark.timeout(900)
 CONFIG: dict[str, Any] = {
     "name": "kill-in-train", "seed": 6, "concurrency": 1,
-    "task": {"kind": "worlds", "universes": {"train": 2, "dev": 1, "heldout": 1, "test": 1},
-             "questions": 8, "world_seed": 5, "policy": {"sft": {"max_steps": 8}}},
+    # the smallest worlds task; no sampled held-out runs and no challenger (not what this tests)
+    "task": {"kind": "worlds", "universes": {"train": 1, "dev": 1, "heldout": 1, "test": 1},
+             "questions": 4, "world_seed": 5, "policy": {"sft": {"max_steps": 8}},
+             "support_k": 0, "challenger_target": None},
     "components": ["harness", "policy", "data", "curriculum"],
     "proposers": [{"kind": "mutation"}],
-    # the seed trains the starting policy; then one train step of two slots: slot 0 retrains
-    # under the incumbent, slot 1 takes a data or curriculum change first
-    "schedule": {"cycles": 1, "steps": [{"step": "train", "evals": 2}]},
+    # the seed trains the starting policy; then one train step: slot 0 retrains under the
+    # incumbent (the job the kill lands in)
+    "schedule": {"cycles": 1, "steps": [{"step": "train", "evals": 1}]},
 }
 
 
