@@ -28,7 +28,7 @@ from recursor.orchestrator.context import read_manifest
 from recursor.orchestrator.graph import run_campaign
 from recursor.orchestrator.progress import NullReporter
 from recursor.tasks.cfr import LEDUC_REFERENCES
-from recursor.types import NodeStatus, Split
+from recursor.types import ANALYSIS_PROPOSERS, NodeStatus, Split
 
 LEDUC = "expl_leduc_poker"
 
@@ -43,8 +43,9 @@ def _read(directory: Path) -> dict[str, Any]:
         incumbent = archive.incumbent(cid) or ""
         dev = {e.node_id: e.metrics for e in archive.evaluations([n.id for n in nodes])
                if e.split == Split.DEV.value}
-        done = [n for n in nodes
-                if n.status == NodeStatus.DONE.value and LEDUC in dev.get(n.id, {})]
+        done = [n for n in nodes  # the search's candidates, not the simplification's
+                if n.status == NodeStatus.DONE.value and LEDUC in dev.get(n.id, {})
+                and n.proposer not in ANALYSIS_PROPOSERS]
         return {"leduc": dev[incumbent][LEDUC],
                 "best_leduc": min(dev[n.id][LEDUC] for n in done),
                 "evaluated": sum(1 for n in nodes if n.round > 0)}
