@@ -1,6 +1,7 @@
 """Promotion: a candidate replaces the incumbent only when shown to be better.
 
-Two gates, both recorded as evidence with the promotion (or the refusal):
+Gates, each recorded as evidence with the promotion (or the refusal); the third applies only
+where held-out reports a policy's support:
 
 1. **Dev.** The dev score must improve on the incumbent's by more than
    ``promotion.min_improvement`` (objective units). When both evaluations share at least
