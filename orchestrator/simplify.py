@@ -93,7 +93,7 @@ def _step(state: _Pass, rule: str) -> bool:
     """Try ``rule``'s simplifications until one is kept (True) or none is left (False)."""
     assert state.report is not None
     for path in _python_paths(state):
-        edits = RULES[rule](state.files[path])
+        edits = _edits(rule, state.files[path])
         groups = [edits] if rule == "identities" and edits else [[e] for e in edits]
         for group in groups:
             if state.report.tried >= state.max_evals:
@@ -115,6 +115,15 @@ def _step(state: _Pass, rule: str) -> bool:
                 state.report.heldout = (state.heldout, trial.heldout_score)
                 return True
     return False
+
+
+def _edits(rule: str, source: str) -> list[Edit]:
+    """``rule``'s edits of ``source``; none for a source too deep to walk (candidate text: a
+    sum of a hundred thousand terms must not end the campaign)."""
+    try:
+        return RULES[rule](source)
+    except (RecursionError, MemoryError):
+        return []
 
 
 def _describe(group: list[Edit]) -> str:

@@ -52,3 +52,12 @@ def test_an_assignment_nothing_reads_is_removed_whole() -> None:
 def test_a_file_that_does_not_parse_gets_no_edits() -> None:
     broken = SOURCE.replace("def scales", "def (")
     assert identities(broken) == roundings(broken) == deletions(broken) == unused(broken) == []
+
+
+def test_a_source_too_deep_to_walk_is_left_alone() -> None:
+    from recursor.orchestrator.simplify import _edits
+
+    deep = "# EVOLVE-BLOCK-START\ndef f(t):\n    return " + " + ".join(["t"] * 50_000) + \
+        "\n# EVOLVE-BLOCK-END\n"
+    assert all(isinstance(_edits(rule, deep), list) for rule in
+               ("identities", "roundings", "deletions", "unused"))
