@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import random
 import re
 import secrets
@@ -113,6 +114,9 @@ def main() -> int:
                         help="one given world seed (default: --seeds private random ones)")
     parser.add_argument("--dir", type=Path, default=None)
     args = parser.parse_args()
+    # the workspaces here are the project's own seed files, not candidates: their children may
+    # run as host processes (a campaign runs them in sandboxes of their own)
+    os.environ.setdefault("RECURSOR_HOST_EVALUATOR", "1")
     base = args.dir or Path(tempfile.mkdtemp(prefix="recursor-provenance-"))
     seeds = [args.world_seed] if args.world_seed is not None else [
         secrets.randbits(62) for _ in range(args.seeds)]
