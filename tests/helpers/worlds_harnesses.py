@@ -279,9 +279,9 @@ def propose(request, rng):
     asked = [{"universe": f"{split}-{seed}", "start": f"found {len(facts)} facts",
               "chain": ["mentor"]} for split, seed in (("heldout", 3000), ("test", 4000))]
     asked += [{"universe": "heldout", "start": e, "chain": [r]} for (e, r) in list(facts)[:5]]
-    shown = request["universes"][0]
-    start = sorted(shown["entities"])[0]
-    relation = next(r for r, (subject, _) in sorted(request["relations"].items())
-                    if subject == shown["entities"][start])
-    return asked + [{"universe": shown["id"], "start": start, "chain": [relation]}]
+    shown = request["universes"][0]  # and every one-hop question it was shown the means of
+    return asked + [{"universe": shown["id"], "start": start, "chain": [relation]}
+                    for start, kind in sorted(shown["entities"].items())
+                    for relation, (subject, _) in sorted(request["relations"].items())
+                    if subject == kind]
 '''
