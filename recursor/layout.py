@@ -84,7 +84,8 @@ GUEST_PARTS: dict[str, tuple[str, ...]] = {
                "recursor.tasks.worlds.data", "recursor.tasks.worlds.episodes",
                "recursor.tasks.worlds.policy", "recursor.tasks.worlds.protocol",
                "recursor.tasks.worlds.solver", "recursor.tasks.worlds.stage",
-               "recursor.tasks.worlds.tools", "recursor.tasks.worlds.world"),
+               "recursor.tasks.worlds.tools", "recursor.tasks.worlds.world",
+               "recursor.feed"),  # the split's feed (``stage``)
 }
 
 

@@ -47,6 +47,7 @@ STANDINS = {
 }
 INPUT_TARGET = "/recursor-input"
 SCRATCH = "/.recursor-scratch"
+TEMPLATE_TMP_BYTES = 8 << 20  # the warm template's own /tmp (``template_dirs``)
 SCRATCH_ROOTS = ("/tmp", "/var/tmp")
 KEEP = "/.recursor-keep"
 INODES_PER_MB = 64
@@ -252,9 +253,11 @@ def scratch_mb(limits: SandboxLimits) -> int:
 
 
 def template_dirs() -> list[str]:
-    """The mount points of the run's writable space, and the setup step's capabilities."""
-    options = ["--dir", "/workspace", "--dir", "/tmp", "--dir", SCRATCH, "--dir", "/var",
-               "--symlink", "../tmp", "/var/tmp"]
+    """The mount points of the run's writable space, and the setup step's capabilities. The
+    template's own ``/tmp`` is a small tmpfs (some imports need a usable temporary folder, and
+    ``tempfile`` remembers the one it found); each run covers it with its own."""
+    options = ["--dir", "/workspace", "--size", str(TEMPLATE_TMP_BYTES), "--tmpfs", "/tmp",
+               "--dir", SCRATCH, "--dir", "/var", "--symlink", "../tmp", "/var/tmp"]
     for cap in SETUP_CAPS:
         options += ["--cap-add", cap]
     return options

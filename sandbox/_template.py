@@ -10,7 +10,9 @@ network, IPC and UTS namespaces and forks the run's *init* (pid 1 of the new pid
 The init says hello to the controller (which learns its host pid from the socket's
 credentials and moves it into the run's cgroups), waits for the go, then builds the run's
 file system (a capped tmpfs at ``/workspace``, ``/tmp``, ``/dev/shm``; a fresh ``/proc``; its
-own input at ``/recursor-input``, every other run's input covered), gives up every capability
+own input at ``/recursor-input``, every other run's input covered; a tmpfs of its own on each
+feed's folder, with a link at the feed's path to the descriptor it came in on), gives up every
+capability
 and becomes the run's uid, says the sandbox is built (or why not: the controller then runs it
 cold), and forks the command (pid 2, as under bubblewrap), which runs the module as
 ``__main__``, exactly as ``python -P -s -m MODULE ARGS`` would, while the init reaps orphans.
@@ -53,10 +55,11 @@ SCRATCH = "/.recursor-scratch"
 INBOX = "/recursor-inbox"
 INPUT = "/recursor-input"
 VERDICT_FD, CHANNEL_FD = 3, 4
+FEED_FD = 5  # a run's feeds: 5, 6, ... (``header["feeds"]`` in order)
 HIGH_FD = 64
 MAX_REASON = 1000
 MAX_HEADER = 1 << 20
-MAX_FDS = 8
+MAX_FDS = 16
 SETUP_FAILED = 125
 _LIBC = ctypes.CDLL(None, use_errno=True)
 Header = dict[str, Any]  # a run's header, as the controller wrote it (``_warm.run_header``)
@@ -113,6 +116,21 @@ def build_files(header: Header) -> None:
     _mount("recursor-inbox", INBOX, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV,
            "size=4k,nr_inodes=16,mode=0755")
     _check(_LIBC.umount2(SCRATCH.encode(), ctypes.c_int(MNT_DETACH)), f"umount {SCRATCH}")
+    build_feeds([str(target) for target in header.get("feeds", [])])
+
+
+def build_feeds(targets: list[str]) -> None:
+    """At each feed's path, a link to the descriptor its bytes come in on (``FEED_FD`` on),
+    in a small read-only tmpfs of the run's own on the feed's folder (which the template
+    made, empty)."""
+    folders = sorted({os.path.dirname(target) for target in targets})
+    for folder in folders:
+        _mount("recursor-feeds", folder, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+               "size=16k,nr_inodes=64,mode=0755")
+    for index, target in enumerate(targets):
+        os.symlink(f"/proc/self/fd/{FEED_FD + index}", target)
+    for folder in folders:
+        _mount("none", folder, None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC)
 
 
 class _CapHeader(ctypes.Structure):
@@ -186,16 +204,24 @@ def _fresh_randomness() -> None:
         numpy_random.seed()
 
 
+def feed_names(count: int) -> list[str]:
+    """The names a run's feed descriptors go by in its ``fds`` (in ``header["feeds"]``'s order)."""
+    return [f"feed{index}" for index in range(count)]
+
+
 def place_descriptors(fds: dict[str, int]) -> None:
-    """The run's descriptors at their numbers (0-2, the verdict at 3, the channel at 4);
-    every other descriptor closed."""
+    """The run's descriptors at their numbers (0-2, the verdict at 3, the channel at 4, its
+    feeds from 5); every other descriptor closed."""
     high = {name: fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, HIGH_FD) for name, fd in fds.items()}
+    high_feeds = [high[name] for name in feed_names(sum(n.startswith("feed") for n in fds))]
     os.closerange(0, HIGH_FD)
     for number, name in ((0, "stdin"), (1, "stdout"), (2, "stderr"),
                          (VERDICT_FD, "verdict"), (CHANNEL_FD, "channel")):
         if name in high:
             os.dup2(high[name], number)
-    os.closerange(CHANNEL_FD + 1, os.sysconf("SC_OPEN_MAX"))
+    for index, fd in enumerate(high_feeds):
+        os.dup2(fd, FEED_FD + index)
+    os.closerange(FEED_FD + len(high_feeds), os.sysconf("SC_OPEN_MAX"))
 
 
 def build_run(header: Header, hello: socket.socket) -> None:
@@ -346,6 +372,28 @@ def _receive(control: socket.socket) -> tuple[Header, list[int]] | None:
     return json.loads(data), fds
 
 
+def preload(modules: list[str]) -> None:
+    """Import each module the run will (trusted ones: see ``_warm.preloads``), and what each
+    names in ``WARM_IMPORTS``: the heavy imports it makes only when it runs (e.g. torch)."""
+    names, seen = list(modules), set()
+    while names:
+        name = names.pop(0)
+        if name in seen:
+            continue
+        seen.add(name)
+        before = set(sys.modules)
+        try:
+            loaded = importlib.import_module(name)
+        except Exception as exc:  # noqa: BLE001 - the run meets the same error itself
+            # what the failed import left half-made would break the run's own import
+            for left in set(sys.modules) - before:
+                sys.modules.pop(left, None)
+            print(f"recursor warm template: preloading {name} failed: {exc!r}",
+                  file=sys.stderr, flush=True)
+            continue
+        names += [str(n) for n in getattr(loaded, "WARM_IMPORTS", ())]
+
+
 def serve(control: socket.socket) -> None:
     """Fork one run per request until the controller closes the socket."""
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # monitors are reaped by the kernel
@@ -355,13 +403,9 @@ def serve(control: socket.socket) -> None:
             return
         header, numbers = received
         names = [name for name in FD_NAMES if header.get(f"has_{name}", name == "hello")]
+        names += feed_names(len(header.get("feeds", [])))
         fds = dict(zip(names, numbers, strict=True))
-        for module in header.get("preload", []):
-            if module not in sys.modules:
-                try:
-                    importlib.import_module(module)
-                except Exception:  # noqa: BLE001, S112 - the run meets the same error itself
-                    continue
+        preload(header.get("preload", []))
         sys.stdout.flush()
         sys.stderr.flush()
         if os.fork() == 0:

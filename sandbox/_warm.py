@@ -11,8 +11,16 @@ the wall-time limit and reads its exit status from the run's monitor.
 
 Which requests take it (``warm_module``): ``python -P -s -m MODULE ...`` with the sandbox's
 interpreter (``recursor.plan.trusted_module_command`` and ``candidate_module_command``), with
-no writable or feed mounts and no interpreter source under a scratch root. Everything else
-runs cold, as before.
+no writable mounts and no interpreter source under a scratch root. Everything else runs
+cold, as before.
+
+Feeds (``Mount(feed=True)``, a FIFO a task feeds once for one run). A template is shared by
+the runs of a shape, so a run's own FIFO cannot be bound into it. The controller drains the
+feed itself (``recursor.feed.drain``: trusted data from a trusted writer) and hands the run
+the bytes through an anonymous pipe of its own, passed with its other descriptors (at 5, 6,
+...); the run's init mounts a small tmpfs of its own on the feed's folder (the template made
+the folder: ``Shape.feed_dirs``) holding, at the feed's path, a link to that descriptor. The
+run reads it once, as it would read the FIFO; nothing of it is a file anywhere.
 """
 
 from __future__ import annotations
@@ -25,6 +33,7 @@ import os
 import shutil
 import signal
 import socket
+import stat
 import subprocess
 import tempfile
 import threading
@@ -43,6 +52,8 @@ from ._spawn import Ended, Waitable, wait_pidfd
 TEMPLATE_MODULE = "recursor.sandbox._template"
 INBOX = "/recursor-inbox"
 VERDICT_FD, CHANNEL_FD = 3, 4
+MAX_FEEDS = 8  # feeds of one warm run (the template takes 8 + 6 descriptors a request)
+FEED_DRAIN_S = 60.0  # a feed's writer starts with its run; one that never does is a fault
 HELLO_TIMEOUT_S = 30.0
 STATUS_TIMEOUT_S = 10.0
 MAX_REASON = 1000
@@ -57,9 +68,27 @@ def warm_module(request: SandboxRequest) -> tuple[str, list[str]] | None:
     head = [sandbox_python(), *TRUSTED_PYTHON_FLAGS, "-m"]
     if len(command) <= len(head) or command[:len(head)] != head:
         return None
-    if any(mount.writable or mount.feed for mount in request.mounts):
+    if any(mount.writable or (mount.feed and not _is_fifo(mount.source))
+           for mount in request.mounts):
+        return None
+    if len([mount for mount in request.mounts if mount.feed]) > MAX_FEEDS:
         return None
     return command[len(head)], command[len(head) + 1:]
+
+
+def _is_fifo(path: Path) -> bool:
+    try:
+        return stat.S_ISFIFO(path.stat().st_mode)
+    except OSError:
+        return False
+
+
+def feed_dir(target: str) -> str:
+    """The folder a feed's link lies in (the run's init mounts its own tmpfs there)."""
+    parent = str(Path(target).parent)
+    if parent in ("/", ""):
+        raise SandboxError(f"a feed at {target} needs a folder of its own (e.g. /feeds/...)")
+    return parent
 
 
 def preloads(module: str, args: Sequence[str], trusted_command: bool) -> list[str]:
@@ -78,6 +107,7 @@ class Shape:
     hidden: tuple[Path, ...]
     mounts: tuple[Mount, ...]  # read-only, none a feed
     env: tuple[tuple[str, str], ...]
+    feed_dirs: tuple[str, ...] = ()  # the folders of the runs' feeds (``feed_dir``)
 
 
 class WarmUnavailable(SandboxError):
@@ -133,12 +163,14 @@ class Template:
         """A fresh folder of the inbox for one run's input (the caller fills and removes it)."""
         return Path(tempfile.mkdtemp(dir=self.inbox, prefix="run-"))
 
-    def submit(self, header: dict[str, object], fds: dict[str, int]) -> None:
-        """Hand the template one run (its descriptors are duplicated into the template)."""
+    def submit(self, header: dict[str, object], fds: dict[str, int],
+               feeds: Sequence[int] = ()) -> None:
+        """Hand the template one run (its descriptors are duplicated into the template):
+        ``fds`` by name, then the read ends of its feeds, in the order of ``header["feeds"]``."""
         names = ("hello", "stdin", "stdout", "stderr", "verdict", "channel")
         for name in names[1:]:
             header[f"has_{name}"] = name in fds
-        numbers = array.array("i", [fds[name] for name in names if name in fds])
+        numbers = array.array("i", [*(fds[name] for name in names if name in fds), *feeds])
         data = json.dumps(header).encode()
         with self._lock:
             if not self.alive():
@@ -262,7 +294,10 @@ class WarmPool:
         found = warm_module(request)
         if found is None:
             return None
-        shape = Shape(uid, hidden, tuple(request.mounts), tuple(sorted(request.env.items())))
+        feeds = [mount.target for mount in request.mounts if mount.feed]
+        shape = Shape(uid, hidden, tuple(m for m in request.mounts if not m.feed),
+                      tuple(sorted(request.env.items())),
+                      tuple(sorted({feed_dir(target) for target in feeds})))
         with self._lock:
             if self._closed or shape in self._failed:
                 return None
@@ -293,14 +328,15 @@ class WarmPool:
 
 def run_header(plan: WarmPlan, input_name: str, uid: int | None, env: dict[str, str],
                scratch_bytes: int, inodes: int, workdir: str, rlimits: dict[str, int | None],
-               trusted_command: bool) -> dict[str, object]:
-    """What the template needs to build one run (see ``_template``)."""
+               trusted_command: bool, feeds: Sequence[str] = ()) -> dict[str, object]:
+    """What the template needs to build one run (see ``_template``); ``feeds``: the targets
+    of its feed mounts, whose descriptors follow the named ones."""
     return {"module": plan.module, "args": plan.args, "input": input_name, "uid": uid,
             "env": env, "scratch_bytes": scratch_bytes, "inodes": inodes, "workdir": workdir,
-            "rlimits": rlimits,
+            "rlimits": rlimits, "feeds": list(feeds),
             "preload": preloads(plan.module, plan.args, trusted_command)}
 
 
-__all__ = ["CHANNEL_FD", "INBOX", "TEMPLATE_MODULE", "VERDICT_FD", "Shape", "Template",
-           "WarmPlan", "WarmPool", "WarmRun", "WarmUnavailable", "preloads", "run_header",
-           "warm_module"]
+__all__ = ["CHANNEL_FD", "FEED_DRAIN_S", "INBOX", "MAX_FEEDS", "TEMPLATE_MODULE", "VERDICT_FD",
+           "Shape", "Template", "WarmPlan", "WarmPool", "WarmRun", "WarmUnavailable", "feed_dir",
+           "preloads", "run_header", "warm_module"]

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from recursor.types import RunStatus
@@ -14,6 +14,7 @@ from recursor.types import RunStatus
 from ._base import SandboxLimits, SandboxRequest, SandboxResult
 from ._binds import inodes_for, scratch_mb
 from ._cgroups import RunCgroups
+from ._feeds import feed_pipes
 from ._judge import MAX_RESULT_BYTES
 from ._role import BWRAP_OWN_PROCESSES, Role, run_environment
 from ._spawn import FILE_SIZE_LIMIT, Ended, user_process_count
@@ -60,7 +61,7 @@ def _streams(role: Role, limits: SandboxLimits, drops_uid: bool) -> _Streams:
 
 
 def _header(request: SandboxRequest, input_name: str, role: Role, drops_uid: bool,
-            cgroups: RunCgroups, warm: WarmPlan) -> dict[str, object]:
+            cgroups: RunCgroups, warm: WarmPlan, feeds: Sequence[str]) -> dict[str, object]:
     limits = request.limits
     nproc = (user_process_count(role.uid if drops_uid else os.getuid())
              + limits.max_processes + BWRAP_OWN_PROCESSES)
@@ -72,7 +73,7 @@ def _header(request: SandboxRequest, input_name: str, role: Role, drops_uid: boo
         size << 20, inodes_for(size), request.workdir,
         {"core": 0, "fsize": FILE_SIZE_LIMIT, "nproc": nproc,
          "as": None if cgroups.limits_memory else limits.memory_mb << 20},
-        trusted_command=role.verdict)
+        trusted_command=role.verdict, feeds=feeds)
 
 
 def _enter_cgroups(pid: int, cgroups: RunCgroups) -> None:
@@ -85,19 +86,23 @@ def _enter_cgroups(pid: int, cgroups: RunCgroups) -> None:
 
 def supervise_warm(request: SandboxRequest, input_name: str, role: Role, drops_uid: bool,
                    cgroups: RunCgroups, started: Callable[[], None] | None,
-                   warm: WarmPlan) -> tuple[SandboxResult, Ended, OutputReader | None]:
+                   warm: WarmPlan, feeds: Mapping[str, bytes]
+                   ) -> tuple[SandboxResult, Ended, OutputReader | None]:
     """Fork the run from its template, move it into ``cgroups`` before it may go on,
     collect its output and verdict, and kill it at the wall-time limit (or on cancel).
-    Raises ``WarmUnavailable`` when the run never started."""
-    header = _header(request, input_name, role, drops_uid, cgroups, warm)
+    ``feeds``: each feed's target and its drained bytes (``_feeds``). Raises
+    ``WarmUnavailable`` when the run never started."""
+    header = _header(request, input_name, role, drops_uid, cgroups, warm, list(feeds))
     run = WarmRun()
     try:
         streams = _streams(role, request.limits, drops_uid)
         begun = time.monotonic()
+        pipes = feed_pipes(feeds, role.uid if drops_uid else None)
         try:
-            warm.template.submit(header, {"hello": run.theirs.fileno(), **streams.fds})
+            warm.template.submit(header, {"hello": run.theirs.fileno(), **streams.fds},
+                                 pipes)
         finally:
-            for fd in streams.ours:
+            for fd in [*streams.ours, *pipes]:
                 os.close(fd)
         for reader in streams.readers:
             reader.start()

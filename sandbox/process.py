@@ -82,7 +82,7 @@ import stat
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from recursor.errors import SandboxError
@@ -109,6 +109,7 @@ from ._binds import (
 )
 from ._broker import Cancel, CandidateBroker, Stdio
 from ._cgroups import RunCgroups, can_limit_memory, can_limit_processes
+from ._feeds import drain_feeds, refed
 from ._judge import MAX_RESULT_BYTES, judge
 from ._mounts import SpecialFreeSnapshots, refuse_special
 from ._role import BWRAP_OWN_PROCESSES, Fds, Role, run_environment
@@ -247,11 +248,13 @@ class ProcessSandbox(Sandbox):
         try:
             workspace = scratch / "workspace"
             self._prepare(request, workspace, role.uid)
+            feeds = drain_feeds(request) if warm is not None else {}
             try:
-                return self._execute(request, workspace, role, started, warm)
+                return self._execute(request, workspace, role, started, warm, feeds)
             except WarmUnavailable as exc:
                 _LOG.warning("%s; this run starts cold", exc)
-                return self._execute(request, workspace, role, started, None)
+                with refed(request, feeds) as cold:
+                    return self._execute(cold, workspace, role, started, None)
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
 
@@ -323,7 +326,8 @@ class ProcessSandbox(Sandbox):
         return [*args, "--chdir", "/", "--", *setup, *request.command]
 
     def _execute(self, request: SandboxRequest, workspace: Path, role: Role,
-                 started: Callable[[], None] | None, warm: WarmPlan | None) -> SandboxResult:
+                 started: Callable[[], None] | None, warm: WarmPlan | None,
+                 feeds: Mapping[str, bytes] | None = None) -> SandboxResult:
         """Run ``request`` under its limits, in the run's own cgroups: bwrap, or a fork of
         the warm template."""
         limits = request.limits
@@ -337,7 +341,7 @@ class ProcessSandbox(Sandbox):
             else:
                 result, ended, verdict = supervise_warm(
                     request, f"{workspace.parent.name}/{workspace.name}", role,
-                    self._drops_uid, cgroups, started, warm)
+                    self._drops_uid, cgroups, started, warm, feeds or {})
             oom_killed = cgroups.oom_kills() > 0
         finally:
             cgroups.remove()  # kills whatever is left: every process of the run is dead now
@@ -356,7 +360,10 @@ class ProcessSandbox(Sandbox):
             fds.userns = self._userns(shape.uid)
             args = self._layout_args(shape.hidden, fds, die_with_parent=False)
             args += ["--ro-bind", str(inbox), INBOX, "--perms", "0755", "--dir", INPUT_TARGET]
-            args += self._mount_args(shape.mounts) + template_dirs() + ["--remount-ro", "/"]
+            args += self._mount_args(shape.mounts) + template_dirs()
+            for folder in shape.feed_dirs:  # each run mounts its own feeds' tmpfs here
+                args += ["--perms", "0755", "--dir", folder]
+            args += ["--remount-ro", "/"]
             for name, value in run_environment(dict(shape.env), None, None).items():
                 args += ["--setenv", name, value]
             args += ["--chdir", "/", "--", sandbox_python(), *TRUSTED_PYTHON_FLAGS, "-m",

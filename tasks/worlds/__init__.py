@@ -28,6 +28,7 @@ from typing import Any, Literal
 
 from recursor import pyast
 from recursor.content import content_id
+from recursor.feed import serve_once
 from recursor.mutation import MutationPrimitive
 from recursor.plan import Mount, SandboxLimits, trusted_module_command
 from recursor.tasks._base import Component, EvaluationPlan, Objective, PolicyTask
@@ -35,7 +36,6 @@ from recursor.tasks.worlds import evaluate, world
 from recursor.tasks.worlds.evaluate import CHALLENGER, CURRICULUM, HARNESS, POLICY, RECIPE
 from recursor.tasks.worlds.policy import readable_by_all
 from recursor.tasks.worlds.primitives import worlds_primitives
-from recursor.tasks.worlds.stage import serve_once
 from recursor.types import ChangeKind, Split
 
 SEED_DIR = Path(__file__).parent / "seed"
@@ -160,7 +160,8 @@ class WorldsTask(PolicyTask):
             command=command,
             mounts=[Mount(pipe, f"/worlds/{split}.pipe", feed=True),
                     Mount(Path(cache_dir) / "policies", "/policies")],
-            env={"OMP_NUM_THREADS": "2", "TOKENIZERS_PARALLELISM": "false"}, limits=limits)
+            env={"OMP_NUM_THREADS": "2", "TOKENIZERS_PARALLELISM": "false",
+                 "HF_HUB_OFFLINE": "1"}, limits=limits)
 
     def evaluation(self, split: Split, cache_dir: Path) -> EvaluationPlan:
         """Dev and test: greedy decoding. Held-out (what gates a promotion) also runs the

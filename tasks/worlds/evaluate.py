@@ -58,6 +58,8 @@ if TYPE_CHECKING:
     from recursor.tasks.worlds.policy import Policy
 
 HARNESS, RECIPE, CURRICULUM, POLICY = "harness.py", "recipe.py", "curriculum.py", "policy.json"
+# what the process sandbox's warm template imports ahead of runs (``sandbox/_template``)
+WARM_IMPORTS = ("recursor.tasks.worlds.policy",)
 CHALLENGER = "challenger.py"
 COMPONENT_FILES = {"harness": HARNESS, "recipe": RECIPE, "curriculum": CURRICULUM,
                    "challenger": CHALLENGER}

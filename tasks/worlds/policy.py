@@ -13,6 +13,13 @@ from pathlib import Path
 from typing import Any
 
 MAX_NEW_TOKENS = 3
+# What a policy's first use imports (about 4 s on a 2-core machine), imported once ahead of
+# runs by the process sandbox's warm template (``sandbox/_template``), so that no evaluation
+# pays it; a checkpoint of another architecture imports its own modules as it loads.
+WARM_IMPORTS = ("torch", "transformers", "transformers.modeling_utils",
+                "transformers.generation.utils", "transformers.models.auto.modeling_auto",
+                "transformers.models.auto.tokenization_auto",
+                "transformers.models.gpt2.modeling_gpt2", "transformers.tokenization_utils_base")
 BATCH = 64
 
 
