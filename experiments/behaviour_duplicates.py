@@ -1,0 +1,143 @@
+"""Would a behavioural fingerprint find the cfr task's wasted evaluations? A counterfactual on
+recorded campaigns, by probe length.
+
+    .venv/bin/python experiments/behaviour_duplicates.py [--seeds 0,1,2,3,4] [--max-evals 100]
+        [--iterations 10,30,100]
+
+Each seed runs the built-in default campaign in a fresh directory. Then every evaluated node,
+in the order it was made, is run again through a *probe*: the cfr evaluator on the dev games
+(Kuhn and Leduc poker) for N iterations, in the process sandbox. Its fingerprint is the
+probe's exploitability per game to the 10 significant digits selection counts as one
+behaviour. A candidate is *wasted* when its dev score equals an earlier evaluated node's
+(cfr is deterministic, so it changed nothing the score sees); a probe would refuse it when its
+fingerprint equals an earlier node's. Printed per probe length: how many wasted evaluations
+it would have saved, how many candidates that were not wasted it would have refused, and
+whether one of those was a promotion or the campaign's best (a loss at the budget).
+
+A counterfactual of the first order (a refusal would change what comes after it, which this
+does not simulate); the seeds tune nothing. The trial every cfr proposal already passes is
+Kuhn poker for 10 iterations, so the 10-iteration probe costs nothing extra.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from recursor.archive.gitstore import GitStore
+from recursor.archive.selection import score_key
+from recursor.archive.store import Archive
+from recursor.config import ProcessSandboxConfig, default_campaign
+from recursor.orchestrator.context import read_manifest
+from recursor.orchestrator.evaluation import interpret, plan_request, write_workspace
+from recursor.orchestrator.graph import run_campaign
+from recursor.orchestrator.progress import NullReporter
+from recursor.plan import Mount, SandboxLimits, trusted_module_command
+from recursor.sandbox.process import ProcessSandbox
+from recursor.tasks import EvaluationPlan
+from recursor.tasks.cfr import CACHE_TARGET, CFRTask, games
+from recursor.types import NodeStatus
+
+PROBE_GAMES = ("kuhn_poker", "leduc_poker")
+
+
+def probe_plan(cache: Path, iterations: int) -> EvaluationPlan:
+    trees = [games.cache_path(cache, game) for game in PROBE_GAMES]
+    command = trusted_module_command(
+        "recursor.tasks.cfr.evaluate", "--workspace", "/workspace", "--games",
+        ",".join(PROBE_GAMES), "--cache", CACHE_TARGET, "--iterations", str(iterations),
+        "--timeout", "30")
+    return EvaluationPlan(command=command,
+                          mounts=[Mount(t, f"{CACHE_TARGET}/{t.name}") for t in trees],
+                          limits=SandboxLimits(wall_time_s=40, memory_mb=1024))
+
+
+def rows_for(directory: Path, iterations: list[int], sandbox: ProcessSandbox
+             ) -> list[dict[str, Any]]:
+    """Per evaluated candidate: wasted, promoted, best, and per probe length, refused."""
+    manifest = read_manifest(directory)
+    archive = Archive(manifest["archive_url"])
+    try:
+        cid = manifest["campaign_id"]
+        store = GitStore(Path(archive.campaign(cid).repo_path))
+        promoted = {p.node_id for p in archive.promotions(cid)}
+        done = [n for n in sorted(archive.nodes(cid), key=lambda n: (n.round, n.slot))
+                if n.status == NodeStatus.DONE.value and n.score is not None and n.commit
+                and not n.duplicate_of]
+        best = min(done, key=lambda n: (n.score, n.round, n.slot)).id  # cfr minimizes
+        plans = {i: probe_plan(directory / "cache", i) for i in iterations}
+        seen: dict[int, set[tuple[Any, ...]]] = {i: set() for i in iterations}
+        scores: set[Any] = set()
+        rows = []
+        for node in done:
+            prints = {i: _fingerprint(store.read(node.commit or ""), plans[i], sandbox)
+                      for i in iterations}
+            if node.round > 0:
+                rows.append({"wasted": score_key(node.score or 0.0) in scores,
+                             "lost": node.id in promoted or node.id == best,
+                             **{i: prints[i] in seen[i] for i in iterations}})
+            scores.add(score_key(node.score or 0.0))
+            for i in iterations:
+                seen[i].add(prints[i])
+        return rows
+    finally:
+        archive.close()
+
+
+def _fingerprint(files: dict[str, str], plan: EvaluationPlan, sandbox: ProcessSandbox
+                 ) -> tuple[Any, ...]:
+    with tempfile.TemporaryDirectory(prefix="probe-") as tmp:
+        write_workspace(files, Path(tmp))
+        result = sandbox.run(plan_request(plan, Path(tmp), ProcessSandboxConfig(), plan.limits))
+    outcome = interpret(result, CFRTask().objective.metric)
+    return tuple(sorted((game, score_key(value)) for game, value in outcome.instances.items()))
+
+
+def report(rows: list[dict[str, Any]], iterations: list[int]) -> list[str]:
+    wasted = sum(r["wasted"] for r in rows)
+    lines = [f"{len(rows)} evaluated candidates, {wasted} wasted (the same dev score as an "
+             "earlier evaluated node)", "",
+             "| probe (dev games, iterations) | refused | wasted refused (saving) | "
+             "not wasted refused | promotions or best refused |", "|---|---|---|---|---|"]
+    for i in iterations:
+        refused = [r for r in rows if r[i]]
+        saved = sum(r["wasted"] for r in refused)
+        share = f"{saved} of {wasted} ({100 * saved / wasted:.0f}%)" if wasted else "0"
+        lines.append(f"| {i} | {len(refused)} | {share} | "
+                     f"{sum(not r['wasted'] for r in refused)} | "
+                     f"{sum(r['lost'] for r in refused)} |")
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seeds", default="0,1,2,3,4")
+    parser.add_argument("--max-evals", type=int, default=100)
+    parser.add_argument("--iterations", default="10,30,100")
+    args = parser.parse_args(argv)
+    iterations = [int(i) for i in args.iterations.split(",")]
+    rows: list[dict[str, Any]] = []
+    sandbox = ProcessSandbox()
+    try:
+        with tempfile.TemporaryDirectory(prefix="recursor-behaviour-") as tmp:
+            for seed in (int(s) for s in args.seeds.split(",")):
+                config = default_campaign()
+                config.seed, config.budget.max_evals = seed, args.max_evals
+                directory = Path(tmp) / f"seed-{seed}"
+                run_campaign(config, directory, NullReporter())
+                found = rows_for(directory, iterations, sandbox)
+                print(f"  seed {seed}: {len(found)} candidates, "
+                      f"{sum(r['wasted'] for r in found)} wasted", file=sys.stderr, flush=True)
+                rows += found
+    finally:
+        sandbox.close()
+    print(f"default cfr campaign, {args.max_evals} evaluations, seeds {args.seeds} (pooled)\n")
+    print("\n".join(report(rows, iterations)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
