@@ -9,8 +9,9 @@ in the order it was made, is run again through a *probe*: the cfr evaluator on t
 (Kuhn and Leduc poker) for N iterations, in the process sandbox. Its fingerprint is the
 probe's exploitability per game to the 10 significant digits selection counts as one
 behaviour. A candidate is *wasted* when its dev score equals an earlier evaluated node's
-(cfr is deterministic, so it changed nothing the score sees); a probe would refuse it when its
-fingerprint equals an earlier node's. Printed per probe length: how many wasted evaluations
+(cfr is deterministic, so it changed nothing the score sees; search nodes only, not the
+simplification pass's); a probe would refuse it when its fingerprint equals an earlier
+node's. Printed per probe length: how many wasted evaluations
 it would have saved, how many candidates that were not wasted it would have refused, and
 whether one of those was a promotion or the campaign's best (a loss at the budget).
 
@@ -39,7 +40,7 @@ from recursor.plan import Mount, SandboxLimits, trusted_module_command
 from recursor.sandbox.process import ProcessSandbox
 from recursor.tasks import EvaluationPlan
 from recursor.tasks.cfr import CACHE_TARGET, CFRTask, games
-from recursor.types import NodeStatus
+from recursor.types import ANALYSIS_PROPOSERS, NodeStatus
 
 PROBE_GAMES = ("kuhn_poker", "leduc_poker")
 
@@ -66,7 +67,7 @@ def rows_for(directory: Path, iterations: list[int], sandbox: ProcessSandbox
         promoted = {p.node_id for p in archive.promotions(cid)}
         done = [n for n in sorted(archive.nodes(cid), key=lambda n: (n.round, n.slot))
                 if n.status == NodeStatus.DONE.value and n.score is not None and n.commit
-                and not n.duplicate_of]
+                and not n.duplicate_of and n.proposer not in ANALYSIS_PROPOSERS]
         best = min(done, key=lambda n: (n.score, n.round, n.slot)).id  # cfr minimizes
         plans = {i: probe_plan(directory / "cache", i) for i in iterations}
         seen: dict[int, set[tuple[Any, ...]]] = {i: set() for i in iterations}

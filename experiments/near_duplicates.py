@@ -34,7 +34,7 @@ from recursor.orchestrator.context import read_manifest
 from recursor.orchestrator.graph import run_campaign
 from recursor.orchestrator.near_duplicates import jaccard, shingles
 from recursor.orchestrator.progress import NullReporter
-from recursor.types import NodeStatus
+from recursor.types import ANALYSIS_PROPOSERS, NodeStatus
 
 SHINGLE = 4  # the check's default
 
@@ -51,8 +51,10 @@ def candidates(directory: Path) -> list[dict[str, Any]]:
         from recursor.archive.gitstore import GitStore
 
         store = GitStore(Path(archive.campaign(cid).repo_path))
+        # search nodes only: the simplification pass's round-0 nodes come after the search
         done = [n for n in nodes if n.status == NodeStatus.DONE.value and n.commit
-                and n.score is not None and not n.duplicate_of]
+                and n.score is not None and not n.duplicate_of
+                and n.proposer not in ANALYSIS_PROPOSERS]
         best = min(done, key=lambda n: (n.score, n.round, n.slot)).id  # cfr minimizes
         seen: list[tuple[Any, str]] = []  # (shingles, score key) of earlier evaluated nodes
         rows = []
