@@ -16,10 +16,19 @@ from __future__ import annotations
 import os
 import stat
 from pathlib import Path
+from typing import Any
 
-from recursor.feed import serve_once
+__all__ = ["read_once", "serve_once"]  # noqa: F822 - serve_once: see __getattr__
 
-__all__ = ["read_once", "serve_once"]
+
+def __getattr__(name: str) -> Any:
+    """``serve_once`` (host side) from :mod:`recursor.feed`, imported only when asked for:
+    the evaluator imports this module for :func:`read_once` alone."""
+    if name == "serve_once":
+        from recursor.feed import serve_once
+
+        return serve_once
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def read_once(path: Path) -> bytes:
