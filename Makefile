@@ -19,7 +19,7 @@ RECURSIVE_DIR ?= campaigns/recursive-$(shell date +%Y%m%d-%H%M%S)
 demo: $(STAMP) system-deps
 	$(VENV)/bin/recursor run --dir $(DEMO_DIR)
 
-# co-evolution of a tiny policy LM and its harness (worlds task; about 6 minutes on 2 idle CPUs)
+# co-evolution of a tiny policy LM and its harness (worlds task; about 15 minutes on 2 idle CPUs)
 demo-coevolve: $(STAMP) system-deps
 	$(VENV)/bin/recursor run examples/campaigns/coevolve.yaml --dir $(COEVOLVE_DIR)
 
