@@ -125,6 +125,8 @@ def build_feeds(targets: list[str]) -> None:
     made, empty)."""
     folders = sorted({os.path.dirname(target) for target in targets})
     for folder in folders:
+        if os.listdir(folder):  # the template made it empty: anything else is the layout's
+            raise SetupError(f"the feed folder {folder} is not empty")
         _mount("recursor-feeds", folder, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
                "size=16k,nr_inodes=64,mode=0755")
     for index, target in enumerate(targets):

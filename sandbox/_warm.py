@@ -54,6 +54,9 @@ INBOX = "/recursor-inbox"
 VERDICT_FD, CHANNEL_FD = 3, 4
 MAX_FEEDS = 8  # feeds of one warm run (the template takes 8 + 6 descriptors a request)
 FEED_DRAIN_S = 60.0  # a feed's writer starts with its run; one that never does is a fault
+# what a run's feeds may not cover: its own writable places, input, /proc and /dev
+RUN_OWN = ("/workspace", "/tmp", "/var", "/dev", "/proc", INBOX, "/recursor-input",
+           "/.recursor-scratch")
 HELLO_TIMEOUT_S = 30.0
 STATUS_TIMEOUT_S = 10.0
 MAX_REASON = 1000
@@ -71,9 +74,20 @@ def warm_module(request: SandboxRequest) -> tuple[str, list[str]] | None:
     if any(mount.writable or (mount.feed and not _is_fifo(mount.source))
            for mount in request.mounts):
         return None
-    if len([mount for mount in request.mounts if mount.feed]) > MAX_FEEDS:
+    feeds = [mount.target for mount in request.mounts if mount.feed]
+    if len(feeds) > MAX_FEEDS or not all(_own_folder(feed_dir(target)) for target in feeds):
         return None
     return command[len(head)], command[len(head) + 1:]
+
+
+def _own_folder(folder: str) -> bool:
+    """Whether a run may cover ``folder`` with its feeds' tmpfs: not the root, and not one of
+    the run's own places or below them (its scratch, its input, ``/proc``, ``/dev``). A folder
+    of the layout that holds anything is refused by the run's init (``_template``), and the
+    run then starts cold."""
+    if folder == "/":
+        return False
+    return not any(folder == root or folder.startswith(root + "/") for root in RUN_OWN)
 
 
 def _is_fifo(path: Path) -> bool:
@@ -85,10 +99,7 @@ def _is_fifo(path: Path) -> bool:
 
 def feed_dir(target: str) -> str:
     """The folder a feed's link lies in (the run's init mounts its own tmpfs there)."""
-    parent = str(Path(target).parent)
-    if parent in ("/", ""):
-        raise SandboxError(f"a feed at {target} needs a folder of its own (e.g. /feeds/...)")
-    return parent
+    return str(Path(target).parent)
 
 
 def preloads(module: str, args: Sequence[str], trusted_command: bool) -> list[str]:

@@ -146,3 +146,19 @@ def test_draining_a_feed_nobody_writes_gives_up(tmp_path: Path) -> None:
         drain(fifo, timeout_s=0.5)
     assert time.monotonic() - started < 5
     assert drain(serve_once(b"", tmp_path / "f", timeout_s=10), timeout_s=10) == b""
+
+
+def test_a_feed_in_the_runs_own_places_keeps_it_cold(tmp_path: Path) -> None:
+    for target in ("/x.pipe", "/tmp/x.pipe", "/workspace/in/x.pipe", "/dev/shm/x.pipe"):
+        assert warm_module(_request(tmp_path, {target: b"x"})) is None, target
+
+
+def test_a_feed_in_a_folder_the_layout_fills_runs_cold_and_hides_nothing(
+        warm: ProcessSandbox, tmp_path: Path) -> None:
+    """``/etc`` holds the layout's stand-ins: a run may not cover it with its feed's tmpfs; the
+    init refuses, and the run starts cold with its feed served again."""
+    code = "import os, sys\nprint(open(sys.argv[1], 'rb').read().decode(), " \
+           "os.path.exists('/etc/passwd'))\n"
+    result = warm.run(_request(tmp_path, {"/etc/feed.pipe": b"still-fed"}, code))
+    assert result.status is RunStatus.OK, result.stderr
+    assert result.stdout == "still-fed True\n"
