@@ -12,10 +12,9 @@ credentials and moves it into the run's cgroups), waits for the go, then builds 
 file system (a capped tmpfs at ``/workspace``, ``/tmp``, ``/dev/shm``; a fresh ``/proc``; its
 own input at ``/recursor-input``, every other run's input covered; a tmpfs of its own on each
 feed's folder, with a link at the feed's path to the descriptor it came in on), gives up every
-capability
-and becomes the run's uid, says the sandbox is built (or why not: the controller then runs it
-cold), and forks the command (pid 2, as under bubblewrap), which runs the module as
-``__main__``, exactly as ``python -P -s -m MODULE ARGS`` would, while the init reaps orphans.
+capability and becomes the run's uid, says the sandbox is built (or why not: the controller
+then runs it cold), and forks the command (pid 2, as under bubblewrap), which runs the module
+as ``__main__``, exactly as ``python -P -s -m MODULE ARGS`` would, while the init reaps orphans.
 The monitor reports the exit status once the whole pid namespace is gone. Nothing a run does
 reaches the template: it never reads what a run writes, and a run's memory is its own copy of
 the template's.
@@ -374,10 +373,13 @@ def _receive(control: socket.socket) -> tuple[Header, list[int]] | None:
     return json.loads(data), fds
 
 
+_FAILED_PRELOADS: set[str] = set()
+
+
 def preload(modules: list[str]) -> None:
     """Import each module the run will (trusted ones: see ``_warm.preloads``), and what each
     names in ``WARM_IMPORTS``: the heavy imports it makes only when it runs (e.g. torch)."""
-    names, seen = list(modules), set()
+    names, seen = list(modules), set(_FAILED_PRELOADS)
     while names:
         name = names.pop(0)
         if name in seen:
@@ -390,6 +392,7 @@ def preload(modules: list[str]) -> None:
             # what the failed import left half-made would break the run's own import
             for left in set(sys.modules) - before:
                 sys.modules.pop(left, None)
+            _FAILED_PRELOADS.add(name)  # tried once: not again for every run
             print(f"recursor warm template: preloading {name} failed: {exc!r}",
                   file=sys.stderr, flush=True)
             continue

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -162,3 +163,30 @@ def test_a_feed_in_a_folder_the_layout_fills_runs_cold_and_hides_nothing(
     result = warm.run(_request(tmp_path, {"/etc/feed.pipe": b"still-fed"}, code))
     assert result.status is RunStatus.OK, result.stderr
     assert result.stdout == "still-fed True\n"
+
+
+def test_warm_imports_are_preloaded_and_a_failed_one_is_undone_once(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The template imports what a module names in ``WARM_IMPORTS``; an import that fails is
+    undone (nothing it left half-made stays for the run to trip on) and not tried again."""
+    from recursor.sandbox import _template
+
+    package = tmp_path / "warmpkg"
+    package.mkdir()
+    (package / "__init__.py").write_text('WARM_IMPORTS = ("warmpkg.heavy", "warmpkg.bad")\n')
+    (package / "heavy.py").write_text("LOADED = True\n")
+    (package / "half.py").write_text("")
+    (package / "bad.py").write_text(
+        "import warmpkg.half\nopen(__file__ + '.tries', 'a').write('x')\n"
+        "raise RuntimeError('cannot load here')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(_template, "_FAILED_PRELOADS", set())
+    try:
+        _template.preload(["warmpkg"])
+        _template.preload(["warmpkg"])
+        assert "warmpkg.heavy" in sys.modules
+        assert "warmpkg.bad" not in sys.modules and "warmpkg.half" not in sys.modules
+        assert (package / "bad.py.tries").read_text() == "x"  # tried once
+    finally:
+        for name in [m for m in sys.modules if m.startswith("warmpkg")]:
+            del sys.modules[name]
