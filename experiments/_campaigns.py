@@ -9,8 +9,8 @@ from typing import Any
 
 from recursor.archive.store import Archive
 from recursor.config import parse_config
-from recursor.orchestrator.context import read_manifest
-from recursor.orchestrator.graph import run_campaign
+from recursor.orchestrator.context import MANIFEST, read_manifest
+from recursor.orchestrator.graph import resume_campaign, run_campaign
 from recursor.orchestrator.progress import NullReporter
 
 
@@ -42,9 +42,13 @@ def campaign(name: str, task: dict[str, Any], steps: list[dict[str, Any]], cycle
 
 
 def run(config: dict[str, Any], directory: Path) -> dict[str, Any]:
-    """Run ``config`` in ``directory`` (resuming is not attempted: the directory must be new);
-    return the start's and the final incumbent's scores and the promotions."""
-    run_campaign(parse_config(config, config["name"]), directory, NullReporter())
+    """Run ``config`` in ``directory``, or resume the campaign an interrupted run left there
+    (a finished one just reports); return the start's and the final incumbent's scores and
+    the promotions."""
+    if (directory / MANIFEST).exists():
+        resume_campaign(directory, NullReporter())
+    else:
+        run_campaign(parse_config(config, config["name"]), directory, NullReporter())
     manifest = read_manifest(directory)
     archive = Archive(manifest["archive_url"])
     try:

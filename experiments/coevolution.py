@@ -11,11 +11,16 @@ challenger, and the joint-minus-sum gain ``(joint - base) - (harness-only - base
 
     .venv/bin/python experiments/coevolution.py [--seeds 5] [--evals 6] [--steps 300]
         [--dir DIR] [--world-seed N]   # one given world seed instead of --seeds private ones
+
+A sweep takes hours. Run it again with the same ``--dir`` to continue: the drawn seeds are kept
+there (``seeds.json``, the experimenter's folder, which no sandbox sees), an arm that finished
+is read back from its ``result.json``, and an interrupted arm's campaign is resumed.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import sys
 import tempfile
@@ -55,6 +60,11 @@ def one_seed(world_seed: int, args: argparse.Namespace, base: Path) -> dict[str,
     """Every arm on one world seed: {arm: run result}, plus "base"."""
     out: dict[str, Any] = {}
     for name, (steps, cycles, challenger) in arms(args.evals).items():
+        saved = base / name / "result.json"
+        if saved.exists():
+            out[name] = json.loads(saved.read_text())
+            print(f"# {name}: held-out {pct(out[name]['heldout'])} (done before)", flush=True)
+            continue
         task = worlds_task(world_seed, args.steps)
         task["challenger_target"] = 0.5 if challenger else None
         started = time.monotonic()
@@ -62,6 +72,7 @@ def one_seed(world_seed: int, args: argparse.Namespace, base: Path) -> dict[str,
         config["components"] = [*config["components"], "challenger"]
         result = run(config, base / name)
         result["minutes"] = (time.monotonic() - started) / 60
+        saved.write_text(json.dumps(result, indent=1) + "\n")
         out[name] = result
         print(f"# {name}: held-out {pct(result['heldout'])} in {result['minutes']:.1f} min "
               f"({base / name})", flush=True)
@@ -106,6 +117,16 @@ def report(results: list[dict[str, Any]], args: argparse.Namespace) -> None:
         print(f"joint-minus-sum gain ({joint}): {_fmt([g[joint] for g in gains])} points")
 
 
+def drawn(base: Path, count: int) -> list[int]:
+    """``count`` private world seeds: those an earlier run in ``base`` drew, then new ones."""
+    kept = base / "seeds.json"
+    seeds: list[int] = json.loads(kept.read_text()) if kept.exists() else []
+    seeds += [private_seed(None) for _ in range(count - len(seeds))]
+    base.mkdir(parents=True, exist_ok=True)
+    kept.write_text(json.dumps(seeds) + "\n")
+    return seeds[:count]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=5, help="private world seeds drawn")
@@ -117,8 +138,7 @@ def main() -> int:
     parser.add_argument("--dir", type=Path, default=None)
     args = parser.parse_args()
     base = args.dir or Path(tempfile.mkdtemp(prefix="recursor-coevolution-"))
-    seeds = [args.world_seed] if args.world_seed is not None else [
-        private_seed(None) for _ in range(args.seeds)]
+    seeds = [args.world_seed] if args.world_seed is not None else drawn(base, args.seeds)
     results = []
     for index, world_seed in enumerate(seeds):
         print(f"# world seed {index + 1} of {len(seeds)}", flush=True)

@@ -50,6 +50,7 @@ from recursor.types import NodeStatus, RunStatus
 PRIME = (1 << 32) - 5  # the hash functions' modulus (a prime)
 MAX_TOKENS = 200_000  # per file; a longer file is compared on its first tokens
 LOG_STREAM = "near_duplicate"
+REFUSED = "near-duplicate of"  # how a refused node's error begins
 CANDIDATES = 8  # nodes whose exact similarity is computed, at most
 MARGIN = 0.25  # ... those whose estimate is within this of the best estimate
 _BUILDING = threading.Lock()  # one index built per campaign, by one thread
@@ -172,9 +173,26 @@ def jaccard(a: np.ndarray, b: np.ndarray) -> float:
     return 1.0 if union == 0 else np.intersect1d(a, b).size / union
 
 
-def _set_key(values: np.ndarray) -> bytes:
+def set_key(values: np.ndarray) -> bytes:
     """A digest of a shingle set (equal sets, equal keys)."""
     return hashlib.sha256(np.sort(values).tobytes()).digest()
+
+
+def choose_nearest(signature: np.ndarray, matrix: np.ndarray, same: int | None,
+                   exact: Callable[[int], float]) -> tuple[int, float]:
+    """Which row of ``matrix`` (the evaluated nodes' signatures, in the order they were
+    added) is nearest to a workspace with MinHash ``signature``, and their exact similarity:
+    ``same`` (the first row with the workspace's very shingle set, if any) at 1.0, else the
+    best ``exact(row)`` among the rows whose estimate is within ``MARGIN`` of the best
+    estimate (at most ``CANDIDATES``; the first added among equals). The controller's
+    :class:`Index` and the replay simulator both decide with this."""
+    if same is not None:
+        return same, 1.0
+    estimate = (matrix == signature[None, :]).mean(axis=1)
+    order = np.argsort(-estimate, kind="stable")[:CANDIDATES]
+    close = [int(i) for i in order if estimate[i] >= estimate[order[0]] - MARGIN]
+    similarity, best = max((exact(i), -i) for i in close)
+    return -best, similarity
 
 
 @dataclass
@@ -188,9 +206,9 @@ class Index:
     ids: list[str] = field(default_factory=list)
     known: set[str] = field(default_factory=set)
     rows: list[np.ndarray] = field(default_factory=list)
-    # the first node of each exact shingle set: similarity 1.0 is found whatever the
+    # the first row of each exact shingle set: similarity 1.0 is found whatever the
     # signatures' estimates (many variants one constant apart can tie with it)
-    same: dict[bytes, str] = field(default_factory=dict)
+    same: dict[bytes, int] = field(default_factory=dict)
     _matrix: np.ndarray | None = None
     # materialize and evaluation steps run in worker threads (the async pipeline)
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -203,9 +221,9 @@ class Index:
         values = shingles(self.load(node_id), self.config.shingle)
         row = signature_of(values, self.config.permutations)
         with self._lock:
+            self.same.setdefault(set_key(values), len(self.ids))
             self.ids.append(node_id)
             self.rows.append(row)
-            self.same.setdefault(_set_key(values), node_id)
             self._matrix = None
 
     def nearest(self, files: Mapping[str, str]) -> tuple[str, float] | None:
@@ -218,19 +236,15 @@ class Index:
             matrix, ids = self._matrix, list(self.ids)
         mine = shingles(files, self.config.shingle)
         with self._lock:
-            equal = self.same.get(_set_key(mine))
-        if equal is not None:
-            return equal, 1.0
-        estimate = (matrix == signature_of(mine, self.config.permutations)[None, :]).mean(axis=1)
-        order = np.argsort(-estimate, kind="stable")[:CANDIDATES]
-        close = [int(i) for i in order if estimate[i] >= estimate[order[0]] - MARGIN]
-        exact = [(jaccard(mine, shingles(self.load(ids[i]), self.config.shingle)), -i)
-                 for i in close]
-        similarity, best = max(exact)
-        return ids[-best], similarity
+            equal = self.same.get(set_key(mine))
+        size = self.config.shingle
+        row, similarity = choose_nearest(
+            signature_of(mine, self.config.permutations), matrix, equal,
+            lambda i: jaccard(mine, shingles(self.load(ids[i]), size)))
+        return ids[row], similarity
 
 
-def _ran(node: Node) -> bool:
+def ran_on_dev(node: Node) -> bool:
     """Whether ``node``'s dev evaluation ran (it is compared with later proposals)."""
     if node.commit is None or node.duplicate_of is not None:
         return False
@@ -245,7 +259,7 @@ def _index(ctx: CampaignContext) -> Index:
         if ctx.near_duplicates is None:
             index = Index(ctx.config.near_duplicates, lambda node_id: _files(ctx, node_id))
             for node in ctx.archive.nodes(ctx.campaign_id):
-                if _ran(node):
+                if ran_on_dev(node):
                     index.add(node.id)
             ctx.near_duplicates = index
         return ctx.near_duplicates
@@ -254,7 +268,7 @@ def _index(ctx: CampaignContext) -> Index:
 def note_run(ctx: CampaignContext, node: Node) -> None:
     """``node`` finished its dev evaluation: later proposals are compared with it too (once
     the index exists; until then it is read from the archive when first needed)."""
-    if ctx.near_duplicates is not None and _ran(node):
+    if ctx.near_duplicates is not None and ran_on_dev(node):
         ctx.near_duplicates.add(node.id)
 
 
@@ -280,9 +294,10 @@ def refuse_near_duplicate(ctx: CampaignContext, node: Node,
         "refused": refused}))
     if not refused:
         return None
-    return (f"near-duplicate of {other} (similarity {similarity:.3f} >= threshold "
+    return (f"{REFUSED} {other} (similarity {similarity:.3f} >= threshold "
             f"{config.threshold}): not evaluated")
 
 
-__all__ = ["Index", "LOG_STREAM", "note_run", "python_tokens", "refuse_near_duplicate",
-           "shingles", "signature", "tokens"]
+__all__ = ["Index", "LOG_STREAM", "REFUSED", "choose_nearest", "jaccard", "note_run",
+           "python_tokens", "ran_on_dev", "refuse_near_duplicate", "set_key", "shingles",
+           "signature", "signature_of", "tokens"]

@@ -76,7 +76,8 @@ def replay(
     dirs: Dirs = None,
     archives: Archives = None,
     policy: Annotated[list[str] | None, typer.Option(
-        "--policy", help="YAML file or inline YAML: {name, selection, proposer_choice}")] = None,
+        "--policy", help="YAML file or inline YAML: {name, selection, proposer_choice, "
+        "concurrency, near_duplicates}")] = None,
     seeds: Seeds = 100,
     budget: Budget = None,
     target: Target = None,
@@ -127,17 +128,20 @@ def _ci(interval: Any, fmt: str) -> str:
 def _print_results(results: list[PolicyResult], seeds: int) -> None:
     table = Table(title=f"replay: {seeds} simulation seeds per campaign, means with 95% "
                   "bootstrap intervals")
+    near = any(r.refused for r in results) or any("near_duplicates" in r.config for r in results)
     for column in ("policy", "reached", "evals to target", "quartiles", "cost to target",
-                   "best at budget", "from model"):
+                   "best at budget", "from model", *(["near-dup refused"] if near else [])):
         table.add_column(column, justify="left" if column == "policy" else "right")
     for r in results:
         q = r.evals_quartiles
         table.add_row(r.name, f"{r.reached:.0%}", _ci(r.evals_to_target, ".1f"),
                       f"{q[0]:.0f} / {q[1]:.0f} / {q[2]:.0f}",
                       _ci(r.cost_to_target, ".4f"), _ci(r.best_at_budget, ".4g"),
-                      f"{r.model_fraction:.0%}")
+                      f"{r.model_fraction:.0%}", *([f"{r.refused:.1f}"] if near else []))
     console.print(table)
-    console.print("evals to target counts a run that never reached it as the budget.")
+    console.print("evals to target counts a run that never reached it as the budget."
+                  + (" near-dup refused: recorded nodes refused before evaluation, per run "
+                     "(each spends the budget; its evaluation's time is saved)." if near else ""))
 
 
 def plot_curves(results: list[PolicyResult], path: Path, metric: str) -> None:

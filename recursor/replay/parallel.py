@@ -30,6 +30,7 @@ class RunSummary:
     from_model: int  # evaluations the model answered
     evaluations: int
     curve: array[float]  # best-so-far after each evaluation
+    refused: int = 0  # near duplicates refused (evaluations not run)
 
 
 @dataclass(frozen=True)
@@ -48,7 +49,8 @@ def summarise(sim: Simulator, policy: Policy, seed: int, budget: int,
     trace = sim.run(policy, seed, budget, details=False)
     evals, cost, reached = reach(trace, target, sim.campaign.objective, budget)
     return RunSummary(evals, cost, reached, trace.best[-1] if trace.best else float("nan"),
-                      trace.from_model, trace.evaluations, array("d", trace.best))
+                      trace.from_model, trace.evaluations, array("d", trace.best),
+                      trace.refused)
 
 
 def _run_block(block: Sequence[tuple[int, int]]) -> list[RunSummary]:
@@ -62,6 +64,8 @@ def run_seeds(sims: Sequence[Simulator], policy: Policy, seeds: Sequence[int], b
     """One summary per (campaign, seed), campaigns outer, seeds inner; ``workers`` > 1 splits
     the runs into that many contiguous blocks run in forked processes."""
     global _job
+    for sim in sims:  # read once here, not in every worker
+        sim.prepare(policy)
     jobs = [(s, seed) for s in range(len(sims)) for seed in seeds]
     workers = min(workers, len(jobs))
     if workers <= 1 or "fork" not in multiprocessing.get_all_start_methods():

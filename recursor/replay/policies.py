@@ -1,9 +1,9 @@
 """Search settings to simulate, written as campaign YAML fragments.
 
 A fragment is a mapping with ``selection`` and/or ``proposer_choice`` (and optionally
-``concurrency`` and a ``name``), exactly as in a campaign file: each section given replaces
-the recorded campaign's section whole, and the result is validated by ``parse_config``, so
-what replay accepts is what ``recursor run`` accepts.
+``concurrency``, ``near_duplicates`` and a ``name``), exactly as in a campaign file: each
+section given replaces the recorded campaign's section whole, and the result is validated by
+``parse_config``, so what replay accepts is what ``recursor run`` accepts.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from recursor.config.yamlfile import parse_yaml
 from recursor.errors import ConfigError
 from recursor.replay.simulator import Policy, policy_from_config
 
-SECTIONS = ("selection", "proposer_choice", "concurrency")
+SECTIONS = ("selection", "proposer_choice", "concurrency", "near_duplicates")
 
 # Compared with the recorded settings when no --policy is given.
 DEFAULT_ALTERNATIVES: list[dict[str, Any]] = [

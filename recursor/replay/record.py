@@ -8,7 +8,7 @@ proposer, works on dev results.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -34,6 +34,9 @@ class RecordedNode:
     cost: float = 0.0
     metrics: Mapping[str, float] = field(default_factory=dict)  # dev (a grid's descriptors)
     instances: Mapping[str, float] = field(default_factory=dict)  # dev, per instance
+    commit: str | None = None  # its files in the campaign's store (when it has them)
+    ran: bool = False  # its dev evaluation ran (near-duplicate checks compare with it)
+    refused_near: bool = False  # refused as a near duplicate: its own outcome is unknown
 
 
 @dataclass
@@ -46,6 +49,8 @@ class RecordedCampaign:
     nodes: list[RecordedNode]
     proposers: list[str]
     promoted: set[str] = field(default_factory=set)
+    # a commit's files, where the campaign's folder (its git store) was read; None otherwise
+    files: Callable[[str], Mapping[str, str]] | None = None
 
     def __post_init__(self) -> None:
         self.nodes.sort(key=lambda n: (n.round, n.slot))
@@ -97,7 +102,8 @@ def to_json(campaign: RecordedCampaign) -> dict[str, Any]:
     return {"format": FORMAT, "name": campaign.name, "config": config_to_dict(campaign.config),
             "promoted": sorted(campaign.promoted),
             "nodes": [[n.id, n.parent_id, n.round, n.slot, n.proposer, n.ok, n.score,
-                       n.spends, n.cost, dict(n.metrics), dict(n.instances)]
+                       n.spends, n.cost, dict(n.metrics), dict(n.instances), n.commit, n.ran,
+                       n.refused_near]
                       for n in campaign.nodes]}
 
 
@@ -119,22 +125,32 @@ def from_json(data: Any, label: str) -> RecordedCampaign:
 
 
 def _from_row(row: Sequence[Any]) -> RecordedNode:
-    """A node of :func:`to_json`'s list (nine fields; then its dev metrics and instances)."""
+    """A node of :func:`to_json`'s list (nine fields; then its dev metrics and instances, its
+    commit, whether its dev evaluation ran and whether it was refused as a near duplicate)."""
     i, p, r, s, name, ok, score, spends, cost = row[:9]
     metrics = {str(k): float(v) for k, v in (row[9] if len(row) > 9 else {}).items()}
     instances = {str(k): float(v) for k, v in (row[10] if len(row) > 10 else {}).items()}
     return RecordedNode(id=str(i), parent_id=None if p is None else str(p), round=int(r),
                         slot=int(s), proposer=str(name), ok=bool(ok),
                         score=None if score is None else float(score), spends=bool(spends),
-                        cost=float(cost), metrics=metrics, instances=instances)
+                        cost=float(cost), metrics=metrics, instances=instances,
+                        commit=None if len(row) <= 11 or row[11] is None else str(row[11]),
+                        ran=bool(row[12]) if len(row) > 12 else bool(ok),
+                        refused_near=bool(row[13]) if len(row) > 13 else False)
 
 
 def load_campaign(directory: Path) -> RecordedCampaign:
     """Read a campaign directory (``recursor run --dir``) into a :class:`RecordedCampaign`."""
+    from recursor.archive import GitStore
     from recursor.orchestrator.context import read_manifest
 
     manifest = read_manifest(Path(directory))
-    return load_from_archive(manifest["archive_url"], manifest["campaign_id"], str(directory))
+    campaign = load_from_archive(manifest["archive_url"], manifest["campaign_id"],
+                                 str(directory))
+    repo = Path(directory) / "repo"
+    if repo.is_dir():  # what a near-duplicate setting compares (read only when simulated)
+        campaign.files = GitStore(repo).read
+    return campaign
 
 
 def load_from_archive(url: str, campaign_id: str | None = None,
@@ -172,6 +188,8 @@ def load_from_archive(url: str, campaign_id: str | None = None,
 
 
 def _recorded(row: Any, dev: Any) -> RecordedNode:
+    from recursor.orchestrator.near_duplicates import REFUSED, ran_on_dev
+
     duplicate = bool(row.duplicate_of)
     ok = row.status == "done" and row.score is not None
     return RecordedNode(id=row.id, parent_id=row.parent_id, round=row.round, slot=row.slot,
@@ -179,7 +197,9 @@ def _recorded(row: Any, dev: Any) -> RecordedNode:
                         spends=row.commit is not None and not duplicate,
                         cost=float(row.cost or 0.0),
                         metrics=dict(dev.metrics) if ok and dev is not None else {},
-                        instances=dict(dev.instances) if ok and dev is not None else {})
+                        instances=dict(dev.instances) if ok and dev is not None else {},
+                        commit=row.commit, ran=ran_on_dev(row),
+                        refused_near=not ok and (row.error or "").startswith(REFUSED))
 
 
 __all__ = ["FORMAT", "RecordedCampaign", "RecordedNode", "from_json", "load_campaign",

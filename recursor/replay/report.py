@@ -87,6 +87,7 @@ class PolicyResult:
     model_fraction: float  # of all simulated evaluations, the share the model answered
     evals_quartiles: tuple[float, float, float] = (0.0, 0.0, 0.0)  # 25%, median, 75%
     curve: list[float] = field(default_factory=list)  # mean best-so-far per evaluation
+    refused: float = 0.0  # near duplicates refused per run (mean): evaluations not run
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -104,7 +105,8 @@ def evaluate_policy(sims: Sequence[Simulator], policy: Policy, seeds: Sequence[i
                         bootstrap([r.cost_to_target for r in runs]),
                         bootstrap([r.best for r in runs]),
                         sum(r.from_model for r in runs) / max(total_evals, 1), quartiles(evals),
-                        mean_curve([r.curve for r in runs], budget))
+                        mean_curve([r.curve for r in runs], budget),
+                        sum(r.refused for r in runs) / len(runs))
 
 
 def quartiles(values: Sequence[float]) -> tuple[float, float, float]:

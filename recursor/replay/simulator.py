@@ -11,7 +11,9 @@ otherwise. With ``ordered=True`` recorded children are taken in creation order, 
 makes replaying a campaign's own settings and seed reproduce it exactly; otherwise they are
 drawn at random (from ``Random(f"{seed}-outcomes")``).
 
-Wall-time, token and money budgets and paused proposers are not simulated.
+A policy with ``near_duplicates`` enabled refuses recorded nodes as the controller would
+(:mod:`recursor.replay.near`). Wall-time, token and money budgets and paused proposers are not
+simulated.
 """
 
 from __future__ import annotations
@@ -31,11 +33,12 @@ from recursor.archive import (
     members_of,
     score_key,
 )
-from recursor.config import CampaignConfig
+from recursor.config import CampaignConfig, NearDuplicateConfig
 from recursor.orchestrator import loop
 from recursor.proposers import ProposerChoicePolicy, build_proposer_choice
 from recursor.replay.fast import Picker, below, chooser, fast_picker, seed_from_text
 from recursor.replay.model import OutcomeModel
+from recursor.replay.near import NearData, NearRun
 from recursor.replay.record import RecordedCampaign, RecordedNode
 from recursor.types import Objective
 
@@ -49,15 +52,16 @@ class Policy:
     make_choice: Callable[[list[str], int], ProposerChoicePolicy]
     concurrency: int
     config: dict[str, Any] = field(default_factory=dict)  # the YAML fragment it came from
+    near_duplicates: NearDuplicateConfig | None = None  # refused before evaluation (enabled)
 
 
 def policy_from_config(name: str, config: CampaignConfig,
                        fragment: dict[str, Any] | None = None) -> Policy:
     """The search setting of a (merged) campaign config."""
-    choice = config.proposer_choice
+    choice, near = config.proposer_choice, config.near_duplicates
     return Policy(name, build_selection(config.selection),
                   lambda names, seed: build_proposer_choice(choice, names, seed),
-                  config.concurrency, dict(fragment or {}))
+                  config.concurrency, dict(fragment or {}), near if near.enabled else None)
 
 
 @dataclass
@@ -71,6 +75,7 @@ class Trace:
     promoted: list[str]  # recorded nodes reached whose recorded judge decision promoted them
     results: list[tuple[bool, float | None, bool]] = field(default_factory=list)
     # per node, as choices: (ok, dev score, spent the budget)
+    refused: int = 0  # recorded nodes refused as near duplicates (evaluations not run)
 
     @property
     def evaluations(self) -> int:
@@ -107,6 +112,21 @@ class Simulator:
         # would not match ``selection.ranked`` then, so such a record takes the general path
         self.orderable = not any(n.score is not None and math.isnan(n.score)
                                  for n in campaign.nodes)
+        self.near: dict[tuple[int, int], NearData] = {}
+        # recorded nodes refused as near duplicates: a setting that does not refuse them
+        # gets their outcome from the model
+        self.refused_any = any(n.refused_near for n in campaign.nodes)
+
+    def prepare(self, policy: Policy) -> NearData | None:
+        """What ``policy`` needs read from the record before it runs (the code its
+        near-duplicate setting compares), read once per setting; None when it needs nothing."""
+        config = policy.near_duplicates
+        if config is None:
+            return None
+        key = (config.shingle, config.permutations)
+        if key not in self.near:
+            self.near[key] = NearData.build(self.campaign, config)
+        return self.near[key]
 
     def run(self, policy: Policy, seed: int, budget: int, ordered: bool = False,
             max_unevaluated: int | None = None, details: bool = True) -> Trace:
@@ -184,6 +204,11 @@ class _Run:
         self.best_score, self.spent = score, 0.0
         self.attempted = self.unevaluated = self.created = 0
         self.trace = Trace([], [], [], [], [])
+        data = sim.prepare(policy)
+        self.near = None if data is None or policy.near_duplicates is None else NearRun(
+            data, policy.near_duplicates.threshold)
+        if self.near is not None and root.ran:
+            self.near.add(root.id)
 
     def round(self, round_: int, k: int) -> None:
         # every slot's proposer is chosen and expanded before any outcome is told (as the
@@ -194,9 +219,28 @@ class _Run:
             name = choose(loop.choice_step(before, slot))
             children.append((parent, name, expand(parent, name)))
         self.created += k
+        if self.near is not None or self.sim.refused_any:  # vs the earlier rounds' runs
+            children = [(parent, name, self._near_check(parent, name, outcome))
+                        for parent, name, outcome in children]
         record = self._record
         for slot, (parent, name, outcome) in enumerate(children):
             record(round_, slot, parent, name, outcome)
+        if self.near is not None:
+            for _, _, outcome in children:
+                if outcome[0] is not None and outcome[0].ran:
+                    self.near.add(outcome[0].id)
+
+    def _near_check(self, parent: int, name: str, outcome: _Outcome) -> _Outcome:
+        """``outcome`` as the run's near-duplicate setting leaves it: a recorded node it
+        refuses fails unevaluated (and spends the budget); one the record refused and it
+        does not is answered by the model."""
+        rec = outcome[0]
+        if rec is None or not rec.spends:
+            return outcome
+        if self.near is not None and self.near.refuses(rec.id):
+            self.trace.refused += 1
+            return None, None, False, True, rec.cost, False
+        return self._modelled(parent, name) if rec.refused_near else outcome
 
     def _parents(self, round_: int, k: int) -> list[int]:
         """The numbers of ``k`` parents, drawn with ``loop.selection_seed(seed, round_)``."""
@@ -241,6 +285,10 @@ class _Run:
                     left[i], left[-1] = left[-1], left[i]
                 child = left.pop()
                 return child, child.score, child.ok, child.spends, child.cost, False
+        return self._modelled(parent, name)
+
+    def _modelled(self, parent: int, name: str) -> _Outcome:
+        """An expansion of node ``parent`` by proposer ``name`` answered by the model."""
         score = self.scores[parent]
         assert score is not None
         t = self.sim.model.draw(name, score, self.depths[parent], self.outcome_rng)

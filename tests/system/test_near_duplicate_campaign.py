@@ -68,3 +68,54 @@ def test_a_replay_of_the_recorded_settings_reproduces_the_refusals(tmp_path: Pat
     _run(tmp_path / "on", {"enabled": True})
     check = fidelity(Simulator(load_campaign(tmp_path / "on")))
     assert check.exact and check.nodes == 4, check
+
+
+def _replay(directory: Path, fragment: dict[str, Any]) -> Any:
+    """One ordered replay of the campaign in ``directory`` under its settings changed by
+    ``fragment`` (its own seed and budget): the trace."""
+    from recursor.replay.policies import build_policy
+
+    campaign = load_campaign(directory)
+    policy = build_policy(campaign.config, fragment, "changed")
+    return Simulator(campaign).run(policy, campaign.config.seed, 4, ordered=True)
+
+
+def test_replay_refuses_the_near_duplicates_of_a_campaign_that_ran_without_the_check(
+        tmp_path: Path) -> None:
+    """The check simulated over a campaign that evaluated everything: the comment-only
+    children are refused (failed, spending the budget, counted), the margins are not."""
+    _run(tmp_path / "off", {})
+    trace = _replay(tmp_path / "off", {"near_duplicates": {"enabled": True}})
+    assert trace.refused == 2
+    assert [ok for ok, _, _ in trace.results] == [False, True, False, True]
+    assert all(spends for _, _, spends in trace.results) and trace.from_model == 0
+    plain = _replay(tmp_path / "off", {})
+    assert plain.refused == 0 and [ok for ok, _, _ in plain.results] == [True] * 4
+
+
+def test_replay_without_the_check_models_what_the_record_refused(tmp_path: Path) -> None:
+    """A campaign that refused two proposals, replayed with the check off: their outcomes are
+    unknown, so the outcome model answers them (not the recorded refusal); with the check on,
+    the record's own refusals come back."""
+    _run(tmp_path / "on", {"enabled": True})
+    own = _replay(tmp_path / "on", {})
+    assert own.refused == 2 and not any(own.modelled)
+    assert [ok for ok, _, _ in own.results] == [False, True, False, True]
+    trace = _replay(tmp_path / "on", {"near_duplicates": {"enabled": False}})
+    assert trace.refused == 0 and trace.modelled[0]  # the first refusal, now modelled
+
+
+def test_the_replay_command_reports_near_duplicate_refusals(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from recursor.cli import app
+
+    _run(tmp_path / "off", {})
+    result = CliRunner().invoke(app, [
+        "replay", "--dir", str(tmp_path / "off"), "--seeds", "5", "--json", "--policy",
+        "{name: near, near_duplicates: {enabled: true, threshold: 0.99}}"])
+    assert result.exit_code == 0, result.output
+    policies = {p["name"]: p for p in json.loads(result.output)["policies"]}
+    assert policies["recorded"]["refused"] == 0
+    assert policies["near"]["refused"] > 0
+    assert policies["near"]["config"]["near_duplicates"]["threshold"] == 0.99
