@@ -27,7 +27,8 @@ demo-coevolve: $(STAMP) system-deps
 demo-recursive: $(STAMP) system-deps
 	$(VENV)/bin/recursor run examples/campaigns/learned-proposer.yaml --dir $(RECURSIVE_DIR)
 
-# the type-check runs beside the tests' set-up and the tests (about a minute of one core)
+# the type-check runs beside the tests' set-up and the tests (about a minute of one core the
+# first time on a machine; its cache in ~/.cache/recursor/mypy makes later checkouts' seconds)
 test: $(STAMP) system-deps lint
 	@$(MAKE) --no-print-directory -j2 typecheck unit
 
@@ -75,7 +76,9 @@ sandbox-image: $(STAMP) container-engine
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e ".[dev,train,ray]"
+	# no byte-compiling of every installed file (half the install's time): Python compiles
+	# what is imported, when it is first imported
+	$(PY) -m pip install --quiet --no-compile -e ".[dev,train,ray]"
 	# DeepSpeed builds from source: against the installed (CPU) torch, no CUDA ops at install
 	DS_BUILD_OPS=0 $(PY) -m pip install --quiet --no-build-isolation "deepspeed==0.19.8"
 	@touch $(STAMP)

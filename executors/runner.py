@@ -23,6 +23,8 @@ from typing import Any
 from recursor.executors.spec import JobRecord, JobSpec, JobStatus, parse_spec_json
 
 STALE_LOCK_S = 600.0  # a JIT build of an op takes about a minute (clear_stale_build_locks)
+SHM = Path("/dev/shm")
+SHM_BUFFER = "deepspeed_allreduce_buffer"  # DeepSpeed's CPU allreduce buffers (one per rank)
 
 
 def supervise(directory: Path, executor: str) -> JobRecord:
@@ -39,6 +41,9 @@ def supervise(directory: Path, executor: str) -> JobRecord:
         timed_out = True
         work.kill()
         work.wait()
+    port = launcher_port(argv, env)
+    if port is not None:
+        remove_shared_buffers(port)
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     result = _read_result(directory)
     costs = {"wall_s": time.monotonic() - started, "cpu_s": usage.ru_utime + usage.ru_stime,
@@ -73,6 +78,32 @@ def work_command(directory: Path, spec: JobSpec,
         env["RECURSOR_LAUNCHER"] = json.dumps(head)
         return own, env
     return [*head, "--module", "recursor.executors.work", str(directory)], env
+
+
+def launcher_port(argv: list[str], env: dict[str, str]) -> int | None:
+    """The master port the deepspeed launcher was given for this job, if it runs under one."""
+    head = json.loads(env["RECURSOR_LAUNCHER"]) if "RECURSOR_LAUNCHER" in env else argv
+    if "--master_port" not in head[:-1]:
+        return None
+    return int(head[head.index("--master_port") + 1])
+
+
+def remove_shared_buffers(port: int, shm: Path = SHM) -> list[Path]:
+    """Remove the shared-memory buffers DeepSpeed's CPU allreduce left for the job whose
+    launcher had master port ``port``; returns them. Each rank maps one (about 67 MB, named
+    ``deepspeed_allreduce_buffer_UID_ADDRESS_PORT_RANK``) and DeepSpeed never unlinks it, so
+    every job would keep that much memory taken in ``/dev/shm`` until the machine restarts."""
+    removed = []
+    for buffer in sorted(shm.glob(f"{SHM_BUFFER}_{os.getuid()}_*_{port}_*")):
+        try:
+            buffer.unlink()
+            removed.append(buffer)
+        except OSError:
+            continue  # removed meanwhile, or not ours
+    if removed:
+        print(f"removed {len(removed)} shared-memory buffer(s) DeepSpeed left "
+              f"({', '.join(b.name for b in removed)})", file=sys.stderr)
+    return removed
 
 
 def clear_stale_build_locks(root: Path, older_than_s: float = STALE_LOCK_S) -> list[Path]:

@@ -6,6 +6,12 @@ mypy cannot follow: it names a module after the folders a file sits in. So this 
 ``.mypy-tree/recursor``, a tree of symlinks laid out as the installed package (``recursor/*``
 beside one link per mapped folder), rebuilt on every run so that a new module or package is
 never missed, and then runs mypy on it (the ``files`` of pyproject's ``[tool.mypy]``).
+
+mypy's incremental cache lives in ``~/.cache/recursor/mypy`` (``RECURSOR_MYPY_CACHE``, or a
+``--cache-dir`` given, overrides it), shared by every checkout of the machine: a fresh clone's
+check then reuses what an earlier one learned of the dependencies (about 70 s of one core
+cold, 2 s warm). mypy checks each cached module's source hash, so a changed file is always
+checked again (a planted error in a file the cache had seen clean is reported).
 """
 
 from __future__ import annotations
@@ -40,11 +46,21 @@ def build_tree() -> Path:
     return TREE / "recursor"
 
 
+def cache_args(argv: list[str]) -> list[str]:
+    """``--cache-dir`` for mypy unless ``argv`` names one (see the module docstring)."""
+    if any(arg == "--cache-dir" or arg.startswith("--cache-dir=") for arg in argv):
+        return []
+    cache = os.environ.get("RECURSOR_MYPY_CACHE") or str(
+        Path.home() / ".cache" / "recursor" / "mypy")
+    return ["--cache-dir", cache]
+
+
 def main() -> None:
     build_tree()
     mypy = Path(sys.executable).with_name("mypy")
     os.chdir(ROOT)
-    os.execv(mypy, [str(mypy), *sys.argv[1:]])
+    args = sys.argv[1:]
+    os.execv(mypy, [str(mypy), *cache_args(args), *args])
 
 
 if __name__ == "__main__":

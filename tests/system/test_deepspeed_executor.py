@@ -4,6 +4,7 @@ with a generated ZeRO-2 config, for a TRL SFT job and for a plain script."""
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -27,6 +28,16 @@ if dist.get_rank() == 0:
 """
 
 
+def _buffers_removed(log: str) -> None:
+    """Each rank's shared-memory allreduce buffer, which DeepSpeed never unlinks, was removed
+    by the job's supervisor (said in the job's log) and is gone."""
+    said = re.search(r"removed (\d+) shared-memory buffer\(s\) DeepSpeed left \(([^)]*)\)", log)
+    assert said is not None, log[-3000:]
+    names = said.group(2).split(", ")
+    assert int(said.group(1)) == len(names) == 2
+    assert not any((Path("/dev/shm") / name).exists() for name in names)
+
+
 def test_a_two_rank_zero2_sft_job(tmp_path: Path) -> None:
     rows = [{"text": f"the {c} star is {c} ."} for c in ("red", "green", "blue", "white")] * 16
     data = tmp_path / "d.jsonl"
@@ -43,6 +54,7 @@ def test_a_two_rank_zero2_sft_job(tmp_path: Path) -> None:
     assert Path(record.artifacts["checkpoint"], "config.json").is_file()
     config = json.loads((handle.directory / "out" / "ds_config.json").read_text())
     assert config["zero_optimization"] == {"stage": 2}
+    _buffers_removed(log)
 
 
 def test_a_plain_script_under_the_launcher(tmp_path: Path) -> None:
@@ -53,6 +65,8 @@ def test_a_plain_script_under_the_launcher(tmp_path: Path) -> None:
     executor = build_executor(DeepSpeedExecutorConfig(kind="deepspeed", num_procs=2,
                                                       zero_stage=2), tmp_path / "jobs")
     assert isinstance(executor, DeepSpeedExecutor)
-    record = executor.wait(executor.submit(spec), timeout_s=300)
+    handle = executor.submit(spec)
+    record = executor.wait(handle, timeout_s=300)
     assert record.status is JobStatus.DONE, record.error
     assert record.metrics == {"world_size": 2, "stage": 2}
+    _buffers_removed("\n".join(executor.logs(handle)))
