@@ -50,8 +50,9 @@ class NearData:
     def build(cls, campaign: RecordedCampaign, config: NearDuplicateConfig) -> NearData:
         if campaign.files is None:
             raise ConfigError(f"replay: simulating near_duplicates compares the nodes' code, "
-                              f"which only a campaign's folder holds; campaign "
-                              f"{campaign.name} was read without it: give its --dir")
+                              f"which only a campaign's folder holds (its repo/); campaign "
+                              f"{campaign.name} was read without one (from an --archive URL, "
+                              "or a folder whose repo/ is gone): give its folder with --dir")
         values = {}
         for node in campaign.nodes:
             if node.commit is not None and node.spends:
