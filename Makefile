@@ -76,9 +76,7 @@ sandbox-image: $(STAMP) container-engine
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	# no byte-compiling of every installed file (half the install's time): Python compiles
-	# what is imported, when it is first imported
-	$(PY) -m pip install --quiet --no-compile -e ".[dev,train,ray]"
+	$(PY) -m pip install --quiet -e ".[dev,train,ray]"
 	# DeepSpeed builds from source: against the installed (CPU) torch, no CUDA ops at install
 	DS_BUILD_OPS=0 $(PY) -m pip install --quiet --no-build-isolation "deepspeed==0.19.8"
 	@touch $(STAMP)
