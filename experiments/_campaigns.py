@@ -3,6 +3,7 @@ and reading back what it promoted."""
 
 from __future__ import annotations
 
+import json
 import secrets
 from pathlib import Path
 from typing import Any
@@ -60,12 +61,38 @@ def run(config: dict[str, Any], directory: Path) -> dict[str, Any]:
             if p.previous_node_id is None:  # the start: every component's first incumbent
                 continue
             counts[p.component] = counts.get(p.component, 0) + 1
-        evaluated = sum(1 for n in archive.nodes(cid) if n.round > 0)
+        nodes = archive.nodes(cid)
+        evaluated = sum(1 for n in nodes if n.round > 0)
         return {"start_dev": root.score, "start_heldout": root.heldout_score,
                 "dev": best.score, "heldout": best.heldout_score, "promotions": counts,
-                "evaluated": evaluated, "best": best.id}
+                "evaluated": evaluated, "best": best.id, "corpora": corpora(archive, nodes)}
     finally:
         archive.close()
+
+
+def corpora(archive: Archive, nodes: list[Any]) -> list[dict[str, float]]:
+    """The corpus metrics of every training the campaign's ``nodes`` ran, in node order."""
+    return [_corpus_metrics(log.content) for n in nodes for log in archive.logs(n.id, "training")]
+
+
+def corpora_in(directory: Path) -> list[dict[str, float]]:
+    """:func:`corpora` of the campaign in ``directory``."""
+    manifest = read_manifest(directory)
+    archive = Archive(manifest["archive_url"])
+    try:
+        return corpora(archive, archive.nodes(manifest["campaign_id"]))
+    finally:
+        archive.close()
+
+
+def _corpus_metrics(content: str) -> dict[str, float]:
+    """A training log's corpus metrics: the policy's success on the curriculum's probe
+    (``success``) and, with a challenger, on its questions (``challenger_success``)."""
+    try:
+        metrics = json.loads(content).get("corpus_metrics", {})
+    except (ValueError, AttributeError):
+        return {}
+    return {k: float(v) for k, v in metrics.items() if isinstance(v, int | float)}
 
 
 def pct(value: float | None) -> str:

@@ -29,7 +29,14 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _campaigns import campaign, pct, private_seed, run, worlds_task  # noqa: E402
+from _campaigns import (  # noqa: E402
+    campaign,
+    corpora_in,
+    pct,
+    private_seed,
+    run,
+    worlds_task,
+)
 
 from recursor.stats import t_interval as interval  # noqa: E402
 
@@ -63,6 +70,8 @@ def one_seed(world_seed: int, args: argparse.Namespace, base: Path) -> dict[str,
         saved = base / name / "result.json"
         if saved.exists():
             out[name] = json.loads(saved.read_text())
+            if "corpora" not in out[name]:  # saved before the experiment kept them
+                out[name]["corpora"] = corpora_in(base / name)
             print(f"# {name}: held-out {pct(out[name]['heldout'])} (done before)", flush=True)
             continue
         task = worlds_task(world_seed, args.steps)
@@ -115,6 +124,25 @@ def report(results: list[dict[str, Any]], args: argparse.Namespace) -> None:
         gains.append(r["_gain"])
     for joint in ("joint", CHALLENGED):
         print(f"joint-minus-sum gain ({joint}): {_fmt([g[joint] for g in gains])} points")
+    frontier(results)
+
+
+def frontier(results: list[dict[str, Any]]) -> None:
+    """The challenger's band: per seed, the policy's success on the challenger's questions in
+    each corpus run of the challenged arm, beside its success on every question probed then
+    (the training universes' own and the challenger's)."""
+    print(f"\n{CHALLENGED}: the policy's success on the challenger's questions (each corpus "
+          "run; target 50%) | on every question probed (training universes)")
+    for index, r in enumerate(results):
+        corpora = r[CHALLENGED].get("corpora", [])
+        asked = [c["challenger_success"] for c in corpora if "challenger_success" in c]
+        probe = [c["success"] for c in corpora if "success" in c]
+        print(f"  seed {index + 1}: {_span(asked)} | {_span(probe)}")
+
+
+def _span(values: list[float]) -> str:
+    return "-" if not values else (f"{100 * min(values):.1f}-{100 * max(values):.1f}% "
+                                   f"({len(values)} runs)")
 
 
 def drawn(base: Path, count: int) -> list[int]:
