@@ -16,7 +16,11 @@ draws its parent from its island's pool with the ``within`` policy (tournament b
 Every ``interval`` steps, migration: the pool of island ``i`` also holds the ``rate`` best
 nodes that existed at the last migration step on island ``i - 1`` (``topology: ring``) or on
 every other island (``all``). A migrant's child lives where the slot that made it says, so
-good code spreads without the islands merging.
+good code spreads without the islands merging. With ``patience`` p, migration also tunes
+itself to each island's progress: an island whose last p scored children (made before the
+step) include none better than everything it had before them is *stalled*, and its pool also
+holds the ``rate`` best nodes its source islands have now; an island that still improves
+stays apart.
 
 **MAP-Elites.** Each scored node falls in the cell of a grid over ``descriptors`` (a dev
 metric each, cut into ``bins`` equal bins between ``low`` and ``high``; values outside are
@@ -113,13 +117,14 @@ class IslandSelection(PopulationPolicy):
     """Islands with migration (see the module docstring)."""
 
     def __init__(self, islands: int, interval: int, rate: int, topology: str,
-                 within: RankedSelectionPolicy) -> None:
-        if islands < 1 or interval < 1 or rate < 0 or topology not in ("ring", "all"):
-            raise ValueError(f"islands: need islands >= 1, interval >= 1, rate >= 0 and "
-                             f"topology ring or all; got {islands}, {interval}, {rate}, "
-                             f"{topology!r}")
+                 within: RankedSelectionPolicy, patience: int | None = None) -> None:
+        if islands < 1 or interval < 1 or rate < 0 or topology not in ("ring", "all") \
+                or (patience is not None and patience < 1):
+            raise ValueError(f"islands: need islands >= 1, interval >= 1, rate >= 0, "
+                             f"topology ring or all and patience None or >= 1; got {islands}, "
+                             f"{interval}, {rate}, {topology!r}, {patience}")
         self.islands, self.interval, self.rate = islands, interval, rate
-        self.topology, self.within = topology, within
+        self.topology, self.within, self.patience = topology, within, patience
 
     def island(self, member: Member) -> int | None:
         """The member's island; None for the start (a member of every island)."""
@@ -132,17 +137,50 @@ class IslandSelection(PopulationPolicy):
 
     def pool(self, members: Sequence[Member], objective: Objective, island: int,
              step: int) -> list[Member]:
-        """Island ``island``'s pool at ``step``: its members, the start, and its migrants."""
+        """Island ``island``'s pool at ``step``: its members, the start, and its migrants
+        (those of the last migration step; with ``patience``, a stalled island's also those
+        its sources have now)."""
         home = [m for m in members if self.island(m) in (None, island)]
-        boundary = (step // self.interval) * self.interval
-        if boundary < self.interval or self.rate == 0:
+        if self.rate == 0:
             return home
+        boundary = (step // self.interval) * self.interval
+        migrants = self._migrants(members, objective, island, boundary) \
+            if boundary >= self.interval else []
+        if self.stalled(home, objective, step):
+            migrants += self._migrants(members, objective, island, step)
         taken = {m.id for m in home}
-        migrants: list[Member] = []
+        pool = list(home)
+        for migrant in migrants:
+            if migrant.id not in taken:
+                taken.add(migrant.id)
+                pool.append(migrant)
+        return pool
+
+    def _migrants(self, members: Sequence[Member], objective: Objective, island: int,
+                  before: int) -> list[Member]:
+        """The ``rate`` best nodes each source island of ``island`` made before step
+        ``before``."""
+        out: list[Member] = []
         for source in self._sources(island):
-            settled = [m for m in members if self.island(m) == source and m.round < boundary]
-            migrants += [m for m in _best(settled, objective, self.rate) if m.id not in taken]
-        return home + migrants
+            settled = [m for m in members if self.island(m) == source and m.round < before]
+            out += _best(settled, objective, self.rate)
+        return out
+
+    def stalled(self, home: Sequence[Member], objective: Objective, step: int) -> bool:
+        """Whether an island (its pool's own members ``home``, the start among them) is
+        stalled at ``step``: ``patience`` set, and its last ``patience`` scored children made
+        before the step include none better than every node it had before them."""
+        if self.patience is None:
+            return False
+        own = sorted((m for m in home if 0 < m.round < step), key=lambda m: (m.round, m.slot))
+        if len(own) < self.patience:
+            return False
+        earlier = [m for m in home if m.round == 0] + own[:-self.patience]
+        if not earlier:
+            return False
+        sign = objective.sign
+        return min(sign * m.score for m in own[-self.patience:]) >= min(
+            sign * m.score for m in earlier)
 
     def choose_members(self, members: Sequence[Member], objective: Objective,
                        rng: random.Random, k: int, step: int) -> list[str]:
@@ -233,7 +271,7 @@ def build_population(config: PopulationConfig) -> PopulationPolicy:
         within = build_selection(config.within)
         assert isinstance(within, RankedSelectionPolicy)  # the config admits only those
         return IslandSelection(config.islands, config.interval, config.rate, config.topology,
-                               within)
+                               within, config.patience)
     return MapElitesSelection([Descriptor(d.metric, d.bins, d.low, d.high, d.log)
                                for d in config.descriptors])
 

@@ -17,6 +17,8 @@ task, mutation + optuna, UCB, concurrency 2) with only ``selection`` (and ``seed
   many seeds reached DCFR's level (0.00776).
 
 Strategies: the default campaign as it is; ``islands`` (4 islands, migration every 10 steps);
+``islands_tuned`` (the same, and a stalled island takes its neighbour's best at once:
+``patience: 5``);
 ``map_elites`` (the reference grid); ``crossover`` (the mutation proposer crossing with an
 inspiration in a quarter of its proposals).
 
@@ -50,6 +52,10 @@ AXES = (Descriptor("expl_kuhn_poker", 8, 1e-4, 1.0, log=True),
 STRATEGIES: dict[str, dict[str, Any]] = {
     "default": {},
     "islands": {"selection": {"kind": "islands", "islands": 4, "interval": 10, "rate": 1}},
+    # self-tuned migration: a stalled island (5 children without a better one) takes its
+    # neighbour's best at once (5 chosen before any run, not tuned)
+    "islands_tuned": {"selection": {"kind": "islands", "islands": 4, "interval": 10,
+                                    "rate": 1, "patience": 5}},
     "map_elites": {"selection": {"kind": "map_elites", "descriptors": [
         {"metric": a.metric, "bins": a.bins, "low": a.low, "high": a.high, "log": True}
         for a in AXES]}},

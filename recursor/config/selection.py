@@ -69,6 +69,10 @@ class IslandsSelectionConfig(_Model):
                       "join each receiving island's pool at a migration (0: never)")
     topology: Literal["ring", "all"] = Field("ring", description="ring: island i receives from "
                                              "i - 1; all: from every other island")
+    patience: int | None = Field(None, ge=1, description="self-tuned migration: an island whose "
+                                 "last `patience` scored children bettered nothing it had also "
+                                 "receives its sources' best at once (None: fixed interval "
+                                 "only)")
     within: RankedSelectionConfig = Field(
         default_factory=lambda: TournamentSelectionConfig(kind="tournament"),
         description="how a slot draws its parent from its island's pool")

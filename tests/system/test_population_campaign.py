@@ -22,6 +22,9 @@ ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "your-task"
 SELECTIONS: dict[str, dict[str, Any]] = {
     "islands": {"kind": "islands", "islands": 2, "interval": 3, "rate": 1},
+    # self-tuned migration alone (no interval step within the budget)
+    "islands_patience": {"kind": "islands", "islands": 2, "interval": 100, "rate": 1,
+                         "patience": 2},
     "map_elites": {"kind": "map_elites", "descriptors": [
         {"metric": "n8", "bins": 3, "low": 0.5, "high": 1.5},
         {"metric": "n16", "bins": 3, "low": 1.0, "high": 3.0}]},

@@ -70,6 +70,42 @@ def test_migration_brings_the_neighbours_best_at_each_interval() -> None:
     assert len([m for m in every if islands.island(m) not in (None, 1)]) == 6
 
 
+def _plateau() -> list[Member]:
+    """Island 1 (of 4) found 5.0 first, then only 1.0 and 2.0; island 0 keeps improving."""
+    return [Member("c-000-0", 0.0, 0, 0),
+            Member("c-001-0", 5.0, 1, 0), Member("c-001-3", 3.0, 1, 3),  # islands 1, 0
+            Member("c-002-3", 1.0, 2, 3), Member("c-002-2", 4.0, 2, 2),  # islands 1, 0
+            Member("c-003-2", 2.0, 3, 2), Member("c-003-1", 6.0, 3, 1)]  # islands 1, 0
+
+
+def test_a_stalled_island_receives_migrants_at_once_and_an_improving_one_does_not() -> None:
+    """Self-tuned migration (``patience``): island 1's last two children bettered nothing it
+    had, so at step 4 (no migration step: interval 100) its pool holds island 0's best now;
+    island 2, whose source island 1 has stalled, and island 1 with a patience of 3 (its
+    first child counts as improving on the start) stay apart; without patience, nothing."""
+    members = _plateau()
+    adaptive = IslandSelection(4, 100, 1, "ring", GreedySelection(), patience=2)
+    pool = adaptive.pool(members, MAX, 1, 4)
+    assert [m.id for m in pool if adaptive.island(m) not in (None, 1)] == ["c-003-1"]
+    # step 5, slot 0 breeds island 1: greedy takes the migrant, better than its own 5.0
+    assert adaptive.choose_members(members, MAX, random.Random(0), 1, 5) == ["c-003-1"]
+    improving = [m for m in members if adaptive.island(m) in (None, 0)]
+    assert not adaptive.stalled(improving, MAX, 4)
+    patient = IslandSelection(4, 100, 1, "ring", GreedySelection(), patience=3)
+    assert {patient.island(m) for m in patient.pool(members, MAX, 1, 4)} == {None, 1}
+    fixed = IslandSelection(4, 100, 1, "ring", GreedySelection())
+    assert {fixed.island(m) for m in fixed.pool(members, MAX, 1, 4)} == {None, 1}
+    # only children made before the step count: at step 3 island 1 had one child since 5.0
+    assert {adaptive.island(m) for m in adaptive.pool(members, MAX, 1, 3)} == {None, 1}
+    # minimized, the start's 0.0 is what no child of island 1 bettered: stalled too, while
+    # children that keep going down are not
+    low = Objective("score", "minimize")
+    assert adaptive.stalled([m for m in members if adaptive.island(m) in (None, 1)], low, 4)
+    falling = [Member("c-000-0", 9.0, 0, 0), Member("c-001-1", 8.0, 1, 1),
+               Member("c-002-0", 7.0, 2, 0), Member("c-003-3", 6.0, 3, 3)]  # all island 2
+    assert not adaptive.stalled(falling, low, 4) and adaptive.stalled(falling, MAX, 4)
+
+
 def test_island_choices_are_pure_and_take_k_known_ids() -> None:
     islands = IslandSelection(3, 2, 1, "ring", TournamentSelection(2))
     members = _members(20, per_round=3)
@@ -110,6 +146,11 @@ def test_the_configs_build_the_strategies_and_refuse_bad_values() -> None:
             {"metric": "n8", "low": 2, "high": 2}]}})
     with pytest.raises(ConfigError, match="within"):
         parse_config({"selection": {"kind": "islands", "within": {"kind": "islands"}}})
+    tuned = parse_config({"selection": {"kind": "islands", "patience": 4}})
+    adaptive = build_selection(tuned.selection)
+    assert isinstance(adaptive, IslandSelection) and adaptive.patience == 4
+    with pytest.raises(ConfigError, match="patience"):
+        parse_config({"selection": {"kind": "islands", "patience": 0}})
 
 
 def test_log_bins_cut_orders_of_magnitude() -> None:
