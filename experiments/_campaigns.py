@@ -95,5 +95,14 @@ def _corpus_metrics(content: str) -> dict[str, float]:
     return {k: float(v) for k, v in metrics.items() if isinstance(v, int | float)}
 
 
+def refusal_line(label: str, refused: list[dict[str, Any]], wasted: int, lost: int) -> str:
+    """One row of a duplicate check's table: how many it ``refused``, how many of the
+    ``wasted`` evaluations among them (a row's ``wasted``), how many not, and ``lost``."""
+    saved = sum(r["wasted"] for r in refused)
+    share = f"{saved} of {wasted} ({100 * saved / wasted:.0f}%)" if wasted else "0"
+    return (f"| {label} | {len(refused)} | {share} | "
+            f"{sum(not r['wasted'] for r in refused)} | {lost} |")
+
+
 def pct(value: float | None) -> str:
     return "-" if value is None else f"{100 * value:.1f}%"

@@ -42,6 +42,9 @@ from recursor.tasks import EvaluationPlan
 from recursor.tasks.cfr import CACHE_TARGET, CFRTask, games
 from recursor.types import ANALYSIS_PROPOSERS, NodeStatus
 
+sys.path.insert(0, str(Path(__file__).parent))
+from _campaigns import refusal_line  # noqa: E402
+
 PROBE_GAMES = ("kuhn_poker", "leduc_poker")
 
 
@@ -105,11 +108,7 @@ def report(rows: list[dict[str, Any]], iterations: list[int]) -> list[str]:
              "not wasted refused | promotions or best refused |", "|---|---|---|---|---|"]
     for i in iterations:
         refused = [r for r in rows if r[i]]
-        saved = sum(r["wasted"] for r in refused)
-        share = f"{saved} of {wasted} ({100 * saved / wasted:.0f}%)" if wasted else "0"
-        lines.append(f"| {i} | {len(refused)} | {share} | "
-                     f"{sum(not r['wasted'] for r in refused)} | "
-                     f"{sum(r['lost'] for r in refused)} |")
+        lines.append(refusal_line(str(i), refused, wasted, sum(r["lost"] for r in refused)))
     return lines
 
 

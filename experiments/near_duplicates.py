@@ -36,6 +36,9 @@ from recursor.orchestrator.near_duplicates import jaccard, shingles
 from recursor.orchestrator.progress import NullReporter
 from recursor.types import ANALYSIS_PROPOSERS, NodeStatus
 
+sys.path.insert(0, str(Path(__file__).parent))
+from _campaigns import refusal_line  # noqa: E402
+
 SHINGLE = 4  # the check's default
 
 
@@ -80,11 +83,8 @@ def report(rows: list[dict[str, Any]], thresholds: list[float]) -> list[str]:
              "promotions or best refused |", "|---|---|---|---|---|"]
     for t in thresholds:
         refused = [r for r in rows if r["similarity"] >= t]
-        saved = sum(r["wasted"] for r in refused)
-        share = f"{saved} of {wasted} ({100 * saved / wasted:.0f}%)" if wasted else "0"
         lost = sum(r["promoted"] or r["best"] for r in refused)
-        lines.append(f"| {t:g} | {len(refused)} | {share} | "
-                     f"{sum(not r['wasted'] for r in refused)} | {lost} |")
+        lines.append(refusal_line(f"{t:g}", refused, wasted, lost))
     return lines
 
 
