@@ -44,7 +44,7 @@ from recursor.orchestrator.context import read_manifest
 from recursor.orchestrator.graph import run_campaign
 from recursor.orchestrator.progress import NullReporter
 from recursor.stats import t_interval as interval
-from recursor.types import NodeStatus, Split
+from recursor.types import ANALYSIS_PROPOSERS, NodeStatus, Split
 
 AXES = (Descriptor("expl_kuhn_poker", 8, 1e-4, 1.0, log=True),
         Descriptor("expl_leduc_poker", 8, 1e-4, 1.0, log=True))
@@ -70,7 +70,9 @@ def measure(directory: Path) -> dict[str, float]:
     try:
         nodes = archive.nodes(manifest["campaign_id"])
         incumbent = archive.incumbent(manifest["campaign_id"]) or ""
-        done = [n for n in nodes if n.status == NodeStatus.DONE.value and n.score is not None]
+        # the search's nodes: the final simplification pass's (and undo's) copy what exists
+        done = [n for n in nodes if n.status == NodeStatus.DONE.value and n.score is not None
+                and n.proposer not in ANALYSIS_PROPOSERS]
         dev = {e.node_id: e.metrics for e in archive.evaluations([n.id for n in done],
                                                                    split=Split.DEV)}
     finally:
