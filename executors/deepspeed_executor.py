@@ -40,6 +40,7 @@ class DeepSpeedExecutor(LocalExecutor):
     (in a folder per launcher setting, since the setting changes what the job computes)."""
 
     kind = "deepspeed"
+    warm_capable = False  # its work runs under the launcher, in processes of their own
 
     def __init__(self, root: Path, num_procs: int = 2, zero_stage: int = 2,
                  offload: bool = False, micro_batch: int | None = None) -> None:

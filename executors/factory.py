@@ -31,7 +31,7 @@ def build_executor(config: ExecutorConfig, root: Path) -> Executor:
     if isinstance(config, LocalExecutorConfig):
         from recursor.executors.local import LocalExecutor
 
-        return LocalExecutor(root)
+        return LocalExecutor(root, warm=config.warm)
     if isinstance(config, DeepSpeedExecutorConfig):
         from recursor.executors.deepspeed_executor import DeepSpeedExecutor
 

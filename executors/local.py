@@ -5,7 +5,8 @@ Layout of a job (``ROOT/<job id>/``): ``spec.json``; ``job.log`` (stdout and std
 the supervisor for its whole life: whether it runs); ``out/`` (artifacts);
 ``record.json`` (the finished ``JobRecord``, written atomically by the supervisor).
 
-The supervisor (``recursor.executors.runner``) runs the work as a child under the spec's wall
+The supervisor (``recursor.executors.runner``; for training and evaluation jobs forked from a
+warm starter, ``recursor.executors.starter``) runs the work as a child under the spec's wall
 time, measures its costs and writes the record, so a job finishes and is recorded even when the
 controller that submitted it was killed. Submitting the same spec again finds the directory:
 a finished record is returned as it is, a live supervisor is re-attached to, and a job whose
@@ -35,6 +36,7 @@ from recursor.errors import ExecutorError
 from recursor.executors._base import Executor, JobHandle
 from recursor.executors._jobdir import lost_record, prepare, previous_attempts, write_json
 from recursor.executors.spec import JobRecord, JobSpec, JobStatus
+from recursor.executors.starter import WARM_KINDS, StarterLost, WarmStarter, enabled
 
 POLL_S = 0.2
 LOCK = "alive.lock"
@@ -54,14 +56,18 @@ def _lower_session_priority(pid: int, niceness: int) -> None:
 class LocalExecutor(Executor):
     """Jobs as local processes under ``root`` (one directory per job id). ``niceness``: the
     scheduling priority the jobs it starts run at (``nice``; 0 = the caller's): a job that
-    should use only what the machine leaves idle, such as a training beside a campaign."""
+    should use only what the machine leaves idle, such as a training beside a campaign.
+    ``warm``: start training and evaluation jobs from a warm starter, with their libraries
+    imported already (``recursor.executors.starter``; off with ``RECURSOR_WARM_JOBS=0``)."""
 
     kind = "local"
+    warm_capable = True  # a subclass whose jobs run under a launcher sets False
 
-    def __init__(self, root: Path, niceness: int = 0) -> None:
+    def __init__(self, root: Path, niceness: int = 0, warm: bool = True) -> None:
         self.root = Path(root).expanduser().resolve()  # the runner starts in its job folder
         self.root.mkdir(parents=True, exist_ok=True)
         self.niceness = niceness
+        self.starter = WarmStarter() if warm and self.warm_capable and enabled() else None
 
     def submit(self, spec: JobSpec) -> JobHandle:
         handle = JobHandle(spec.job_id, self.root / spec.job_id, self.kind)
@@ -72,13 +78,15 @@ class LocalExecutor(Executor):
             return handle
         try:
             if self.record(handle) is not None:  # it finished while we looked
+                os.close(lock)
                 return handle
             attempts = previous_attempts(handle.directory) + 1
             prepare(handle.directory, spec, attempts)
             self.prepare_job(handle)
-            self._start(handle, lock)
-        finally:
-            os.close(lock)  # the supervisor holds its own copy from here on
+        except BaseException:
+            os.close(lock)
+            raise
+        self._start(handle, lock, spec.kind)
         return handle
 
     def prepare_job(self, handle: JobHandle) -> None:  # noqa: B027 - optional hook
@@ -86,7 +94,59 @@ class LocalExecutor(Executor):
         ``spec.json`` and before its supervisor starts; write files the job's runner reads
         there (the DeepSpeed executor writes ``launcher.json``). Default: nothing."""
 
-    def _start(self, handle: JobHandle, lock: int) -> None:
+    def _start(self, handle: JobHandle, lock: int, kind: str) -> None:
+        """Start the job's supervisor, which keeps a copy of ``lock``; closes ``lock``."""
+        held: int | None = lock
+        if self.starter is not None and kind in WARM_KINDS:
+            held = self._start_warm(handle, lock)
+        if held is None:
+            return
+        try:
+            self._start_cold(handle, held)
+        finally:
+            os.close(held)
+
+    def _start_warm(self, handle: JobHandle, lock: int) -> int | None:
+        """Have a warm starter fork the job's supervisor. None when it did (``lock`` is
+        closed), else the lock descriptor to start the job cold with: ``lock``, or a fresh one
+        when a starter took the request without answering and nobody has held the job's lock
+        since. On an error ``lock`` is closed."""
+        assert self.starter is not None
+        try:
+            with (handle.directory / "job.log").open("ab") as log:
+                pid = self.starter.start(handle.directory, self.kind, self._niceness(),
+                                         log.fileno(), lock)
+            if pid is not None:
+                self._started(handle, pid)
+        except StarterLost as lost:
+            os.close(lock)
+            fresh = _take_lock_soon(handle.directory)
+            if fresh is None:
+                raise ExecutorError(
+                    f"job {handle.job_id}: the warm starter took it without answering "
+                    f"({lost}) and something holds its lock; set RECURSOR_WARM_JOBS=0 and "
+                    "submit it again") from None
+            _note(handle, f"started cold: the warm starter did not answer ({lost})")
+            return fresh
+        except BaseException:
+            os.close(lock)
+            raise
+        if pid is None:
+            _note(handle, f"started cold: {self.starter.reason}")
+            return lock
+        os.close(lock)
+        return None
+
+    def _niceness(self) -> int:
+        """The niceness the job's processes get: this process's, plus ``self.niceness``."""
+        return os.getpriority(os.PRIO_PROCESS, 0) + self.niceness
+
+    def _started(self, handle: JobHandle, pid: int) -> None:
+        if self.niceness:
+            _lower_session_priority(pid, self.niceness)
+        write_json(handle.directory / "process.json", {"pid": pid, "start": _start_time(pid)})
+
+    def _start_cold(self, handle: JobHandle, lock: int) -> None:
         log = (handle.directory / "job.log").open("ab")
         try:
             nice = shutil.which("nice") if self.niceness else None
@@ -100,10 +160,7 @@ class LocalExecutor(Executor):
             raise ExecutorError(f"could not start the job runner: {exc}") from exc
         finally:
             log.close()
-        if self.niceness:
-            _lower_session_priority(proc.pid, self.niceness)
-        write_json(handle.directory / "process.json",
-                    {"pid": proc.pid, "start": _start_time(proc.pid)})
+        self._started(handle, proc.pid)
 
     def status(self, handle: JobHandle) -> JobStatus:
         record = self.record(handle)
@@ -171,6 +228,22 @@ def _take_lock(directory: Path) -> int | None:
         os.close(fd)
         return None
     return fd
+
+
+def _note(handle: JobHandle, line: str) -> None:
+    """A line of the submitter's in the job's log."""
+    with (handle.directory / "job.log").open("a") as log:
+        log.write(f"{handle.job_id}: {line}\n")
+
+
+def _take_lock_soon(directory: Path, within_s: float = 2.0) -> int | None:
+    """The job's lock once nobody holds it, waiting up to ``within_s``; None if still held."""
+    deadline = time.monotonic() + within_s
+    while True:
+        fd = _take_lock(directory)
+        if fd is not None or time.monotonic() >= deadline:
+            return fd
+        time.sleep(0.05)
 
 
 def _alive(directory: Path) -> bool:

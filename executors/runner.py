@@ -4,7 +4,9 @@ Runs the work (``recursor.executors.work``) as a child in the same process group
 spec's wall time; forwards SIGTERM (a cancel) to it; then writes ``record.json`` atomically
 with the status, the work's metrics and artifacts, the costs (wall and CPU seconds of the
 work; GPU seconds when it reports them) and the spec's provenance. It runs in a session of its
-own, so it outlives the controller that started it.
+own, so it outlives the controller that started it. A supervisor forked from a warm starter
+(``recursor.executors.starter``) forks its work instead of starting an interpreter, unless the
+work runs under a launcher (``main_warm``).
 """
 
 from __future__ import annotations
@@ -13,13 +15,13 @@ import json
 import os
 import resource
 import signal
-import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
+from recursor.executors._forked import WORK_MODULE, ForkedWork, free_port
 from recursor.executors.spec import JobRecord, JobSpec, JobStatus, parse_spec_json
 
 STALE_LOCK_S = 600.0  # a JIT build of an op takes about a minute (clear_stale_build_locks)
@@ -27,20 +29,30 @@ SHM = Path("/dev/shm")
 SHM_BUFFER = "deepspeed_allreduce_buffer"  # DeepSpeed's CPU allreduce buffers (one per rank)
 
 
-def supervise(directory: Path, executor: str) -> JobRecord:
+def supervise(directory: Path, executor: str, warm_lock: int | None = None) -> JobRecord:
+    """Run the job's work to its end and return its record. ``warm_lock``: this supervisor
+    was forked from a warm starter and holds the job's liveness lock at that descriptor; its
+    work is then forked too (the libraries are imported already), unless it runs under a
+    launcher."""
     spec = parse_spec_json((directory / "spec.json").read_text())
     attempts = json.loads((directory / "attempts.json").read_text()).get("attempts", 1)
     started = time.monotonic()
     argv, env = work_command(directory, spec, executor)
-    work = subprocess.Popen(argv, stdin=subprocess.DEVNULL, cwd=directory / "out", env=env)
+    work: subprocess.Popen[bytes] | ForkedWork
+    if warm_lock is not None and argv[1:3] == ["-m", WORK_MODULE]:
+        print(f"{spec.job_id}: started warm (forked with its libraries imported)",
+              file=sys.stderr, flush=True)
+        work = ForkedWork(directory, env, close=(warm_lock,))
+    else:
+        work = subprocess.Popen(argv, stdin=subprocess.DEVNULL, cwd=directory / "out", env=env)
     signal.signal(signal.SIGTERM, lambda *_: work.terminate())
     timed_out = False
     try:
-        work.wait(timeout=spec.wall_time_s)
+        code = work.wait(timeout=spec.wall_time_s)
     except subprocess.TimeoutExpired:
         timed_out = True
         work.kill()
-        work.wait()
+        code = work.wait()
     port = launcher_port(argv, env)
     if port is not None:
         remove_shared_buffers(port)
@@ -48,7 +60,7 @@ def supervise(directory: Path, executor: str) -> JobRecord:
     result = _read_result(directory)
     costs = {"wall_s": time.monotonic() - started, "cpu_s": usage.ru_utime + usage.ru_stime,
              "gpu_s": float(result.get("gpu_s", 0.0))}
-    status, error = _outcome(directory, work.returncode, timed_out, spec, result)
+    status, error = _outcome(directory, code, timed_out, spec, result)
     return JobRecord(job_id=spec.job_id, kind=spec.kind, status=status, executor=executor,
                      spec=spec.model_dump(mode="json"), metrics=result.get("metrics", {}),
                      artifacts=result.get("artifacts", {}), costs=costs,
@@ -60,7 +72,7 @@ def work_command(directory: Path, spec: JobSpec,
                  executor: str) -> tuple[list[str], dict[str, str]]:
     """The work's argv and environment: one process, or ranks under the deepspeed launcher."""
     env = dict(os.environ)
-    own = [sys.executable, "-m", "recursor.executors.work", str(directory)]
+    own = [sys.executable, "-m", WORK_MODULE, str(directory)]
     launcher_file = directory / "launcher.json"
     if executor != "deepspeed" or not launcher_file.is_file():
         return own, env
@@ -127,13 +139,6 @@ def clear_stale_build_locks(root: Path, older_than_s: float = STALE_LOCK_S) -> l
     return removed
 
 
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on now."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 def _read_result(directory: Path) -> dict[str, Any]:
     try:
         data = json.loads((directory / "result.json").read_text())
@@ -155,7 +160,18 @@ def _outcome(directory: Path, code: int, timed_out: bool, spec: JobSpec,
 
 def main() -> None:
     directory, executor = Path(sys.argv[1]), sys.argv[2]
-    record = supervise(directory, executor)
+    _write_record(directory, supervise(directory, executor))
+
+
+def main_warm(lock: int) -> int:
+    """``main`` in a supervisor forked from a warm starter (``recursor.executors.starter``),
+    holding the job's liveness lock at descriptor ``lock``; returns the exit status."""
+    directory, executor = Path(sys.argv[1]), sys.argv[2]
+    _write_record(directory, supervise(directory, executor, warm_lock=lock))
+    return 0
+
+
+def _write_record(directory: Path, record: JobRecord) -> None:
     tmp = directory / "record.tmp"
     tmp.write_text(record.model_dump_json(indent=2))
     os.replace(tmp, directory / "record.json")

@@ -28,7 +28,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from recursor.executors.runner import free_port
+from recursor.executors._forked import free_port
 from recursor.executors.spec import ServeJob
 
 DEFAULT_VLLM_PYTHON = Path.home() / ".cache" / "recursor" / "vllm-env" / "bin" / "python"

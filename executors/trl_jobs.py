@@ -38,8 +38,11 @@ def read_rows(path: str) -> list[dict[str, Any]]:
 def load_model(spec: ModelJob, texts: Sequence[str]) -> tuple[Any, Any]:
     """(model, tokenizer): from a checkpoint directory, or a tiny GPT-2 built here."""
     if spec.model == "tiny-gpt2":
+        import torch
+
         options = {**TOKENIZER_OPTIONS, **spec.model_options}
         tokenizer = build_tokenizer(texts, int(options["vocab_size"]), str(options["tokenizer"]))
+        torch.manual_seed(spec.seed)  # its initial weights are the spec's, as its training is
         return build_model(tokenizer, spec.model_options), tokenizer
     from transformers import AutoModelForCausalLM, AutoTokenizer
 

@@ -96,6 +96,8 @@ class LocalExecutorConfig(_Model):
     """Each job a supervised local process, recorded in its job folder (docs/executors.md)."""
 
     kind: Literal["local"] = "local"
+    warm: bool = Field(True, description="fork training and evaluation jobs from a starter "
+                       "that imported their libraries once (docs/executors.md)")
 
 
 class DeepSpeedExecutorConfig(_Model):

@@ -1,0 +1,192 @@
+"""Warm job starts: a job's supervisor forked from a process that imported the libraries once.
+
+Every training or evaluation job (``sft``, ``grpo``, ``generate``, ``eval``) used to start an
+interpreter and import torch, transformers, datasets, accelerate and TRL: about 7 s of wall and
+5 s of CPU here before its first step, for jobs that often train for seconds. A *starter*
+(``_starter_main``, one per interpreter and environment, started on demand in a session of its
+own) does those imports once; for each job the local executor sends it the job folder, the
+executor's kind, its own environment and niceness, and two descriptors (the job's log and its
+liveness lock), and the starter forks the job's supervisor, which forks the work. The process
+tree, the liveness lock, cancel (the supervisor's process group), the wall-time limit, the
+costs (the work's own CPU time, now without the imports) and the record are the cold path's.
+
+What forked jobs share, and what they do not:
+
+- shared: the pages of the preloaded libraries as the starter left them (copy-on-write;
+  nothing of a job is written back), the interpreter's hash seed, and the environment those
+  libraries read when they were imported. That last one is why a starter is keyed by the
+  environment (the interpreter, and every variable but the few that change per process,
+  pytest's ``PYTEST_*``, and ``RECURSOR_*``, read only by the project's code, which the fork
+  imports fresh): a job whose environment differs gets a starter of its own, never one
+  imported under another;
+- not shared: the project's own modules (imported after the fork, from the files as they are
+  then), the job's environment (the submitter's, set before anything is imported), the
+  global random state of Python, numpy and torch (seeded again from the OS, as a fresh
+  interpreter seeds it), working directory, session and the log and lock descriptors.
+
+The first job of an environment starts cold while its starter imports, so no job ever waits
+for a starter; a starter idle for ``RECURSOR_WARM_JOBS_IDLE_S`` (default 300) seconds exits.
+``RECURSOR_WARM_JOBS=0`` (or ``{kind: local, warm: false}``) keeps every job cold. The socket
+lies in a folder only its user can open (``$XDG_RUNTIME_DIR``, else the temporary folder), and
+the starter serves only processes of its own uid (``SO_PEERCRED``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import socket
+import stat
+import struct
+import subprocess
+import sys
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+
+WARM_KINDS = frozenset({"sft", "grpo", "generate", "eval"})
+SWITCH = "RECURSOR_WARM_JOBS"
+IDLE_VARIABLE = "RECURSOR_WARM_JOBS_IDLE_S"
+IDLE_S = 300.0
+# variables that differ between processes or tests and that no preloaded library reads
+UNKEYED = frozenset({"_", "OLDPWD", "PWD", "SHLVL"})
+UNKEYED_PREFIXES = ("RECURSOR_", "PYTEST_")  # the project's; pytest's per test and worker
+SERVER = Path(__file__).with_name("_starter_main.py")
+HEADER = struct.Struct("!I")
+REPLY_TIMEOUT_S = 30.0
+COLD_SUFFIX = ".cold"  # written beside the socket by a starter that may not fork jobs
+
+
+class StarterLost(Exception):
+    """The request reached a starter but no supervisor answered: whether one runs is unknown
+    until the job's liveness lock says so."""
+
+
+def enabled(env: Mapping[str, str] | None = None) -> bool:
+    """Whether warm starts are on (``RECURSOR_WARM_JOBS`` is not ``0``) and the platform
+    has what they need (Linux: ``fork``, ``SO_PEERCRED``, pidfds)."""
+    env = os.environ if env is None else env
+    return (env.get(SWITCH, "1").strip().lower() not in ("0", "false", "no", "off")
+            and sys.platform == "linux" and hasattr(os, "pidfd_open"))
+
+
+def starter_folder() -> Path | None:
+    """The folder of this user's starter sockets, made private; None when it cannot be (then
+    every job starts cold)."""
+    base = Path(os.environ.get("XDG_RUNTIME_DIR") or tempfile.gettempdir())
+    folder = base / f"recursor-starters-{os.getuid()}"
+    try:
+        folder.mkdir(mode=0o700, exist_ok=True)
+        info = folder.lstat()
+    except OSError:
+        return None
+    private = (stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid()
+               and not info.st_mode & 0o077)
+    return folder if private else None
+
+
+def starter_key(env: Mapping[str, str]) -> str:
+    """The name of the starter for jobs run with ``env`` by this interpreter."""
+    keyed = sorted((k, v) for k, v in env.items()
+                   if k not in UNKEYED and not k.startswith(UNKEYED_PREFIXES))
+    try:
+        edited = SERVER.stat().st_mtime_ns  # a starter never serves with its own code stale
+    except OSError:
+        edited = 0
+    blob = json.dumps([sys.executable, str(SERVER), edited, keyed]).encode()
+    return hashlib.sha256(blob).hexdigest()[:20]
+
+
+class WarmStarter:
+    """The client of the starter for this process's environment (one per local executor)."""
+
+    def __init__(self, idle_s: float | None = None) -> None:
+        self.idle_s = idle_s if idle_s is not None else float(
+            os.environ.get(IDLE_VARIABLE, IDLE_S))
+        self.broken = False  # a starter that failed to start is not tried again
+        self.reason = ""  # why the last job it was asked for starts cold
+
+    def start(self, directory: Path, executor: str, niceness: int, log: int,
+              lock: int) -> int | None:
+        """The pid of the job's supervisor, forked by a ready starter; None when no starter is
+        ready (one is then started for later jobs, and the caller starts this job cold).
+        Raises StarterLost when a starter took the request and did not answer."""
+        folder = starter_folder()
+        if folder is None or self.broken:
+            return None
+        key = starter_key(os.environ)
+        path = folder / f"{key}.sock"
+        cold = folder / f"{key}{COLD_SUFFIX}"
+        if cold.is_file():  # its starter found it could not fork jobs safely
+            self.reason = cold.read_text(errors="replace").strip()
+            return None
+        conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        with conn:
+            conn.settimeout(REPLY_TIMEOUT_S)
+            try:
+                conn.connect(str(path))
+            except OSError:
+                self.reason = self._launch(folder, key)
+                return None
+            body = json.dumps({"directory": str(directory), "executor": executor,
+                               "env": dict(os.environ), "niceness": niceness}).encode()
+            message = HEADER.pack(len(body)) + body
+            try:
+                sent = socket.send_fds(conn, [message], [log, lock])
+            except OSError:
+                self.reason = "the warm starter was exiting"  # nothing of the job reached it
+                return None
+            try:  # the descriptors went with the first part: the starter has the lock now
+                conn.sendall(message[sent:])
+            except OSError as exc:
+                raise StarterLost(f"the request was cut off: {exc}") from None
+            return _reply(conn)
+
+    def _launch(self, folder: Path, key: str) -> str:
+        """Start the starter for ``key`` in the background unless one is starting (a stale
+        socket, left by a killed starter, is removed first); returns why this job starts cold."""
+        guard = os.open(folder / f"{key}.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        try:
+            try:
+                fcntl.flock(guard, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return "the warm starter is still importing its libraries"
+            (folder / f"{key}.sock").unlink(missing_ok=True)
+            log = (folder / f"{key}.log").open("ab")
+            with log:
+                try:
+                    subprocess.Popen(
+                        [sys.executable, "-P", str(SERVER), str(folder / f"{key}.sock"),
+                         f"{self.idle_s:g}", str(guard)],
+                        stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                        start_new_session=True, cwd="/", pass_fds=(guard,))
+                except OSError as exc:
+                    self.broken = True
+                    return f"warm starts are off: the starter could not start ({exc})"
+            return f"no warm starter was ready; one is starting (log: {folder / key}.log)"
+        finally:
+            os.close(guard)
+
+
+def _reply(conn: socket.socket) -> int:
+    data = b""
+    with contextlib.suppress(OSError):
+        while not data.endswith(b"\n"):
+            more = conn.recv(256)
+            if not more:
+                break
+            data += more
+    try:
+        pid = json.loads(data)["pid"]
+    except (ValueError, KeyError, TypeError):
+        said = data.decode("utf-8", "replace").strip()
+        raise StarterLost(f"it said {said!r}" if said else "it closed without a reply") from None
+    if not isinstance(pid, int) or pid <= 1:
+        raise StarterLost(f"a reply without a pid: {data!r}")
+    return pid
+
+
+__all__ = ["WARM_KINDS", "StarterLost", "WarmStarter", "enabled", "starter_key"]
