@@ -27,8 +27,9 @@ What forked jobs share, and what they do not:
 The first job of an environment starts cold while its starter imports, so no job ever waits
 for a starter; a starter idle for ``RECURSOR_WARM_JOBS_IDLE_S`` (default 300) seconds exits.
 ``RECURSOR_WARM_JOBS=0`` (or ``{kind: local, warm: false}``) keeps every job cold. The socket
-lies in a folder only its user can open (``$XDG_RUNTIME_DIR``, else the temporary folder), and
-the starter serves only processes of its own uid (``SO_PEERCRED``).
+lies in a folder only its user can open (``RECURSOR_STARTERS_DIR``, else one in
+``$XDG_RUNTIME_DIR`` or the temporary folder), and the starter serves only processes of its
+own uid (``SO_PEERCRED``). Removing a starter's socket stops it within seconds.
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ from pathlib import Path
 WARM_KINDS = frozenset({"sft", "grpo", "generate", "eval"})
 SWITCH = "RECURSOR_WARM_JOBS"
 IDLE_VARIABLE = "RECURSOR_WARM_JOBS_IDLE_S"
+FOLDER_VARIABLE = "RECURSOR_STARTERS_DIR"
 IDLE_S = 300.0
 # variables that differ between processes or tests and that no preloaded library reads
 UNKEYED = frozenset({"_", "OLDPWD", "PWD", "SHLVL"})
@@ -74,12 +76,14 @@ def enabled(env: Mapping[str, str] | None = None) -> bool:
 
 
 def starter_folder() -> Path | None:
-    """The folder of this user's starter sockets, made private; None when it cannot be (then
-    every job starts cold)."""
+    """The folder of this user's starter sockets (``RECURSOR_STARTERS_DIR``, else
+    ``recursor-starters-UID`` in ``$XDG_RUNTIME_DIR`` or the temporary folder), made private;
+    None when it cannot be (then every job starts cold)."""
+    chosen = os.environ.get(FOLDER_VARIABLE)
     base = Path(os.environ.get("XDG_RUNTIME_DIR") or tempfile.gettempdir())
-    folder = base / f"recursor-starters-{os.getuid()}"
+    folder = Path(chosen) if chosen else base / f"recursor-starters-{os.getuid()}"
     try:
-        folder.mkdir(mode=0o700, exist_ok=True)
+        folder.mkdir(mode=0o700, parents=bool(chosen), exist_ok=True)
         info = folder.lstat()
     except OSError:
         return None
@@ -189,4 +193,16 @@ def _reply(conn: socket.socket) -> int:
     return pid
 
 
-__all__ = ["WARM_KINDS", "StarterLost", "WarmStarter", "enabled", "starter_key"]
+def stop_starters(folder: Path) -> int:
+    """Stop the starters listening in ``folder`` (each exits within seconds once its socket
+    is gone); returns how many sockets were removed. Running jobs are not touched."""
+    removed = 0
+    for sock in folder.glob("*.sock"):
+        with contextlib.suppress(FileNotFoundError):
+            sock.unlink()
+            removed += 1
+    return removed
+
+
+__all__ = ["WARM_KINDS", "StarterLost", "WarmStarter", "enabled", "starter_folder",
+           "starter_key", "stop_starters"]

@@ -5,6 +5,7 @@ pyproject), and ``subprocess_env`` gives it to children."""
 from __future__ import annotations
 
 import os
+import shutil
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -19,6 +20,22 @@ ROOT = Path(__file__).resolve().parents[1]
 # at once on 2 cores leave their job agents unready for minutes), the browser (one chromium
 # and UI server). Every other test goes to whichever worker is free.
 RAY_FILES = ("test_ray_", "_ray.py")
+# Warm job starters (recursor.executors.starter) that the suite's jobs start listen in a folder
+# of this run's own, shared by its workers (they inherit the variable), and are stopped when
+# the run ends instead of idling for minutes after it.
+STARTERS = "RECURSOR_STARTERS_DIR"
+os.environ.setdefault(STARTERS, f"/tmp/recursor-test-starters-{os.getuid()}-{os.getpid()}")
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    if hasattr(session.config, "workerinput"):
+        return  # a worker: the others may still use the starters
+    from recursor.executors.starter import stop_starters
+
+    folder = Path(os.environ[STARTERS])
+    if folder.is_dir() and folder.name.startswith("recursor-test-starters-"):
+        stop_starters(folder)
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def resource_group(nodeid: str) -> str | None:

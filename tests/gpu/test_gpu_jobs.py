@@ -45,7 +45,7 @@ def test_a_warm_started_job_trains_on_the_gpu(tmp_path: Path,
     import time
 
     base = Path(tempfile.mkdtemp(prefix="rs", dir="/tmp"))
-    monkeypatch.setenv("XDG_RUNTIME_DIR", str(base))
+    monkeypatch.setenv("RECURSOR_STARTERS_DIR", str(base / f"recursor-starters-{os.getuid()}"))
     monkeypatch.delenv("RECURSOR_WARM_JOBS", raising=False)
     rows = [{"text": f"the {c} star is {c} ."} for c in ("red", "green", "blue")] * 32
     data = tmp_path / "d.jsonl"

@@ -13,3 +13,11 @@ def say_blue(prompts: list[Any], completions: list[Any], **_: Any) -> list[float
         words = text.split()
         scores.append(sum(w == "blue" for w in words) / len(words) if words else 0.0)
     return scores
+
+
+def mark_length(prompts: list[Any], completions: list[Any], **_: Any) -> list[float]:
+    """The length of ``$RECURSOR_TEST_MARK`` in the job's environment, for every completion:
+    what the job saw of its submitter's environment."""
+    import os
+
+    return [float(len(os.environ["RECURSOR_TEST_MARK"]))] * len(completions)

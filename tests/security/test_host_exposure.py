@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from recursor.executors.starter import starter_folder
 from recursor.sandbox import Sandbox, SandboxLimits, SandboxRequest, SandboxResult
 from recursor.sandbox._seccomp import syscall_number
 from recursor.types import RunStatus
@@ -109,11 +110,15 @@ def _lines(path: str) -> list[str]:
 @pytest.fixture
 def unix_listeners() -> Iterator[tuple[list[str], list[str]]]:
     """Unix-domain listeners where the process sandbox used to show the host (project root,
-    /var), plus an abstract one; every connection they get is recorded."""
+    /var), in the warm job starters' folder, plus an abstract one; every connection they get
+    is recorded."""
     tag = uuid.uuid4().hex[:10]
     places = [str(PROJECT / f".sock-{tag}"), f"\0recursor-test-{tag}"]
     if os.access("/var/lib", os.W_OK):  # visible to the process sandbox before the allow-list
         places.append(f"/var/lib/recursor-test-{tag}.sock")
+    starters = starter_folder()  # where warm job starters listen (recursor.executors.starter)
+    if starters is not None:
+        places.append(str(starters / f"probe-{tag}.sock"))
     servers, hits, stop = [], [], threading.Event()
     for place in places:
         server = socket.socket(socket.AF_UNIX)

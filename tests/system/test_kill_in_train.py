@@ -61,10 +61,11 @@ def test_a_campaign_killed_inside_a_training_resumes_to_the_same_tree(
                             str(killed), "-q"], env=subprocess_env, stdout=subprocess.PIPE,
                            stderr=subprocess.STDOUT, text=True)
     deadline = time.monotonic() + 600
-    while len(list((killed / "jobs").glob("sft-*/spec.json"))) < 2:  # the seed's, then
+    # the seed's job, then the train step's: kill as soon as the latter's supervisor runs (a
+    # warm start trains its 8 steps in about a second)
+    while len(list((killed / "jobs").glob("sft-*/process.json"))) < 2:
         assert run.poll() is None and time.monotonic() < deadline, run.communicate()[0]
-        time.sleep(0.1)
-    time.sleep(2.0)  # inside the train step's first job (it imports torch for longer)
+        time.sleep(0.01)
     run.kill()  # kill -9 while the train step's first job runs
     run.wait()
     running = [p.parent.name for p in (killed / "jobs").glob("sft-*/spec.json")

@@ -10,6 +10,7 @@ import signal
 import tempfile
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -19,28 +20,41 @@ from recursor.executors.local import LocalExecutor
 from recursor.executors.spec import JobRecord, JobSpec, JobStatus
 
 pytestmark = pytest.mark.timeout(600)
+ROOT = Path(__file__).resolve().parents[2]
 WORDS = ["red", "green", "blue", "circle", "square", "star"]
-MARK_REWARD = ("import os\n"
-               "def mark(prompts, completions, **_):\n"
-               "    return [float(len(os.environ['RECURSOR_TEST_MARK']))] * len(completions)\n")
 
 
-@pytest.fixture()
-def starters(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """A starter folder of this test's own (short: a socket's path has at most 107 bytes);
-    removing it at the end stops the test's starters within seconds."""
+@dataclass
+class Starters:
+    folder: Path  # where this module's starter listens
+    data: str  # an SFT corpus
+    cold: JobRecord  # the first job: started cold, while the starter imported
+
+
+@pytest.fixture(scope="module")
+def starters(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Starters]:
+    """A starter of this module's own (its folder short: a socket's path has at most 107
+    bytes), made ready by a first job that starts cold; its socket is removed at the end,
+    which stops it within seconds."""
     base = Path(tempfile.mkdtemp(prefix="rs", dir="/tmp"))
-    monkeypatch.setenv("XDG_RUNTIME_DIR", str(base))
-    monkeypatch.setenv("RECURSOR_WARM_JOBS_IDLE_S", "60")
-    monkeypatch.delenv("RECURSOR_WARM_JOBS", raising=False)
-    yield base / f"recursor-starters-{os.getuid()}"
-    for sock in base.glob("*/*.sock"):
-        sock.unlink()
-    time.sleep(0.1)
+    work = tmp_path_factory.mktemp("warm")
+    with pytest.MonkeyPatch.context() as patch:
+        folder = base / f"recursor-starters-{os.getuid()}"
+        patch.setenv("RECURSOR_STARTERS_DIR", str(folder))
+        patch.setenv("RECURSOR_WARM_JOBS_IDLE_S", "120")
+        patch.setenv("PYTHONPATH", str(ROOT))  # the eval's reward lives in tests.helpers
+        patch.delenv("RECURSOR_WARM_JOBS", raising=False)
+        data = _data(work)
+        cold, log = _run(LocalExecutor(work / "cold"), _sft(data, seed=3))
+        assert "started cold: no warm starter was ready; one is starting" in log
+        _wait_ready(folder)
+        yield Starters(folder, data, cold)
+        for sock in folder.glob("*.sock"):
+            sock.unlink()
 
 
-def _data(tmp_path: Path) -> str:
-    path = tmp_path / "d.jsonl"
+def _data(folder: Path) -> str:
+    path = folder / "d.jsonl"
     path.write_text("".join(json.dumps({"text": f"the {a} {b} is {a} ."}) + "\n"
                             for a in WORDS for b in WORDS))
     return str(path)
@@ -72,12 +86,9 @@ def _weights(record: JobRecord) -> dict[str, object]:
     return dict(load_file(str(Path(record.artifacts["checkpoint"]) / "model.safetensors")))
 
 
-def test_a_warm_job_trains_what_a_cold_job_trains(tmp_path: Path, starters: Path) -> None:
-    data = _data(tmp_path)
-    cold, cold_log = _run(LocalExecutor(tmp_path / "a"), _sft(data, seed=3))
-    assert "started cold: no warm starter was ready" in cold_log
-    _wait_ready(starters)
-    warm, warm_log = _run(LocalExecutor(tmp_path / "b"), _sft(data, seed=3))
+def test_a_warm_job_trains_what_a_cold_job_trains(tmp_path: Path, starters: Starters) -> None:
+    cold = starters.cold
+    warm, warm_log = _run(LocalExecutor(tmp_path / "b"), _sft(starters.data, seed=3))
     assert "started warm" in warm_log
     assert warm.metrics == {**warm.metrics, "loss_first": cold.metrics["loss_first"],
                             "loss_last": cold.metrics["loss_last"]}
@@ -88,32 +99,13 @@ def test_a_warm_job_trains_what_a_cold_job_trains(tmp_path: Path, starters: Path
     # the imports are the starter's: the warm job's own CPU time is a fraction of the cold one's
     assert warm.costs["cpu_s"] < 0.6 * cold.costs["cpu_s"], (warm.costs, cold.costs)
     # two forked jobs do not share random state: unseeded draws differ (the seeded ones agree)
-    other, _ = _run(LocalExecutor(tmp_path / "c"), _sft(data, seed=4))
+    other, _ = _run(LocalExecutor(tmp_path / "c"), _sft(starters.data, seed=4))
     assert any((_weights(other)[k] != warm_weights[k]).any()  # type: ignore[attr-defined]
                for k in warm_weights)
 
 
-def test_a_killed_starter_is_replaced(tmp_path: Path, starters: Path) -> None:
-    data = _data(tmp_path)
-    executor = LocalExecutor(tmp_path / "jobs")
-    _run(executor, _sft(data, seed=1))
-    sock = _wait_ready(starters)
-    log = sock.with_suffix(".log").read_text()
-    pid = int(log.split("starter ")[1].split()[0])
-    os.kill(pid, signal.SIGKILL)
-    time.sleep(0.5)
-    assert sock.exists()  # a stale socket: nothing answers on it
-    _, stale_log = _run(executor, _sft(data, seed=2))
-    assert "started cold: no warm starter was ready; one is starting" in stale_log
-    _wait_ready(starters)
-    _, log_after = _run(executor, _sft(data, seed=5))
-    assert "started warm" in log_after
-
-
-def test_a_warm_job_sees_its_submitters_environment(tmp_path: Path, starters: Path,
+def test_a_warm_job_sees_its_submitters_environment(tmp_path: Path, starters: Starters,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    (tmp_path / "markreward.py").write_text(MARK_REWARD)
-    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
     prompts = tmp_path / "q.jsonl"
     prompts.write_text("".join(json.dumps({"prompt": f"the {w} is"}) + "\n" for w in WORDS))
     executor = LocalExecutor(tmp_path / "jobs")
@@ -121,24 +113,20 @@ def test_a_warm_job_sees_its_submitters_environment(tmp_path: Path, starters: Pa
     for mark in ("x", "xyz", "xy"):  # RECURSOR_* variables do not key a starter
         monkeypatch.setenv("RECURSOR_TEST_MARK", mark)
         record, log = _run(executor, JobSpec(
-            kind="eval", model="tiny-gpt2", data=str(prompts), reward="markreward:mark",
-            name=mark, seed=len(mark), config={"max_new_tokens": 2}))
+            kind="eval", model="tiny-gpt2", data=str(prompts),
+            reward="tests.helpers.rewards:mark_length", name=mark, seed=len(mark),
+            config={"max_new_tokens": 2}))
         rewards[mark] = (record.metrics["mean_reward"], "started warm" in log)
-        if mark == "x":
-            _wait_ready(starters)
-    assert rewards == {"x": (1.0, False), "xyz": (3.0, True), "xy": (2.0, True)}
+    assert rewards == {"x": (1.0, True), "xyz": (3.0, True), "xy": (2.0, True)}
 
 
 def test_cancel_and_wall_time_end_a_warm_job_and_its_work(tmp_path: Path,
-                                                          starters: Path) -> None:
-    data = _data(tmp_path)
+                                                          starters: Starters) -> None:
     executor = LocalExecutor(tmp_path / "jobs")
-    _run(executor, _sft(data, seed=1))
-    _wait_ready(starters)
     endless = {"max_steps": 100000, "per_device_train_batch_size": 4}
-    timed = executor.submit(JobSpec(kind="sft", model="tiny-gpt2", data=data,
-                                    config=endless, wall_time_s=15))
-    cancelled = executor.submit(JobSpec(kind="sft", model="tiny-gpt2", data=data,
+    timed = executor.submit(JobSpec(kind="sft", model="tiny-gpt2", data=starters.data,
+                                    config=endless, wall_time_s=8))
+    cancelled = executor.submit(JobSpec(kind="sft", model="tiny-gpt2", data=starters.data,
                                         config=endless, seed=9))
     groups = [json.loads((h.directory / "process.json").read_text())["pid"]
               for h in (timed, cancelled)]
@@ -152,7 +140,7 @@ def test_cancel_and_wall_time_end_a_warm_job_and_its_work(tmp_path: Path,
         assert executor.record(cancelled).status is JobStatus.CANCELLED  # type: ignore[union-attr]
         record = executor.wait(timed, timeout_s=120)
         assert record.status is JobStatus.FAILED
-        assert "wall time limit of 15 s exceeded" in (record.error or "")
+        assert "wall time limit of 8 s exceeded" in (record.error or "")
         assert "started warm" in Path(record.log).read_text()
     finally:
         for handle in (timed, cancelled):  # never leave an endless job behind
@@ -161,3 +149,19 @@ def test_cancel_and_wall_time_end_a_warm_job_and_its_work(tmp_path: Path,
     for group in groups:  # the supervisor and its forked work are gone, both
         with pytest.raises(ProcessLookupError):
             os.killpg(group, 0)
+
+
+def test_a_killed_starter_is_replaced(tmp_path: Path, starters: Starters) -> None:
+    """Last in the module: it leaves a ready starter behind, as it found one."""
+    executor = LocalExecutor(tmp_path / "jobs")
+    sock = _wait_ready(starters.folder)
+    log = sock.with_suffix(".log").read_text()
+    pid = int(log.rsplit("starter ", 1)[1].split()[0])
+    os.kill(pid, signal.SIGKILL)
+    time.sleep(0.5)
+    assert sock.exists()  # a stale socket: nothing answers on it
+    _, stale_log = _run(executor, _sft(starters.data, seed=2))
+    assert "started cold: no warm starter was ready; one is starting" in stale_log
+    _wait_ready(starters.folder)
+    _, log_after = _run(executor, _sft(starters.data, seed=5))
+    assert "started warm" in log_after

@@ -27,7 +27,7 @@ BASE = {"PATH": "/usr/bin", "HOME": "/home/someone"}
 @pytest.fixture()
 def folder(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     base = Path(tempfile.mkdtemp(prefix="rs", dir="/tmp"))
-    monkeypatch.setenv("XDG_RUNTIME_DIR", str(base))
+    monkeypatch.setenv("RECURSOR_STARTERS_DIR", str(base / f"recursor-starters-{os.getuid()}"))
     monkeypatch.delenv("RECURSOR_WARM_JOBS", raising=False)
     yield base / f"recursor-starters-{os.getuid()}"
 
