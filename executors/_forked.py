@@ -21,6 +21,7 @@ import subprocess
 import sys
 import traceback
 from pathlib import Path
+from typing import NoReturn
 
 WORK_MODULE = "recursor.executors.work"
 
@@ -63,7 +64,7 @@ class ForkedWork:
         self.send_signal(signal.SIGKILL)
 
 
-def _work(directory: Path, env: dict[str, str], close: tuple[int, ...]) -> None:
+def _work(directory: Path, env: dict[str, str], close: tuple[int, ...]) -> NoReturn:
     """In the child: become ``python -m recursor.executors.work DIRECTORY`` run in
     ``DIRECTORY/out`` (whose folder ``-m`` puts first on the import path). Never returns."""
     code = 1
@@ -87,11 +88,11 @@ def _work(directory: Path, env: dict[str, str], close: tuple[int, ...]) -> None:
     except BaseException:
         traceback.print_exc()
     finally:
-        _leave(code)
+        leave(code)
 
 
 
-def _leave(code: int) -> None:
+def leave(code: int) -> NoReturn:
     """Exit as the interpreter would at its end (the exit functions run: logging's flush,
     multiprocessing's and the libraries' clean-ups), without returning into the caller's
     stack, which belongs to the process this one was forked from."""
@@ -110,4 +111,4 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-__all__ = ["WORK_MODULE", "ForkedWork", "free_port"]
+__all__ = ["WORK_MODULE", "ForkedWork", "free_port", "leave"]

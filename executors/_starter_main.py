@@ -16,7 +16,6 @@ keys starters by it). Standard library only until the fork.
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import importlib
 import json
@@ -106,12 +105,12 @@ def receive(conn: socket.socket) -> tuple[dict[str, object], list[int]]:
 def become_runner(request: dict[str, object], log: int, lock: int,
                   conn: socket.socket) -> None:
     """In the forked child: the job's supervisor, as ``python -m recursor.executors.runner``
-    started by the local executor would be (a session of its own, stdin from /dev/null, stdout
-    and stderr to the job's log, the job folder as working directory, the submitter's
-    environment and niceness). It answers the client itself, once it leads its own session
-(the client sets that session's priority), and exits at once when the client is gone, which
-then starts the job cold. Never returns."""
-    code = 1
+    started by the local executor would be (a session of its own, stdin from /dev/null,
+    stdout and stderr to the job's log, the job folder as working directory, the submitter's
+    environment and niceness, Python's own signal dispositions). It answers the client itself
+    once it leads its own session (the client then sets that session's priority), and exits at
+    once when the client is gone, which then starts the job cold. Never returns: the
+    supervisor exits as an interpreter would at its end (``runner.main_warm``)."""
     try:
         os.setsid()
         try:
@@ -119,9 +118,9 @@ then starts the job cold. Never returns."""
         except OSError:
             os._exit(1)
         conn.close()
-        for sig in (signal.SIGCHLD, signal.SIGTERM, signal.SIGINT, signal.SIGPIPE):
-            signal.signal(sig, signal.SIG_DFL if sig != signal.SIGINT
-                          else signal.default_int_handler)
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         null = os.open(os.devnull, os.O_RDONLY)
         os.dup2(null, 0)
         os.dup2(log, 1)
@@ -138,14 +137,12 @@ then starts the job cold. Never returns."""
         _fresh_randomness()
         sys.argv = ["recursor.executors.runner", directory, str(request["executor"])]
         from recursor.executors import runner
-
-        code = runner.main_warm(lock)
-    except SystemExit as stop:
-        code = stop.code if isinstance(stop.code, int) else 1
     except BaseException:
-        traceback.print_exc()
-    finally:
-        _leave(code)
+        with contextlib.suppress(BaseException):
+            traceback.print_exc()
+            sys.stderr.flush()
+        os._exit(1)
+    runner.main_warm(lock)
 
 
 def _set_niceness(niceness: int) -> None:
@@ -270,18 +267,6 @@ def _retire(listener: socket.socket, path: str, inode: int) -> None:
             handle(conn, listener, uid)
     listener.close()
 
-
-
-def _leave(code: int) -> None:
-    """Exit as the interpreter would at its end (the exit functions run: logging's flush,
-    multiprocessing's and the libraries' clean-ups), without returning into the caller's
-    stack, which belongs to the process this one was forked from."""
-    with contextlib.suppress(BaseException):
-        atexit._run_exitfuncs()
-    with contextlib.suppress(Exception):
-        sys.stdout.flush()
-        sys.stderr.flush()
-    os._exit(code)
 
 
 if __name__ == "__main__":

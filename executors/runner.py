@@ -18,10 +18,11 @@ import signal
 import subprocess
 import sys
 import time
+import traceback
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
-from recursor.executors._forked import WORK_MODULE, ForkedWork, free_port
+from recursor.executors._forked import WORK_MODULE, ForkedWork, free_port, leave
 from recursor.executors.spec import JobRecord, JobSpec, JobStatus, parse_spec_json
 
 STALE_LOCK_S = 600.0  # a JIT build of an op takes about a minute (clear_stale_build_locks)
@@ -163,12 +164,19 @@ def main() -> None:
     _write_record(directory, supervise(directory, executor))
 
 
-def main_warm(lock: int) -> int:
+def main_warm(lock: int) -> NoReturn:
     """``main`` in a supervisor forked from a warm starter (``recursor.executors.starter``),
-    holding the job's liveness lock at descriptor ``lock``; returns the exit status."""
-    directory, executor = Path(sys.argv[1]), sys.argv[2]
-    _write_record(directory, supervise(directory, executor, warm_lock=lock))
-    return 0
+    holding the job's liveness lock at descriptor ``lock``. Exits as the interpreter would at
+    its end, never returning into the starter's stack it was forked in."""
+    code = 1
+    try:
+        directory, executor = Path(sys.argv[1]), sys.argv[2]
+        _write_record(directory, supervise(directory, executor, warm_lock=lock))
+        code = 0
+    except BaseException:
+        traceback.print_exc()
+    finally:
+        leave(code)
 
 
 def _write_record(directory: Path, record: JobRecord) -> None:
