@@ -219,6 +219,8 @@ def handle(conn: socket.socket, listener: socket.socket, uid: int) -> None:
 
 def main() -> None:
     path, idle_s, startup_lock = sys.argv[1], float(sys.argv[2]), int(sys.argv[3])
+    if os.fork() > 0:  # the launcher reaps this process at once; the starter is not its child
+        os._exit(0)
     os.chdir("/")
     started = time.monotonic()
     failed = preload()

@@ -161,13 +161,14 @@ class WarmStarter:
             (folder / f"{key}.sock").unlink(missing_ok=True)
             log = (folder / f"{key}.log").open("ab")
             with log:
-                try:
-                    subprocess.Popen(
+                try:  # it forks the starter and exits: the starter is nobody's child here
+                    subprocess.run(
                         [sys.executable, "-P", str(SERVER), str(folder / f"{key}.sock"),
                          f"{self.idle_s:g}", str(guard)],
                         stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                        start_new_session=True, cwd="/", pass_fds=(guard,))
-                except OSError as exc:
+                        start_new_session=True, cwd="/", pass_fds=(guard,), timeout=60,
+                        check=True)
+                except (OSError, subprocess.SubprocessError) as exc:
                     self.broken = True
                     return f"warm starts are off: the starter could not start ({exc})"
             return f"no warm starter was ready; one is starting (log: {folder / key}.log)"
@@ -193,6 +194,24 @@ def _reply(conn: socket.socket) -> int:
     return pid
 
 
+def running_starters(folder: Path) -> list[dict[str, object]]:
+    """The starters listening in ``folder``: each one's key, pid and socket (a socket whose
+    starter is gone, killed, is left out; the next job replaces it)."""
+    found: list[dict[str, object]] = []
+    for sock in sorted(folder.glob("*.sock")):
+        log = sock.with_suffix(".log")
+        try:
+            ready = [line for line in log.read_text(errors="replace").splitlines()
+                     if line.startswith("starter ") and " ready in " in line]
+            pid = int(ready[-1].split()[1])
+            command = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        except (OSError, IndexError, ValueError):
+            continue
+        if str(sock).encode() in command:
+            found.append({"key": sock.stem, "pid": pid, "socket": str(sock)})
+    return found
+
+
 def stop_starters(folder: Path) -> int:
     """Stop the starters listening in ``folder`` (each exits within seconds once its socket
     is gone); returns how many sockets were removed. Running jobs are not touched."""
@@ -204,5 +223,5 @@ def stop_starters(folder: Path) -> int:
     return removed
 
 
-__all__ = ["WARM_KINDS", "StarterLost", "WarmStarter", "enabled", "starter_folder",
-           "starter_key", "stop_starters"]
+__all__ = ["WARM_KINDS", "StarterLost", "WarmStarter", "enabled", "running_starters",
+           "starter_folder", "starter_key", "stop_starters"]

@@ -135,6 +135,29 @@ def run(
     raise typer.Exit(0 if record.status is JobStatus.DONE else 1)
 
 
+@app.command()
+def starters(
+    stop: Annotated[bool, typer.Option("--stop", help="stop them (running jobs go on)")] = False,
+) -> None:
+    """The warm job starters of this user: processes that imported the training libraries once
+    and fork training and evaluation jobs (docs/executors.md, "Warm starts")."""
+    from recursor.executors.starter import running_starters, starter_folder, stop_starters
+
+    folder = starter_folder()
+    if folder is None:
+        err.print("no private starter folder here: every job starts cold")
+        raise typer.Exit(0)
+    found = running_starters(folder)
+    out = Console()
+    for starter in found:
+        out.print(rich_text(f"{starter['key']}  pid {starter['pid']}  {starter['socket']}"),
+                  soft_wrap=True)
+    if stop:
+        out.print(f"stopped {stop_starters(folder)} starter(s); each exits within seconds")
+    elif not found:
+        out.print(rich_text(f"no starter runs (folder {folder})"), soft_wrap=True)
+
+
 def _print_record(record: JobRecord) -> None:
     """Status, metrics, artifacts and error of a finished job, as literal, cleaned text."""
     from recursor.executors.spec import JobStatus

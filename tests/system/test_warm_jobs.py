@@ -15,7 +15,9 @@ from pathlib import Path
 
 import pytest
 from safetensors.numpy import load_file
+from typer.testing import CliRunner
 
+from recursor.cli.main import app as cli_app
 from recursor.executors.local import LocalExecutor
 from recursor.executors.spec import JobRecord, JobSpec, JobStatus
 
@@ -151,12 +153,27 @@ def test_cancel_and_wall_time_end_a_warm_job_and_its_work(tmp_path: Path,
             os.killpg(group, 0)
 
 
-def test_a_killed_starter_is_replaced(tmp_path: Path, starters: Starters) -> None:
-    """Last in the module: it leaves a ready starter behind, as it found one."""
+def _running(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def _starters_cli(*args: str) -> str:
+    result = CliRunner().invoke(cli_app, ["job", "starters", *args])
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+def test_a_killed_starter_is_replaced_and_one_can_be_stopped(tmp_path: Path,
+                                                             starters: Starters) -> None:
+    """Last in the module: it stops the module's starter."""
     executor = LocalExecutor(tmp_path / "jobs")
     sock = _wait_ready(starters.folder)
-    log = sock.with_suffix(".log").read_text()
-    pid = int(log.rsplit("starter ", 1)[1].split()[0])
+    listed = _starters_cli()
+    pid = int(listed.split(" pid ")[1].split()[0])
+    assert str(sock) in listed
     os.kill(pid, signal.SIGKILL)
     time.sleep(0.5)
     assert sock.exists()  # a stale socket: nothing answers on it
@@ -165,3 +182,11 @@ def test_a_killed_starter_is_replaced(tmp_path: Path, starters: Starters) -> Non
     _wait_ready(starters.folder)
     _, log_after = _run(executor, _sft(starters.data, seed=5))
     assert "started warm" in log_after
+    listed = _starters_cli("--stop")
+    replacement = int(listed.split(" pid ")[1].split()[0])
+    assert replacement != pid and "stopped 1 starter(s)" in listed
+    deadline = time.monotonic() + 30
+    while _running(replacement) and time.monotonic() < deadline:
+        time.sleep(0.2)  # it sees its socket gone and exits
+    assert not _running(replacement)
+    assert "no starter runs" in _starters_cli()
