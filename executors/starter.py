@@ -17,8 +17,9 @@ What forked jobs share, and what they do not:
   libraries read when they were imported. That last one is why a starter is keyed by the
   environment (the interpreter, and every variable but the few that change per process,
   pytest's ``PYTEST_*``, and ``RECURSOR_*``, read only by the project's code, which the fork
-  imports fresh): a job whose environment differs gets a starter of its own, never one
-  imported under another;
+  imports fresh), and by when site-packages and the starter's own code last changed: a job
+  whose environment differs gets a starter of its own, never one imported under another or
+  holding libraries older than the installed ones;
 - not shared: the project's own modules (imported after the fork, from the files as they are
   then), the job's environment (the submitter's, set before anything is imported), the
   global random state of Python, numpy and torch (seeded again from the OS, as a fresh
@@ -39,6 +40,7 @@ import fcntl
 import hashlib
 import json
 import os
+import site
 import socket
 import stat
 import struct
@@ -96,12 +98,22 @@ def starter_key(env: Mapping[str, str]) -> str:
     """The name of the starter for jobs run with ``env`` by this interpreter."""
     keyed = sorted((k, v) for k, v in env.items()
                    if k not in UNKEYED and not k.startswith(UNKEYED_PREFIXES))
-    try:
-        edited = SERVER.stat().st_mtime_ns  # a starter never serves with its own code stale
-    except OSError:
-        edited = 0
-    blob = json.dumps([sys.executable, str(SERVER), edited, keyed]).encode()
+    blob = json.dumps([sys.executable, str(SERVER), _installed(), keyed]).encode()
     return hashlib.sha256(blob).hexdigest()[:20]
+
+
+def _installed() -> list[int]:
+    """When the starter's own code and the installed packages last changed: a starter never
+    serves with its code, or a library it preloaded, older than what is on disk (installing or
+    removing a package changes its site-packages folder)."""
+    places = [SERVER, *(Path(p) for p in site.getsitepackages())]
+    stamps = []
+    for place in places:
+        try:
+            stamps.append(place.stat().st_mtime_ns)
+        except OSError:
+            stamps.append(0)
+    return stamps
 
 
 class WarmStarter:

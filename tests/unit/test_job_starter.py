@@ -132,3 +132,19 @@ def test_a_job_a_starter_took_and_holds_is_not_started_twice(
     finally:
         for fd in kept:
             os.close(fd)
+
+
+def test_installing_a_package_keys_a_new_starter(tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """A starter never serves libraries older than the ones installed: a package installed
+    or removed (a change to a site-packages folder) names another starter."""
+    import site
+
+    packages = tmp_path / "site-packages"
+    packages.mkdir()
+    monkeypatch.setattr(site, "getsitepackages", lambda: [str(packages)])
+    before = starter_key(BASE)
+    assert starter_key(BASE) == before
+    os.utime(packages, ns=(1, 1))
+    (packages / "newlib-1.0.dist-info").mkdir()
+    assert starter_key(BASE) != before
