@@ -41,6 +41,7 @@ MAX_FDS = 2  # the job's log and its liveness lock
 CHECK_S = 2.0  # how often an idle starter looks at its socket file
 NVML_CHECK = "PYTORCH_NVML_BASED_CUDA_CHECK"
 COLD_SUFFIX = ".cold"  # beside the socket: why this environment's jobs start cold
+WATCH_SUFFIX = ".watch"  # beside the socket: its environment's jobs that started cold
 
 
 def preload() -> list[str]:
@@ -165,8 +166,9 @@ def _fresh_randomness() -> None:
 
 
 def serve(listener: socket.socket, path: str, inode: int, idle_s: float) -> None:
-    """Fork a supervisor per request until ``idle_s`` pass without one, or its socket file is
-    removed or replaced (removing it is how to stop a starter)."""
+    """Fork a supervisor per request until ``idle_s`` pass with no request and no job of its
+    running, or its socket file is removed or replaced (removing it is how to stop a
+    starter)."""
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the kernel reaps the forked supervisors
     listener.settimeout(min(idle_s, CHECK_S))
     uid = os.getuid()
@@ -175,12 +177,42 @@ def serve(listener: socket.socket, path: str, inode: int, idle_s: float) -> None
         try:
             conn, _ = listener.accept()
         except TimeoutError:
+            if _jobs_running(path):
+                last = time.monotonic()  # idle counts from the end of its last job
             if time.monotonic() - last >= idle_s or not _still_ours(path, inode):
                 return
             continue
         with conn:
             handle(conn, listener, uid)
         last = time.monotonic()
+
+
+def _jobs_running(path: str) -> bool:
+    """Whether a supervisor this starter forked still runs (they are its children until they
+    end, and the kernel reaps them then), or one of its environment's jobs that started cold
+    (listed beside its socket by their submitters: ``pid start-time`` lines)."""
+    try:
+        os.waitpid(-1, os.WNOHANG)
+        return True
+    except ChildProcessError:
+        pass
+    try:
+        with open(path.removesuffix(".sock") + WATCH_SUFFIX) as watched:
+            lines = watched.read().splitlines()
+    except OSError:
+        return False
+    return any(_alive(line) for line in lines[-64:])
+
+
+def _alive(line: str) -> bool:
+    """Whether the process a ``pid start-time`` line names still runs (not a zombie)."""
+    try:
+        pid, start = line.split()
+        with open(f"/proc/{int(pid)}/stat") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+    except (OSError, ValueError):
+        return False
+    return fields[0] != "Z" and fields[19] == start
 
 
 def _still_ours(path: str, inode: int) -> bool:

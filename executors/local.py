@@ -102,9 +102,11 @@ class LocalExecutor(Executor):
         if held is None:
             return
         try:
-            self._start_cold(handle, held)
+            pid = self._start_cold(handle, held)
         finally:
             os.close(held)
+        if self.starter is not None and kind in WARM_KINDS:
+            self.starter.watch(pid)  # the starter it launched waits for this job at least
 
     def _start_warm(self, handle: JobHandle, lock: int) -> int | None:
         """Have a warm starter fork the job's supervisor. None when it did (``lock`` is
@@ -146,7 +148,7 @@ class LocalExecutor(Executor):
             _lower_session_priority(pid, self.niceness)
         write_json(handle.directory / "process.json", {"pid": pid, "start": _start_time(pid)})
 
-    def _start_cold(self, handle: JobHandle, lock: int) -> None:
+    def _start_cold(self, handle: JobHandle, lock: int) -> int:
         log = (handle.directory / "job.log").open("ab")
         try:
             nice = shutil.which("nice") if self.niceness else None
@@ -161,6 +163,7 @@ class LocalExecutor(Executor):
         finally:
             log.close()
         self._started(handle, proc.pid)
+        return proc.pid
 
     def status(self, handle: JobHandle) -> JobStatus:
         record = self.record(handle)

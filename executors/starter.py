@@ -26,7 +26,8 @@ What forked jobs share, and what they do not:
   interpreter seeds it), working directory, session and the log and lock descriptors.
 
 The first job of an environment starts cold while its starter imports, so no job ever waits
-for a starter; a starter idle for ``RECURSOR_WARM_JOBS_IDLE_S`` (default 300) seconds exits.
+for a starter; a starter exits ``RECURSOR_WARM_JOBS_IDLE_S`` (default 300) seconds after its
+last request once none of its jobs runs.
 ``RECURSOR_WARM_JOBS=0`` (or ``{kind: local, warm: false}``) keeps every job cold. The socket
 lies in a folder only its user can open (``RECURSOR_STARTERS_DIR``, else one in
 ``$XDG_RUNTIME_DIR`` or the temporary folder), and the starter serves only processes of its
@@ -62,6 +63,7 @@ SERVER = Path(__file__).with_name("_starter_main.py")
 HEADER = struct.Struct("!I")
 REPLY_TIMEOUT_S = 30.0
 COLD_SUFFIX = ".cold"  # written beside the socket by a starter that may not fork jobs
+WATCH_SUFFIX = ".watch"  # jobs of its environment started cold, which a starter waits for
 
 
 class StarterLost(Exception):
@@ -124,12 +126,14 @@ class WarmStarter:
             os.environ.get(IDLE_VARIABLE, IDLE_S))
         self.broken = False  # a starter that failed to start is not tried again
         self.reason = ""  # why the last job it was asked for starts cold
+        self.starting = False  # whether a starter was starting when that job was asked for
 
     def start(self, directory: Path, executor: str, niceness: int, log: int,
               lock: int) -> int | None:
         """The pid of the job's supervisor, forked by a ready starter; None when no starter is
         ready (one is then started for later jobs, and the caller starts this job cold).
         Raises StarterLost when a starter took the request and did not answer."""
+        self.starting = False
         folder = starter_folder()
         if folder is None or self.broken:
             return None
@@ -146,6 +150,7 @@ class WarmStarter:
                 conn.connect(str(path))
             except OSError:
                 self.reason = self._launch(folder, key)
+                self.starting = not self.broken
                 return None
             body = json.dumps({"directory": str(directory), "executor": executor,
                                "env": dict(os.environ), "niceness": niceness}).encode()
@@ -160,6 +165,22 @@ class WarmStarter:
             except OSError as exc:
                 raise StarterLost(f"the request was cut off: {exc}") from None
             return _reply(conn)
+
+    def watch(self, pid: int) -> None:
+        """Have the starter that was starting when the last job was asked for count that job
+        (its supervisor ``pid``, started cold) as one of its own while it runs. A starter
+        exits only once idle with none of its jobs running: a first job that trains for longer
+        than the idle time would otherwise outlive the starter it launched, and so would every
+        later one, all starting cold."""
+        folder = starter_folder()
+        if folder is None or not self.starting:
+            return
+        try:
+            start = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
+            with open(folder / f"{starter_key(os.environ)}{WATCH_SUFFIX}", "a") as watched:
+                watched.write(f"{pid} {start}\n")
+        except (OSError, IndexError):
+            return
 
     def _launch(self, folder: Path, key: str) -> str:
         """Start the starter for ``key`` in the background unless one is starting (a stale

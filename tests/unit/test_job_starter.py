@@ -148,3 +148,30 @@ def test_installing_a_package_keys_a_new_starter(tmp_path: Path,
     os.utime(packages, ns=(1, 1))
     (packages / "newlib-1.0.dist-info").mkdir()
     assert starter_key(BASE) != before
+
+
+def test_a_starter_counts_its_jobs_and_the_watched_cold_ones_as_running(tmp_path: Path) -> None:
+    """A starter exits only once idle with none of its jobs running: its forked supervisors
+    (its children) and the jobs of its environment that started cold while it was starting
+    (``pid start-time`` lines beside its socket; a reused pid does not count)."""
+    import importlib.util
+    import subprocess
+
+    from recursor.executors.starter import SERVER
+
+    spec = importlib.util.spec_from_file_location("starter_main_under_test", SERVER)
+    assert spec is not None and spec.loader is not None
+    main = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(main)
+    sock = str(tmp_path / "k.sock")
+    watch = tmp_path / "k.watch"
+    job = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    try:
+        start = Path(f"/proc/{job.pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
+        assert main._jobs_running(sock)  # a child of this process: the sleep itself
+        watch.write_text(f"{job.pid} {int(start) + 1}\n")  # the same pid, another process
+        assert main._alive(f"{job.pid} {start}") and not main._alive(watch.read_text())
+    finally:
+        job.kill()
+        job.wait()
+    assert not main._alive(f"{job.pid} {start}")
