@@ -85,7 +85,8 @@ def starter_folder() -> Path | None:
     None when it cannot be (then every job starts cold)."""
     chosen = os.environ.get(FOLDER_VARIABLE)
     base = Path(os.environ.get("XDG_RUNTIME_DIR") or tempfile.gettempdir())
-    folder = Path(chosen) if chosen else base / f"recursor-starters-{os.getuid()}"
+    folder = (Path(chosen) if chosen else base / f"recursor-starters-{os.getuid()}")
+    folder = folder.expanduser().absolute()  # the starter runs in /, the client anywhere
     try:
         folder.mkdir(mode=0o700, parents=bool(chosen), exist_ok=True)
         info = folder.lstat()

@@ -62,6 +62,13 @@ def test_executors_that_do_not_start_warm(tmp_path: Path) -> None:
     assert DeepSpeedExecutor(tmp_path / "c").starter is None  # its work runs under a launcher
 
 
+def test_a_relative_folder_means_the_one_in_the_working_directory(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("RECURSOR_STARTERS_DIR", "mine/starters")
+    assert starter_folder() == tmp_path / "mine" / "starters"
+
+
 def test_a_folder_others_can_reach_is_never_used(folder: Path) -> None:
     folder.mkdir(mode=0o755)
     folder.chmod(0o755)
