@@ -45,9 +45,11 @@ def one_run(directory: Path) -> dict[str, Any]:
     if saved.is_file():
         return dict(json.loads(saved.read_text()))
     config = yaml.safe_load(CAMPAIGN.read_text())
+    resumed = (directory / "campaign.json").exists()
     started = time.monotonic()
     result = run(config, directory)
-    result["wall_min"] = (time.monotonic() - started) / 60
+    # a resumed run's minutes would count only its last part
+    result["wall_min"] = None if resumed else (time.monotonic() - started) / 60
     result.pop("corpora", None)
     saved.write_text(json.dumps(result, indent=2))
     return result
@@ -59,9 +61,9 @@ def report(results: dict[int, dict[str, Any]]) -> None:
     for index, r in sorted(results.items()):
         promoted = ", ".join(f"{k} {r['promotions'][k]}" for k in KINDS
                              if r["promotions"].get(k)) or "none"
+        minutes = "resumed" if r.get("wall_min") is None else f"{r['wall_min']:.1f}"
         print(f"| {index} | {pct(r['start_dev'])} / {pct(r['start_heldout'])} | "
-              f"{pct(r['dev'])} / {pct(r['heldout'])} | {promoted} | "
-              f"{r.get('wall_min', float('nan')):.1f} |")
+              f"{pct(r['dev'])} / {pct(r['heldout'])} | {promoted} | {minutes} |")
     runs = len(results)
     shares = ", ".join(f"{k} {sum(1 for r in results.values() if r['promotions'].get(k))}"
                        for k in KINDS)
