@@ -10,6 +10,11 @@ export DOCKER_HOST ?= unix:///run/recursor-podman/podman.sock
 # unless this names another; unset, those tests are skipped with the reason printed
 export RECURSOR_TEST_POSTGRES_URL ?= postgresql+psycopg://recursor@127.0.0.1:55432/recursor
 
+# Modules are compiled to bytecode when first imported, and kept: the installs leave that to
+# the imports (scripts/install.sh), and a process that recompiled torch's and the project's
+# modules at every start would spend seconds doing it
+unexport PYTHONDONTWRITEBYTECODE
+
 COEVOLVE_DIR ?= campaigns/coevolve-$(shell date +%Y%m%d-%H%M%S)
 
 RECURSIVE_DIR ?= campaigns/recursive-$(shell date +%Y%m%d-%H%M%S)
@@ -76,9 +81,10 @@ sandbox-image: $(STAMP) container-engine
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e ".[dev,train,ray]"
-	# DeepSpeed builds from source: against the installed (CPU) torch, no CUDA ops at install
-	DS_BUILD_OPS=0 $(PY) -m pip install --quiet --no-build-isolation "deepspeed==0.19.8"
+	scripts/install.sh $(PY) dev,train,ray
+	# DeepSpeed builds from source against the installed torch; on a CPU-only torch with its
+	# shared-memory op compiled in; the wheel is cached per machine (see the script)
+	scripts/deepspeed-install.sh $(PY)
 	@touch $(STAMP)
 
 clean:
