@@ -21,7 +21,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -33,8 +33,10 @@ from recursor.archive import ArchiveReader, GitStore, Node, SearchPolicy, upgrad
 from recursor.cli.export import columns, flat, node_fields, node_rows
 from recursor.config import absolute_archive_url
 from recursor.errors import ConfigError
-from recursor.orchestrator.proposer_data import Language, SftFilter, jsonl, sft_rows
 from recursor.untrusted import for_terminal, rich_text
+
+if TYPE_CHECKING:  # imported by `export --format sft` alone: the loop's modules come with it
+    from recursor.orchestrator.proposer_data import Language, SftFilter
 
 app = typer.Typer(help="Inspect a campaign's archive (the discovery tree).",
                   no_args_is_help=True)
@@ -357,6 +359,8 @@ def export(fmt: Annotated[str, typer.Option("--format", help="json, csv, or sft 
     with _open(directory, url) as archive:
         cid = _campaign_id(archive, directory, campaign)
         if fmt == "sft":
+            from recursor.orchestrator.proposer_data import SftFilter
+
             _export_sft(archive, cid, SftFilter(improving, min_gain, top_k,
                                                 failed_runs=failed_runs),
                         "ops" if language == "ops" else "edits")
@@ -376,6 +380,7 @@ def export(fmt: Annotated[str, typer.Option("--format", help="json, csv, or sft 
 def _export_sft(archive: ArchiveReader, campaign_id: str, filters: SftFilter,
                 language: Language) -> None:
     """The rows as JSONL on stdout; what was left out, and why, on stderr."""
+    from recursor.orchestrator.proposer_data import jsonl, sft_rows
     from recursor.ui.payloads import objective_of
 
     rows, skipped = sft_rows(archive, campaign_id, objective_of(archive.campaign(campaign_id)),

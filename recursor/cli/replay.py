@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 import yaml
@@ -22,17 +22,12 @@ from rich.table import Table
 
 from recursor.config import absolute_archive_url
 from recursor.errors import ConfigError
-from recursor.replay.policies import policies
-from recursor.replay.record import RecordedCampaign, load_campaign, load_from_archive
-from recursor.replay.report import (
-    Fidelity,
-    PolicyResult,
-    default_targets,
-    evaluate_policy,
-    fidelity,
-)
-from recursor.replay.simulator import Simulator
-from recursor.replay.tune import Goal, tune
+
+if TYPE_CHECKING:  # the simulator is imported by the commands that run it: every other
+    # command of the CLI starts without it
+    from recursor.replay.record import RecordedCampaign
+    from recursor.replay.report import Fidelity, PolicyResult
+    from recursor.replay.tune import Goal
 
 app = typer.Typer(help="Simulate search policies over recorded campaigns (and tune them).",
                   invoke_without_command=True)
@@ -59,6 +54,8 @@ def _load(dirs: list[Path] | None, archives: list[str] | None = None) -> list[Re
     if not dirs and not archives:
         raise ConfigError("recursor replay: give at least one --dir (a recorded campaign) "
                           "or --archive URL")
+    from recursor.replay.record import load_campaign, load_from_archive
+
     campaigns = [load_campaign(d) for d in dirs or []]
     for spec in archives or []:
         url, _, campaign_id = spec.partition("#")
@@ -67,6 +64,8 @@ def _load(dirs: list[Path] | None, archives: list[str] | None = None) -> list[Re
 
 
 def _targets(campaigns: list[RecordedCampaign], target: float | None) -> list[float]:
+    from recursor.replay.report import default_targets
+
     return [target] * len(campaigns) if target is not None else default_targets(campaigns)
 
 
@@ -89,6 +88,10 @@ def replay(
     """Check fidelity, then simulate the recorded settings and each --policy."""
     if ctx.invoked_subcommand is not None:
         return
+    from recursor.replay.policies import policies
+    from recursor.replay.report import evaluate_policy, fidelity
+    from recursor.replay.simulator import Simulator
+
     campaigns = _load(dirs, archives)
     sims = [Simulator(c) for c in campaigns]
     checks = [fidelity(s) for s in sims]
@@ -180,6 +183,9 @@ def tune_command(
     """Search selection and proposer-choice settings in the simulator; write the best."""
     if objective not in ("evals_to_target", "best_at_budget"):
         raise ConfigError(f"--objective {objective!r}: use evals_to_target or best_at_budget")
+    from recursor.replay.simulator import Simulator
+    from recursor.replay.tune import tune
+
     goal: Goal = "evals_to_target" if objective == "evals_to_target" else "best_at_budget"
     given = ctx.parent.params if ctx.parent is not None else {}  # `replay --dir D tune`
     campaigns = _load(dirs or given.get("dirs"), archives or given.get("archives"))

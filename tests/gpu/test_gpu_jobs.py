@@ -11,18 +11,11 @@ import pytest
 
 from recursor.executors.local import LocalExecutor
 from recursor.executors.spec import JobSpec, JobStatus
-
-
-def _cuda() -> bool:
-    try:
-        import torch
-    except ImportError:
-        return False
-    return bool(torch.cuda.is_available())
-
+from tests.helpers.gpu import cuda_available
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(
-    not _cuda(), reason="needs a CUDA GPU (none here); on one, also run scripts/gpu-smoke.sh")]
+    not cuda_available(),
+    reason="needs a CUDA GPU (none here); on one, also run scripts/gpu-smoke.sh")]
 
 
 def test_sft_on_the_gpu_in_bf16(tmp_path: Path) -> None:

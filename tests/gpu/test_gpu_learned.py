@@ -12,19 +12,15 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.gpu import cuda_available
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _cuda() -> bool:
-    try:
-        import torch
-    except ImportError:
-        return False
-    return bool(torch.cuda.is_available())
 
 
 pytestmark = [pytest.mark.gpu, pytest.mark.timeout(3600), pytest.mark.skipif(
-    not _cuda(), reason="needs a CUDA GPU (none here); set RECURSOR_GPU_CHECKPOINT to use "
+    not cuda_available(), reason="needs a CUDA GPU (none here); set RECURSOR_GPU_CHECKPOINT to use "
     "your own checkpoint")]
 
 
