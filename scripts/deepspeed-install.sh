@@ -36,6 +36,8 @@ if [ -z "$wheel" ]; then
   done
   wheel=$(ls "$cache"/deepspeed-*.whl | head -n 1)
 fi
-"$PY" -m pip install --quiet "$wheel"  # with its dependencies
-# over an earlier DeepSpeed of the same version (built without the op), which pip keeps
-"$PY" -m pip install --quiet --force-reinstall --no-deps "$wheel"
+if "$PY" -m pip show --quiet deepspeed >/dev/null 2>&1; then
+  # over an earlier DeepSpeed (of the same version pip would keep it, built without the op)
+  "$PY" -m pip install --quiet --force-reinstall --no-deps "$wheel"
+fi
+"$PY" -m pip install --quiet "$wheel"  # its dependencies
