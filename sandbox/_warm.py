@@ -30,7 +30,6 @@ import contextlib
 import json
 import logging
 import os
-import shutil
 import signal
 import socket
 import stat
@@ -47,6 +46,7 @@ from recursor.errors import SandboxError
 from recursor.plan import SEALED_RUNNER, TRUSTED_PYTHON_FLAGS, Mount, sandbox_python
 
 from ._base import SandboxRequest
+from ._inbox import Inbox
 from ._spawn import Ended, Waitable, wait_pidfd
 
 TEMPLATE_MODULE = "recursor.sandbox._template"
@@ -126,7 +126,7 @@ class WarmUnavailable(SandboxError):
     run has not started, and runs cold instead."""
 
 
-def _end(control: socket.socket, proc: subprocess.Popen[bytes], inbox: Path,
+def _end(control: socket.socket, proc: subprocess.Popen[bytes], inbox: Inbox,
          log: IO[bytes]) -> None:
     """End a template: close its control socket (it exits, and with its pid namespace every
     run it still holds), reap it, remove its inbox."""
@@ -138,7 +138,7 @@ def _end(control: socket.socket, proc: subprocess.Popen[bytes], inbox: Path,
             os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
     log.close()
-    shutil.rmtree(inbox, ignore_errors=True)
+    inbox.remove()
 
 
 class Template:
@@ -148,8 +148,8 @@ class Template:
     def __init__(self, start: Callable[[Shape, Path, int, int], subprocess.Popen[bytes]],
                  shape: Shape) -> None:
         self.shape = shape
-        self.inbox = Path(tempfile.mkdtemp(prefix="recursor-warm-"))
-        os.chmod(self.inbox, 0o711)
+        self._inbox = Inbox()
+        self.inbox = self._inbox.path
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self._control = ours
         self._lock = threading.Lock()
@@ -160,11 +160,11 @@ class Template:
         except BaseException:
             ours.close()
             self._log.close()
-            shutil.rmtree(self.inbox, ignore_errors=True)
+            self._inbox.remove()
             raise
         finally:
             theirs.close()
-        self._finalizer = weakref.finalize(self, _end, ours, self._proc, self.inbox,
+        self._finalizer = weakref.finalize(self, _end, ours, self._proc, self._inbox,
                                            self._log)
 
     def alive(self) -> bool:

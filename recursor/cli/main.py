@@ -1,16 +1,21 @@
 """The ``recursor`` command line: run and resume campaigns, inspect archives, debug sandboxes.
 
 Library errors (:class:`RecursorError`) become a one-paragraph message and exit status 2;
-Ctrl-C stops a campaign cleanly (exit status 130) and says how to resume it. Text that a
+Ctrl-C, SIGTERM and SIGHUP stop a campaign cleanly (exit status 130, 143, 129) and say how to
+resume it. Text that a
 candidate could have shaped (the best patch, error messages) is printed through
 :mod:`recursor.untrusted`, never raw and never as rich markup.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import sys
+import threading
 import traceback
+from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any
@@ -90,13 +95,46 @@ def _finish(summary: Any, directory: Path, metric: str) -> None:
     console.print(rich_text(f"         recursor ui --dir {directory}   (in a browser)"))
 
 
-def _interrupted(directory: Path) -> None:
+class Stopped(KeyboardInterrupt):
+    """SIGTERM or SIGHUP asking a running campaign to stop: handled as Ctrl-C is."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+@contextlib.contextmanager
+def _stoppable() -> Iterator[None]:
+    """While a campaign runs, SIGTERM (``kill``, ``timeout``, a service manager) and SIGHUP
+    (its terminal closed) stop it as Ctrl-C does; a signal set to be ignored (``nohup``) stays
+    ignored. Only the main thread can set handlers: elsewhere this changes nothing."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum: int, _frame: object) -> None:
+        raise Stopped(signum)
+
+    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    for sig, handler in previous.items():
+        if handler is not signal.SIG_IGN:
+            signal.signal(sig, stop)
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _interrupted(directory: Path, stop: KeyboardInterrupt) -> None:
+    """Say how to continue and leave at once: 130 after Ctrl-C, 128 + the signal's number
+    after SIGTERM (143) or SIGHUP (129)."""
     err_console.print(rich_text(f"\nstopped. Continue with: recursor resume --dir {directory}"))
     sys.stdout.flush()
     sys.stderr.flush()
     # Sandboxed evaluations in worker threads die with the process; the archive and the
     # checkpoints are transactional, so this is as safe as the kill -9 the resume handles.
-    os._exit(130)
+    os._exit(128 + stop.signum if isinstance(stop, Stopped) else 130)
 
 
 @app.command()
@@ -127,9 +165,10 @@ def run(
     console.print(Text.assemble("campaign ", rich_text(config.name, "bold"), " in ",
                                 rich_text(target)))
     try:
-        summary = run_campaign(config, target, _reporter(quiet))
-    except KeyboardInterrupt:
-        _interrupted(target)
+        with _stoppable():
+            summary = run_campaign(config, target, _reporter(quiet))
+    except KeyboardInterrupt as stop:
+        _interrupted(target, stop)
     _finish(summary, target, _metric(config))
 
 
@@ -156,10 +195,11 @@ def resume(
     ctx = open_context(directory, _reporter(quiet), overrides=overrides or None,
                        reason=reason)
     try:
-        summary = execute(ctx)
+        with _stoppable():
+            summary = execute(ctx)
         metric = ctx.task.objective.metric
-    except KeyboardInterrupt:
-        _interrupted(directory)
+    except KeyboardInterrupt as stop:
+        _interrupted(directory, stop)
     finally:
         ctx.close()
     _finish(summary, directory, metric)
