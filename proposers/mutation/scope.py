@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import abc
 import ast
+import builtins
 import random
 from dataclasses import dataclass
 
@@ -21,9 +22,10 @@ from recursor.proposers.mutation.source import Block
 class BlockScope:
     """Names usable inside one block.
 
-    ``variables``: the enclosing function's parameters and the names the block reads or assigns
-    (module-level names excluded); ``module_names``: imports, functions and classes defined at
-    module level (e.g. ``np`` for ``import numpy as np``).
+    ``variables``: the enclosing function's parameters and the names the block assigns or
+    reads as values (module-level names, builtins and names it only calls excluded);
+    ``module_names``: imports, functions and classes defined at module level (e.g. ``np`` for
+    ``import numpy as np``).
     """
 
     variables: frozenset[str]
@@ -80,10 +82,22 @@ def _enclosing_params(tree: ast.Module, block: Block) -> set[str]:
 
 
 def block_scope(tree: ast.Module, block: Block) -> BlockScope:
-    """The scope of ``block`` in ``tree`` (see :class:`BlockScope`)."""
+    """The scope of ``block`` in ``tree`` (see :class:`BlockScope`). A name the block only
+    reads that is a builtin (``list``, ``range``) or only ever called is no variable:
+    wrapping ``list`` in ``np.maximum`` or adding ``range`` to a number never runs."""
     module_names, aliases = _module_names(tree)
     variables = _enclosing_params(tree, block)
+    read: set[str] = set()
+    called: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Name) and block.contains(node):
-            variables.add(node.id)
+            (read if isinstance(node.ctx, ast.Load) else variables).add(node.id)
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+              and block.contains(node.func)):
+            called.add(node.func.id)
+    values = {name for name in read if name not in called and name not in _BUILTINS}
+    variables |= values
     return BlockScope(frozenset(variables - module_names), module_names, aliases)
+
+
+_BUILTINS = frozenset(dir(builtins))

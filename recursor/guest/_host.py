@@ -22,6 +22,9 @@ from pathlib import Path
 from typing import Any
 
 WORKSPACE_ENV = "RECURSOR_HOST_WORKSPACE"
+# the real one, kept before an evaluator's process replaces ``subprocess.Popen`` by candidate
+# runs (recursor.tasks.program.popen): a host run must start a real process
+_POPEN = subprocess.Popen
 
 
 class HostChannel:
@@ -47,7 +50,7 @@ class HostChannel:
         env = {**os.environ, **request["env"]}
         for name in ("RECURSOR_RESULT", "RECURSOR_CANDIDATES"):
             env.pop(name, None)
-        proc = subprocess.Popen(request["argv"], cwd=folder, env=env, stdin=subprocess.PIPE,
+        proc = _POPEN(request["argv"], cwd=folder, env=env, stdin=subprocess.PIPE,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 start_new_session=True)
         with self._cond:

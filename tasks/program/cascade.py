@@ -106,9 +106,12 @@ def _verdict(metrics: dict[str, float], instances: dict[str, float],
     try:
         require_metric(metrics, metric)
     except Rejected as exc:
+        stopped = artifacts.get(STOPPED)
+        why = f" ({stopped}; what it reported: {artifacts['error'][:300]})" if stopped and \
+            isinstance(artifacts.get("error"), str) else f" ({stopped})" if stopped else ""
         raise Rejected(f"the evaluation's stages 1-{stage} returned no {metric!r} metric (got "
-                       f"{sorted(metrics)[:10]}); every stage a candidate can stop after must "
-                       f"return it (or name the metric with --metric)", exc.category,
+                       f"{sorted(metrics)[:10]}){why}; every stage a candidate can stop after "
+                       f"must return it (or name the metric with --metric)", exc.category,
                        artifacts=bounded_artifacts(artifacts)) from None
     verdict: dict[str, Any] = {"metrics": {**metrics, CASCADE_STAGE: float(stage)},
                                "instances": instances, "error": None}

@@ -10,6 +10,7 @@ the program sits beside it in the candidate's runs.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from recursor.errors import ConfigError
@@ -63,11 +64,55 @@ def read_program(path: Path) -> dict[str, str]:
     return files
 
 
+def has_marker(text: str) -> bool:
+    """Whether ``text`` opens a marked region."""
+    return any(line.strip().startswith(BLOCK_START) for line in text.splitlines())
+
+
 def evolvable(files: dict[str, str]) -> list[str]:
     """The Python files that mark regions for proposers (sorted)."""
-    return sorted(p for p, text in files.items()
-                  if p.endswith(".py") and any(line.strip().startswith(BLOCK_START)
-                                               for line in text.splitlines()))
+    return sorted(p for p, text in files.items() if p.endswith(".py") and has_marker(text))
+
+
+MAX_SIBLINGS = 50
+
+
+def sibling_modules(anchor: Path, source: str, excluded: Sequence[Path],
+                    imported: Callable[[str], set[str]]) -> list[Path]:
+    """The modules of ``anchor``'s folder that its ``source`` imports (and that those
+    import, in turn), as ``python anchor`` would find them: ``name.py`` files and package
+    folders beside it; never ``anchor``, an ``excluded`` file or a folder holding one.
+    ``imported`` reads a source's imported top-level names."""
+    folder, found = anchor.parent, list[Path]()
+    kept_out = [anchor.resolve(), *(path.resolve() for path in excluded)]
+    todo = sorted(imported(source))
+    seen: set[str] = set()
+    while todo and len(found) < MAX_SIBLINGS:
+        name = todo.pop(0)
+        if name in seen or not name.isidentifier():
+            continue
+        seen.add(name)
+        for path in (folder / f"{name}.py", folder / name):
+            resolved = path.resolve()
+            if (any(out == resolved or out.is_relative_to(resolved) for out in kept_out)
+                    or not (path.is_file() or (path / "__init__.py").is_file())):
+                continue
+            found.append(path)
+            if path.is_file():
+                todo += sorted(imported(read_text(path, "a module beside it")))
+            break
+    return found
+
+
+def module_files(paths: Sequence[Path]) -> dict[str, str]:
+    """The text of each module of ``paths`` (a ``.py`` file, or a package folder's ``.py``
+    files), by its path relative to their folder."""
+    files: dict[str, str] = {}
+    for path in paths:
+        sources = sorted(path.rglob("*.py")) if path.is_dir() else [path]
+        for source in sources[:MAX_FILES]:
+            files[source.relative_to(path.parent).as_posix()] = read_text(source, "module")
+    return files
 
 
 def entry_of(files: dict[str, str], entry: str | None, program: Path) -> str:
@@ -89,4 +134,5 @@ def entry_of(files: dict[str, str], entry: str | None, program: Path) -> str:
                       "name the file evaluate(path) is given with task.entry")
 
 
-__all__ = ["ENTRY_NAMES", "MAX_FILES", "entry_of", "evolvable", "read_program", "read_text"]
+__all__ = ["ENTRY_NAMES", "MAX_FILES", "entry_of", "evolvable", "has_marker", "read_program",
+           "module_files", "read_text", "sibling_modules"]

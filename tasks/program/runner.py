@@ -24,7 +24,10 @@ Order of work, and why:
    fails with an error naming ``run_candidate``, instead of running the candidate beside
    the evaluator's secrets. Importing the candidate gives a stand-in module whose functions
    run in candidate runs of their own (:mod:`recursor.tasks.program.remote`, installed
-   before the evaluator is imported).
+   before the evaluator is imported). Starting Python on a script with ``subprocess`` (a
+   script that imports the candidate and writes its results beside itself) makes that
+   script a candidate run of its own (:mod:`recursor.tasks.program.popen`, installed then
+   too); any other program is refused.
 4. ``evaluate`` is called on ``/workspace/<program>``, the same path the candidate's runs see.
 5. The returned mapping is validated (numbers, finite, the objective present) and the
    verdict is written last with :func:`~recursor.guest.finish`.
@@ -50,6 +53,7 @@ from typing import Any
 from recursor.guest import finish, protect_verdict, read_candidate_file, untrusted_path_entries
 from recursor.tasks.program.cascade import run_stages, stage_functions
 from recursor.tasks.program.guard import CandidateInEvaluator, ExecDenied, install_guard
+from recursor.tasks.program.popen import install as install_popen
 from recursor.tasks.program.remote import install as install_remote
 from recursor.tasks.program.shinka_style import run_main
 from recursor.tasks.program.verdict import Rejected, to_verdict
@@ -165,6 +169,7 @@ def run(evaluator: Path, program: Path, scoring: Scoring,
     root = str(workspace or program.parent)
     try:
         install_remote(root)
+        install_popen()
         module = load_evaluator(evaluator)
         install_guard(candidate_source(program), str(program), root)
         return _evaluate(module, program, scoring)

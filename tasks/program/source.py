@@ -163,5 +163,37 @@ def names_mentioned(source: str, wanted: frozenset[str]) -> set[str]:
     return found
 
 
+def imports(source: str, package: str) -> bool:
+    """Whether the source imports ``package`` or a module of it. Parses only."""
+    try:
+        module = pyast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    for node in ast.walk(module):
+        names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
+                 [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+        if any(name == package or name.startswith(package + ".") for name in names):
+            return True
+    return False
+
+
+def imported_names(source: str) -> set[str]:
+    """The top-level module names the source imports (``import a.b``, ``from a import b``:
+    ``a``; ``from . import b``, ``from .b import c``: ``b``). Parses only."""
+    try:
+        module = pyast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return set()
+    names: set[str] = set()
+    for node in ast.walk(module):
+        if isinstance(node, ast.Import):
+            names.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names.add(node.module.split(".")[0])
+        elif isinstance(node, ast.ImportFrom):
+            names.update(alias.name for alias in node.names)
+    return names
+
+
 __all__ = ["MAX_PROGRAM_CHARS", "STAGES", "EvaluatorShape", "SourceError", "check_evaluator",
-           "check_program", "frame", "names_mentioned"]
+           "check_program", "frame", "imported_names", "imports", "names_mentioned"]

@@ -9,18 +9,30 @@ from pathlib import Path
 
 from recursor.config import ProgramTaskConfig
 from recursor.errors import ConfigError
+from recursor.mutation import BLOCK_END, BLOCK_START
 from recursor.plan import CandidateRuns, Mount, SandboxLimits, trusted_module_command
 from recursor.tasks._base import Component, EvaluationPlan, Objective, Task
 from recursor.tasks.program.cascade import DEFAULT_THRESHOLDS
-from recursor.tasks.program.files import entry_of, evolvable, read_program, read_text
+from recursor.tasks.program.files import (
+    entry_of,
+    evolvable,
+    has_marker,
+    module_files,
+    read_program,
+    read_text,
+    sibling_modules,
+)
 from recursor.tasks.program.source import (
     STAGES,
     SourceError,
     check_evaluator,
     check_program,
     frame,
+    imported_names,
+    imports,
     names_mentioned,
 )
+from recursor.tasks.program.verdict import MEAN_METRIC
 from recursor.types import ChangeKind, Split
 
 # read-only inside the evaluator's sandbox, never in /workspace; candidate runs never see it
@@ -85,10 +97,13 @@ class ProgramTask(Task):
         self.memory_mb = config.memory_mb
         self.files = read_program(self.program)  # relative path in /workspace -> text
         self.path = entry_of(self.files, config.entry, self.program)  # what evaluate() gets
+        if not self.program.is_dir():
+            if not has_marker(self.files[self.path]):
+                self._mark_whole_file()
+            self._add_program_siblings()
         self.source = self.files[self.path]
         evaluator_source = read_text(self.evaluator, "evaluator")
-        metric = self._metric(config.metric, evaluator_source)
-        self.objective = Objective(metric, config.direction)
+        self._add_siblings(evaluator_source)
         self.evolvable = evolvable(self.files) if self.program.is_dir() else [self.path]
         try:
             for path in self.evolvable or [self.path]:
@@ -96,6 +111,8 @@ class ProgramTask(Task):
             shape = check_evaluator(evaluator_source, self.evaluator.name)
         except SourceError as exc:
             raise ConfigError(f"task: {exc}") from None
+        metric = self._metric(config.metric, evaluator_source, bool(shape.stages))
+        self.objective = Objective(metric, config.direction)
         self.passes_split, self.stages = shape.passes_split, shape.stages
         if shape.entry == "main":
             self.notes = (*getattr(self, "notes", ()), (
@@ -119,6 +136,44 @@ class ProgramTask(Task):
                 raise ConfigError(f"task.evaluator_files: {helper} does not exist")
         self.description = config.description or self._description(metric, config.direction)
 
+    def _add_program_siblings(self) -> None:
+        """The modules beside a one-file program that it imports join it in the workspace as
+        fixed files (as ``python program.py`` would find them); the evaluator never does."""
+        paths = sibling_modules(self.program, self.files[self.path], [self.evaluator],
+                                imported_names)
+        added = {name: text for name, text in module_files(paths).items()
+                 if name not in self.files}
+        if added:
+            self.files.update(added)
+            self.notes = (*getattr(self, "notes", ()), (
+                f"task: {self.path} imports {', '.join(p.name for p in paths)} from its own "
+                "folder: the campaign's workspace holds them beside it, fixed (only "
+                f"{self.path} evolves)"))
+
+    def _add_siblings(self, evaluator_source: str) -> None:
+        """The modules beside the evaluator that it imports go with it (as ``python
+        evaluate.py`` would find them), unless ``evaluator_files`` names them already."""
+        given = {helper.resolve() for helper in self.helpers}
+        added = [path for path in sibling_modules(self.evaluator, evaluator_source,
+                                                  [self.program], imported_names)
+                 if path.resolve() not in given]
+        if added:
+            self.helpers += added
+            names = ", ".join(path.name for path in added)
+            self.notes = (*getattr(self, "notes", ()), (
+                f"task: {self.evaluator.name} imports {names} from its own folder: "
+                f"{'they go' if len(added) > 1 else 'it goes'} beside it in the sandbox "
+                "(task.evaluator_files names such files explicitly)"))
+
+    def _mark_whole_file(self) -> None:
+        """A single file with no marked region (OpenEvolve evolves such a file whole): the
+        campaign's copy gets one region around all of it, and says so."""
+        self.files[self.path] = f"{BLOCK_START}\n{self.files[self.path]}\n{BLOCK_END}\n"
+        self.notes = (*getattr(self, "notes", ()), (
+            f"task: {self.path} has no EVOLVE-BLOCK region, so all of it may change (the "
+            f"campaign's copy has '{BLOCK_START}' and '{BLOCK_END}' lines around the whole "
+            "file; mark regions yourself to keep the rest fixed)"))
+
     def _description(self, metric: str, direction: str) -> str:
         where = (f"the program {self.path}" if len(self.files) == 1 else
                  f"the program in {len(self.files)} files (the evaluator runs {self.path}; "
@@ -127,18 +182,28 @@ class ProgramTask(Task):
                 f"'# EVOLVE-BLOCK-END' lines may change; everything else must stay as it is. "
                 f"A candidate is scored by the metric '{metric}' ({direction}).")
 
-    def _metric(self, metric: str, evaluator_source: str) -> str:
+    def _metric(self, metric: str, evaluator_source: str, staged: bool) -> str:
         """The metric to optimize: ``metric``, except that the default ``score`` becomes
         ``combined_score`` (OpenEvolve's convention) for an evaluator that names the one and
-        not the other; the choice is said at the campaign's start."""
+        not the other, and :data:`MEAN_METRIC` for an evaluator written for OpenEvolve (it
+        imports ``openevolve`` or evaluates in stages) that names neither: OpenEvolve ranks
+        such results by the mean of their numbers. The choice is said at the start."""
         if metric != DEFAULT_METRIC:
             return metric
         named = names_mentioned(evaluator_source, frozenset({DEFAULT_METRIC, PEER_METRIC}))
+        if not named and (staged or imports(evaluator_source, "openevolve")):
+            self.notes = (*getattr(self, "notes", ()),
+                          f"task.metric: {self.evaluator.name} is written for OpenEvolve and "
+                          f"names neither '{DEFAULT_METRIC}' nor '{PEER_METRIC}': optimizing "
+                          f"{MEAN_METRIC}, the mean of the numbers it returns, as OpenEvolve "
+                          "ranks them; name one with --metric NAME (task.metric)")
+            return MEAN_METRIC
         if DEFAULT_METRIC in named or PEER_METRIC not in named:
             return metric
-        self.notes = (f"task.metric: {self.evaluator.name} returns no '{DEFAULT_METRIC}' "
+        self.notes = (*getattr(self, "notes", ()),
+                      f"task.metric: {self.evaluator.name} returns no '{DEFAULT_METRIC}' "
                       f"metric but '{PEER_METRIC}' (OpenEvolve's convention): optimizing "
-                      f"{PEER_METRIC}; name another with --metric NAME (task.metric)",)
+                      f"{PEER_METRIC}; name another with --metric NAME (task.metric)")
         return PEER_METRIC
 
     def _thresholds(self, configured: Sequence[float] | None) -> tuple[float, ...]:

@@ -12,7 +12,9 @@ from typing import Any
 from recursor.types import CASCADE_STAGE
 
 MAX_ENTRIES = 10_000
-
+# the objective of an evaluator written for OpenEvolve that returns no combined_score: the
+# mean of the numbers it returns (see require_metric)
+MEAN_METRIC = "mean_of_metrics"
 
 UNUSABLE = "evaluate() returned an unusable result"
 # what a rejection may name as its cause: how a candidate run ended (the controller believes
@@ -150,8 +152,14 @@ def parse_result(returned: Any) -> dict[str, Any]:
     return {"metrics": metrics, "instances": instances, "artifacts": artifacts}
 
 
-def require_metric(metrics: Mapping[str, float], metric: str) -> None:
-    """Rejected unless ``metrics`` holds the objective ``metric``."""
+def require_metric(metrics: dict[str, float], metric: str) -> None:
+    """Rejected unless ``metrics`` holds the objective ``metric``. The objective
+    :data:`MEAN_METRIC` is added here when the evaluator did not return it: the mean of the
+    numbers it returned (OpenEvolve's fitness of a result with no ``combined_score``)."""
+    if metric == MEAN_METRIC and metric not in metrics:
+        values = [v for k, v in metrics.items() if k != CASCADE_STAGE]
+        if values:
+            metrics[metric] = sum(values) / len(values)
     if metric not in metrics:
         raise Rejected(f"evaluate() returned no {metric!r} metric (got "
                        f"{sorted(metrics)[:10]}); the task optimizes {metric!r}: name the "
@@ -176,5 +184,5 @@ def verdict_of(parsed: Mapping[str, Any]) -> dict[str, Any]:
 
 
 __all__ = ["CASCADE_STAGE", "MAX_ARTIFACTS_CHARS", "MAX_ARTIFACT_CHARS", "MAX_ENTRIES",
-           "REJECTED", "UNUSABLE", "Rejected", "bounded_artifacts", "parse_result",
+           "MEAN_METRIC", "REJECTED", "UNUSABLE", "Rejected", "bounded_artifacts", "parse_result",
            "require_metric", "to_verdict", "verdict_of"]

@@ -6,8 +6,11 @@ module (:mod:`recursor.tasks.program.remote`): each call runs this file, as
 nothing of the evaluator's), which imports the candidate *there*, calls the function and
 prints the reply. So the candidate's code never runs in the evaluator's process, and what
 comes back is data: JSON, decoded by :func:`decode` into numbers, strings, lists, tuples,
-dicts, sets, bytes and numpy arrays of plain numeric dtypes, and nothing else (no pickle, no
-object arrays, no classes).
+dicts, sets, bytes, numpy arrays of plain numeric dtypes and members of enums that both
+sides import (a module beside the program and the evaluator, say), and nothing else (no
+pickle, no object arrays, no classes). An enum member crosses by its class's module and name
+and its own name; the receiving side looks the class up among the modules it has imported
+already (never importing one for it) and takes the member by name.
 
 The same file serves both sides: :func:`encode`/:func:`decode` on each, :func:`main` in the
 candidate's run. Standard library only (numpy when a value holds an array).
@@ -16,6 +19,7 @@ candidate's run. Standard library only (numpy when a value holds an array).
 from __future__ import annotations
 
 import base64
+import enum
 import importlib.util
 import json
 import os
@@ -28,9 +32,9 @@ MARKER = "\x1e_recursor_reply "  # the reply's line on the run's stdout
 MAX_DEPTH = 64
 NUMERIC_DTYPES = frozenset({"bool", "int8", "int16", "int32", "int64", "uint8", "uint16",
                             "uint32", "uint64", "float16", "float32", "float64"})
-_TAGS = ("__tuple__", "__ndarray__", "__dict__", "__bytes__", "__set__")
-SUPPORTED = ("numbers, strings, None, lists, tuples, dicts, sets, bytes and numpy arrays of "
-             "numbers")
+_TAGS = ("__tuple__", "__ndarray__", "__dict__", "__bytes__", "__set__", "__enum__")
+SUPPORTED = ("numbers, strings, None, lists, tuples, dicts, sets, bytes, numpy arrays of "
+             "numbers and members of enums both sides import")
 
 
 class WireError(ValueError):
@@ -50,6 +54,9 @@ def encode(value: Any, depth: int = 0) -> Any:
     """``value`` as JSON-ready data; WireError for anything else."""
     if depth > MAX_DEPTH:
         raise WireError(f"a value nested deeper than {MAX_DEPTH} levels cannot cross")
+    if isinstance(value, enum.Enum):
+        kind = type(value)
+        return {"__enum__": f"{kind.__module__}:{kind.__qualname__}", "name": value.name}
     if value is None or isinstance(value, bool | int | float | str):
         return value
     if isinstance(value, list | tuple | set | frozenset):
@@ -99,6 +106,8 @@ def decode(data: Any, depth: int = 0) -> Any:
     if tag is None:
         return {str(k): decode(v, depth + 1) for k, v in data.items()}
     body = data[tag]
+    if tag == "__enum__":
+        return _member(body, data.get("name"))
     if tag == "__bytes__":
         if not isinstance(body, str):
             raise WireError("bytes not given as base64 text")
@@ -113,6 +122,26 @@ def decode(data: Any, depth: int = 0) -> Any:
     if tag == "__set__":
         return _hashed(items, set)
     return _pairs(items)
+
+
+def _member(where: Any, name: Any) -> Any:
+    """The enum member ``name`` of the class ``module:qualname``, from a module this process
+    has imported already."""
+    if not isinstance(where, str) or not isinstance(name, str) or ":" not in where:
+        raise WireError("an enum member not given as 'module:class' and a name")
+    module_name, qualname = where.split(":", 1)
+    kind: Any = sys.modules.get(module_name)
+    if kind is None:
+        raise WireError(f"an enum member of {module_name[:80]!r}, a module this side has not "
+                        "imported")
+    for part in qualname.split("."):
+        kind = getattr(kind, part, None) if part.isidentifier() else None
+    if not isinstance(kind, enum.EnumMeta):
+        raise WireError(f"{where[:120]!r} is not an enum")
+    try:
+        return kind[name]
+    except KeyError:
+        raise WireError(f"{where[:120]!r} has no member {name[:80]!r}") from None
 
 
 def _hashed(items: list[Any], kind: Callable[[list[Any]], Any]) -> Any:

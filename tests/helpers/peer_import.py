@@ -86,12 +86,14 @@ BODIES = {
 
 
 class Bodies(Proposer):
-    """Replaces the marked region's body with ``BODIES[k]`` for each k of ``order``."""
+    """Replaces the marked region's body with ``bodies[k]`` (default ``BODIES``) for each k
+    of ``order``."""
 
     name = "bodies"
 
-    def __init__(self, order: list[str]) -> None:
+    def __init__(self, order: list[str], bodies: dict[str, str] | None = None) -> None:
         self.order = list(order)
+        self.bodies = BODIES if bodies is None else bodies
         self.count = 0
 
     def propose(self, context: ProposalContext) -> Proposal:
@@ -101,5 +103,5 @@ class Bodies(Proposer):
         source = context.parent.files[path]
         start = source.index("# EVOLVE-BLOCK-START\n") + len("# EVOLVE-BLOCK-START\n")
         end = source.index("# EVOLVE-BLOCK-END")
-        return Proposal(ChangeKind.ALGORITHM, key, {path: source[:start] + BODIES[key] +
+        return Proposal(ChangeKind.ALGORITHM, key, {path: source[:start] + self.bodies[key] +
                                                     source[end:]})

@@ -13,7 +13,7 @@ from recursor.types import ChangeKind
 PROGRAM = '''"""Returns a point; the evaluator wants it at (1, 2) for every scale."""
 
 # EVOLVE-BLOCK-START
-def run_experiment(seed=0, scale=1.0, file_path=None):
+def run_experiment(seed=0, scale=1.0):
     return (0.4 * scale, 2.0)
 # EVOLVE-BLOCK-END
 '''
@@ -58,9 +58,9 @@ if __name__ == "__main__":
 '''
 
 BODIES = {
-    "exact": "def run_experiment(seed=0, scale=1.0, file_path=None):\n    return (1.0, 2.0)\n",
-    "scalar": "def run_experiment(seed=0, scale=1.0, file_path=None):\n    return 3.0\n",
-    "raises": ("def run_experiment(seed=0, scale=1.0, file_path=None):\n"
+    "exact": "def run_experiment(seed=0, scale=1.0):\n    return (1.0, 2.0)\n",
+    "scalar": "def run_experiment(seed=0, scale=1.0):\n    return 3.0\n",
+    "raises": ("def run_experiment(seed=0, scale=1.0):\n"
                "    raise RuntimeError('no luck')\n"),
 }
 REGION = re.compile(r"(# EVOLVE-BLOCK-START\n).*(# EVOLVE-BLOCK-END)", re.S)

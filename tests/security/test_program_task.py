@@ -101,12 +101,20 @@ def attack():
 
 # The old contract: the candidate runs in the evaluator's own sandbox, beside its files.
 OLD_SUBPROCESS = '''
-import subprocess, sys
+import os, subprocess, sys
 
 
 def evaluate(path, split="dev"):
     proc = subprocess.run([sys.executable, path], capture_output=True, text=True, timeout=20)
-    return {"score": float(proc.stdout.count("candidate ran"))}
+    print("CHILD SAID", proc.stdout.replace("\\n", " | "))
+    mine = [os.path.isdir("/recursor-evaluator"), "RECURSOR_RESULT" in os.environ]
+    return {"score": float(proc.stdout.count("candidate ran")), "evaluator_saw": float(sum(mine))}
+'''
+SUBPROCESS_REPORTS = '''
+def attack():
+    import os
+    print("CANDIDATE SAW", [os.path.isdir("/recursor-evaluator"), "RECURSOR_RESULT" in os.environ,
+                            os.path.exists("/recursor-evaluator/evaluate.py")])
 '''
 OLD_OS_SYSTEM = '''
 import os, sys
@@ -219,10 +227,10 @@ def test_a_printed_or_smuggled_fake_verdict_is_not_believed(
 
 
 @pytest.mark.parametrize(("evaluator", "hint"), [
-    (OLD_SUBPROCESS, "may not start programs"), (OLD_OS_SYSTEM, "may not start programs"),
+    (OLD_OS_SYSTEM, "may not start programs"),
     (OLD_LOADER, "executed the candidate's code in its own process"),
     (OLD_EXEC, "executed the candidate's code in its own process"),
-], ids=["subprocess", "os-system", "loader", "exec"])
+], ids=["os-system", "loader", "exec"])
 def test_an_evaluator_written_to_the_old_contract_gets_an_error_naming_the_helper(
         sandbox: Sandbox, tmp_path: Path, campaign_dir: Path, evaluator: str,
         hint: str) -> None:
@@ -238,6 +246,20 @@ def test_an_evaluator_written_to_the_old_contract_gets_an_error_naming_the_helpe
     assert hint in (outcome.error or ""), outcome.error
     assert "run_candidate" in (outcome.error or "")
     assert "CANDIDATE CODE RAN" not in outcome.stdout + outcome.stderr
+
+
+def test_an_evaluators_python_subprocess_runs_the_candidate_in_a_sandbox_of_its_own(
+        sandbox: Sandbox, tmp_path: Path, campaign_dir: Path) -> None:
+    """``subprocess.run([sys.executable, path])`` from the evaluator becomes a candidate run
+    (``tasks/program/popen.py``): the candidate runs, and where it runs there is no evaluator
+    folder and no verdict variable, while the evaluator still has both."""
+    task = make_task(tmp_path / "user", {"evaluate.py": OLD_SUBPROCESS}, [])
+    cache = campaign_dir / f"cache-subprocess-{tmp_path.name}"
+    task.prepare(cache)
+    outcome = evaluate(task, sandbox, cache, with_attack(SUBPROCESS_REPORTS))
+    assert outcome.ok and outcome.metrics == {"score": 1.0, "evaluator_saw": 1.0}, (
+        outcome.error, outcome.stdout, outcome.stderr)
+    assert "CHILD SAID CANDIDATE SAW [False, False, False] | candidate ran" in outcome.stdout
 
 
 def test_an_evaluator_that_imports_the_candidate_gets_calls_run_in_a_sandbox_of_their_own(

@@ -24,7 +24,7 @@ INPUTS = {
     "selection.yaml": "name: x\nselection: {kind: rank, exponnent: 2}\n",
     "nokind.yaml": "name: x\nselection: {kindd: rank}\n",
     "binary.yaml": "\udcff\udcfe\x00",
-    "noblock.py": "def f():\n    return 1\n",
+    "unclosed.py": "# EVOLVE-BLOCK-START\nX = 1\n",
     "block.py": BLOCK,
     "evaluate.py": "def evaluate(path):\n    return {'score': 1.0}\n",
     "words.py": "def evaluate(path):\n    return {'score': 'high'}\n",
@@ -59,9 +59,9 @@ CASES: list[tuple[list[str], str]] = [
     (["job", "run", f"{IN}/absent.yaml"], "'spec_file': file '../inputs/absent.yaml' does not "
      "exist; see `recursor job run --help`"),
     (["job", "run", f"{IN}/nodata.yaml"], "data: rows.jsonl is not a file"),
-    (["run", "--program", f"{IN}/noblock.py", "--evaluator", f"{IN}/evaluate.py"],
-     "noblock.py has no marked region: put the lines proposers may change between "
-     "'# EVOLVE-BLOCK-START' and '# EVOLVE-BLOCK-END'"),
+    (["run", "--program", f"{IN}/unclosed.py", "--evaluator", f"{IN}/evaluate.py"],
+     "unclosed.py: an EVOLVE block is never closed; add a line '# EVOLVE-BLOCK-END' after "
+     "its code"),
     (["run", "--program", f"{IN}/block.py", "--evaluator", f"{IN}/absent.py"],
      "absent.py does not exist"),
     (["run", "--program", f"{IN}/block.py", "--evaluator", f"{IN}/words.py", "--dir", "w"],

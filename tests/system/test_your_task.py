@@ -118,8 +118,9 @@ def test_the_cli_resume_of_an_object_campaign_says_what_to_do(
 
 def test_bad_front_door_arguments_are_clear_errors(tmp_path: Path,
                                                    subprocess_env: dict[str, str]) -> None:
-    unmarked = tmp_path / "plain.py"
-    unmarked.write_text("print(1)\n")
+    unmarked = tmp_path / "plain"  # a folder: which of its files may change is not guessed
+    unmarked.mkdir()
+    (unmarked / "main.py").write_text("print(1)\n")
     with pytest.raises(ConfigError, match="no marked region"):
         recursor.run(program=unmarked, evaluator=EXAMPLE / "evaluate.py",
                      directory=tmp_path / "a")

@@ -78,8 +78,8 @@ def test_static_check_allows_changes_inside_the_marked_regions_only(user: Path) 
 
 
 def test_unusable_user_files_are_config_errors_that_say_the_fix(user: Path) -> None:
-    (user / "plain.py").write_text("print(1)\n")
-    with pytest.raises(ConfigError, match="EVOLVE-BLOCK-START"):
+    (user / "plain.py").write_text("print(1)\n# EVOLVE-BLOCK-END\n")
+    with pytest.raises(ConfigError, match="never opened"):
         ProgramTask(ProgramTaskConfig(kind="program", program=str(user / "plain.py"),
                                       evaluator=str(user / "evaluate.py")))
     with pytest.raises(ConfigError, match="does not exist"):
@@ -186,3 +186,80 @@ def test_the_task_suggested_limits_survive_the_stored_configs_round_trip(user: P
     written = parse_config({"sandbox": {"kind": "process", "timeout_s": 30}})
     chosen = parse_config(config_to_dict(written))
     assert limits_for(chosen.sandbox, plan.limits).wall_time_s == 30
+
+
+def test_a_file_with_no_marked_region_is_evolvable_whole(tmp_path: Path) -> None:
+    plain = "import math\n\n\ndef area(r):\n    return math.pi * r * r\n"
+    (tmp_path / "plain.py").write_text(plain)
+    (tmp_path / "evaluate.py").write_text(EVALUATOR)
+    task = ProgramTask(ProgramTaskConfig(kind="program", program=str(tmp_path / "plain.py"),
+                                         evaluator=str(tmp_path / "evaluate.py")))
+    seeded = dict(task.seed_files())["plain.py"]
+    assert seeded == f"# EVOLVE-BLOCK-START\n{plain}\n# EVOLVE-BLOCK-END\n"
+    assert any("no EVOLVE-BLOCK region, so all of it may change" in n for n in task.notes)
+    changed = seeded.replace("math.pi * r * r", "3.14159 * r ** 2")
+    assert task.static_check({"plain.py": changed}) is None
+    (tmp_path / "plain.py").write_text("# EVOLVE-BLOCK-START\nX = 1\n")  # broken, not absent
+    with pytest.raises(ConfigError, match="never closed"):
+        ProgramTask(ProgramTaskConfig(kind="program", program=str(tmp_path / "plain.py"),
+                                      evaluator=str(tmp_path / "evaluate.py")))
+
+
+STAGED = '''def evaluate_stage1(path):
+    return {"runs": 1.0, "speed": 0.2}
+
+
+def evaluate_stage2(path):
+    return {"quality": 0.9}
+'''
+
+
+def test_an_openevolve_evaluator_with_no_combined_score_is_ranked_by_its_mean(
+        tmp_path: Path) -> None:
+    from recursor.tasks.program.cascade import run_stages
+    from recursor.tasks.program.verdict import MEAN_METRIC
+
+    (tmp_path / "initial.py").write_text(PROGRAM)
+    (tmp_path / "staged.py").write_text(STAGED)
+    (tmp_path / "oe.py").write_text("from openevolve.evaluation_result import EvaluationResult"
+                                    "\n\ndef evaluate(path):\n    return {'a': 1.0}\n")
+    (tmp_path / "loss.py").write_text("def evaluate(path):\n    return {'loss': 1.0}\n")
+
+    def task(evaluator: str) -> ProgramTask:
+        return ProgramTask(ProgramTaskConfig(kind="program", program=str(tmp_path / "initial.py"),
+                                             evaluator=str(tmp_path / evaluator)))
+
+    staged, imported = task("staged.py"), task("oe.py")
+    assert staged.objective.metric == imported.objective.metric == MEAN_METRIC
+    assert any("names neither 'score' nor 'combined_score'" in n for n in staged.notes)
+    assert task("loss.py").objective.metric == "score"  # not written for OpenEvolve: no guess
+    assert to_verdict({"a": 1.0, "b": 3.0}, MEAN_METRIC)["metrics"][MEAN_METRIC] == 2.0
+
+    def stage1(path: str) -> dict[str, float]:
+        return {"runs": 0.0, "speed": 0.2}
+
+    def stage2(path: str) -> dict[str, float]:
+        return {"quality": 0.9}
+
+    # stopped after stage 1 (mean 0.1 < 0.5): ranked by the mean of what it returned
+    stopped = run_stages([stage1, stage2], "p.py", "dev", MEAN_METRIC, (0.5,), False)
+    assert stopped["metrics"][MEAN_METRIC] == pytest.approx(0.1)
+    assert stopped["metrics"]["cascade_stage"] == 1.0
+    with pytest.raises(Rejected, match="stopped after stage 1 of 2"):
+        run_stages([stage1, stage2], "p.py", "dev", "score", (0.5,), False)
+
+
+def test_modules_beside_the_program_and_the_evaluator_go_with_them(tmp_path: Path) -> None:
+    (tmp_path / "initial.py").write_text("import helper\nimport evaluate\n" + PROGRAM)
+    (tmp_path / "helper.py").write_text("SIZE = 4\n")
+    (tmp_path / "evaluate.py").write_text("from env import Board\nimport initial\n" + EVALUATOR)
+    (tmp_path / "env.py").write_text("from . import consts\nBoard = 1\n")
+    (tmp_path / "consts.py").write_text("N = 4\n")
+    task = ProgramTask(ProgramTaskConfig(kind="program", program=str(tmp_path / "initial.py"),
+                                         evaluator=str(tmp_path / "evaluate.py")))
+    # the program's module joins it, fixed; the evaluator never reaches the candidate's side
+    assert sorted(task.files) == ["helper.py", "initial.py"] and task.evolvable == ["initial.py"]
+    assert task.static_check({**task.files, "helper.py": "SIZE = 5\n"}) is not None
+    # the evaluator's modules (and theirs) go beside it; the program is not one of them
+    assert sorted(p.name for p in task.helpers) == ["consts.py", "env.py"]
+    assert any("imports env.py, consts.py from its own folder" in n for n in task.notes)

@@ -64,3 +64,24 @@ def test_a_deep_reply_is_refused_not_a_crash() -> None:
         decode(deep)
     with pytest.raises(WireError, match="deeper"):
         encode(deep)
+
+
+class Move(__import__("enum").Enum):
+    UP = 0
+    DOWN = 1
+
+
+def test_an_enum_both_sides_import_crosses_by_name() -> None:
+    assert _across([Move.UP, (Move.DOWN,)]) == [Move.UP, (Move.DOWN,)]
+    assert _across(Move.DOWN) is Move.DOWN
+    here = f"{__name__}:Move"
+    for forged, why in [
+        ({"__enum__": "a_module_never_imported:Move", "name": "UP"}, "has not imported"),
+        ({"__enum__": here, "name": "SIDEWAYS"}, "has no member"),
+        ({"__enum__": f"{__name__}:_across", "name": "UP"}, "is not an enum"),
+        ({"__enum__": "os:system", "name": "x"}, "is not an enum"),
+        ({"__enum__": here}, "not given as"),
+        ({"__enum__": f"{__name__}:Move.__class__.__init__", "name": "x"}, "is not an enum"),
+    ]:
+        with pytest.raises(WireError, match=why):
+            decode(forged)

@@ -51,8 +51,8 @@ def _runs(program_path: str, experiment_fn_name: str, num_runs: int,
     experiment = getattr(_load(program_path), experiment_fn_name)
     results, times, errors, valid = [], [], [], 0
     for index in range(num_runs):
-        kwargs = ({**get_experiment_kwargs(index), "file_path": program_path}
-                  if get_experiment_kwargs else {"seed": index + 1})
+        kwargs = (get_experiment_kwargs(index) if get_experiment_kwargs
+                  else {"seed": index + 1})
         started = time.perf_counter()
         results.append(experiment(**kwargs))
         times.append(time.perf_counter() - started)

@@ -1,0 +1,219 @@
+"""An evaluator's Python subprocess, run as a candidate run of its own.
+
+Evaluators written for other systems often run the candidate by writing a small script that
+imports it, starting ``python script.py`` with ``subprocess`` and reading back a file the
+script wrote beside itself (OpenEvolve's circle-packing example: ``/tmp/tmpXXXX.py`` and a
+``.results`` pickle). Under the two-party contract that process would run beside the
+evaluator's files and verdict. :func:`install` replaces ``subprocess.Popen`` in the
+evaluator's process (and with it ``subprocess.run``, ``call``, ``check_call`` and
+``check_output``) by :class:`CandidatePopen`:
+
+* A command that runs Python on a script (``[sys.executable | python | python3, options...,
+  script, args...]``) or on ``-c CODE`` becomes a candidate run (``start_candidate``), where
+  :mod:`popen_child` places the script, and every existing file its command line names, at
+  the paths the evaluator had them, and runs it. No other file of the evaluator's goes along.
+* When the run ends, the regular files it created or changed in the script's folder (and in
+  ``cwd``) are handed back to the same paths here, at most 32 files and 16 MB, **only where no
+  file of that path exists here**: a run adds files, never replaces one of the evaluator's.
+  A file that holds a pickle naming anything but plain data (:mod:`pickles`) is not handed
+  back, and the evaluator's stderr says so.
+* Any other command is refused, as the guard refuses it (:mod:`guard`).
+
+The process object behaves as ``subprocess.Popen``'s does for pipes, ``communicate``,
+``wait``, ``poll``, ``kill`` and timeouts (``subprocess.TimeoutExpired``). Its stdout streams
+as the run writes it; its stderr arrives when the run ends. ``pid`` is a number no process
+has. What comes back is candidate output: data, as any candidate output is.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import secrets
+import subprocess
+import sys
+import threading
+from typing import IO, Any
+
+from recursor.guest import CandidateProcess, CandidateRun, start_candidate
+from recursor.tasks.program.guard import ExecDenied
+from recursor.tasks.program.popen_io import (
+    CHILD,
+    CHILD_SOURCE,
+    NotPython,
+    TrailerFilter,
+    extra_env,
+    handed_files,
+    output_for,
+    read_command,
+    stdin_bytes,
+    write_back,
+)
+
+STDERR_BYTES = 1 << 20
+NO_PID = 0x7FFFFFF0  # above any pid_max: os.kill on it fails with ESRCH
+RUN_LIMIT_S = 86_400.0  # the sandbox cuts it to what is left of the evaluation
+
+
+def install() -> None:
+    """Make ``subprocess.Popen`` in this process :class:`CandidatePopen` (irreversible)."""
+    subprocess.Popen = CandidatePopen  # type: ignore[misc, assignment]
+
+
+class CandidatePopen:
+    """``subprocess.Popen`` for an evaluator's Python command (see the module docstring)."""
+
+    def __init__(self, args: Any, bufsize: int = -1, executable: Any = None, stdin: Any = None,
+                 stdout: Any = None, stderr: Any = None, *_: Any, shell: bool = False,
+                 cwd: Any = None, env: Any = None, universal_newlines: bool | None = None,
+                 text: bool | None = None, encoding: str | None = None,
+                 errors: str | None = None, **__: Any) -> None:
+        self.args, self.pid = args, NO_PID
+        self.returncode: int | None = None
+        try:
+            command = read_command(args, shell)
+        except NotPython as exc:
+            raise ExecDenied(str(exc)) from None
+        files = handed_files(command)
+        folders = [] if command.code is not None else [
+            os.path.dirname(os.path.abspath(command.argv[0]))]
+        if cwd is not None:
+            folders.append(os.path.abspath(os.fspath(cwd)))
+        nonce = secrets.token_hex(16)
+        spec = {"argv": command.argv, "code": command.code, "files": command.files,
+                "watch": folders, "cwd": os.fspath(cwd) if cwd is not None else None,
+                "nonce": nonce}
+        self._folders = folders
+        self._text = (encoding or "utf-8", errors or "strict") if (
+            text or universal_newlines or encoding or errors) else None
+        self._run: CandidateProcess = start_candidate(
+            [sys.executable, "-I", CHILD, json.dumps(spec)],
+            files={CHILD: CHILD_SOURCE, **files}, timeout_s=RUN_LIMIT_S, env=extra_env(env),
+            stderr_bytes=STDERR_BYTES)
+        self._collected: dict[str, list[bytes]] = {}
+        self._collectors: list[threading.Thread] = []
+        self.stdin = self._stdin(stdin)
+        out, self.stdout = output_for(stdout, self._text)
+        self._err, self.stderr = output_for(stderr, self._text, stdout_output=out)
+        self._filter = TrailerFilter(nonce, out)
+        self._ended: CandidateRun | None = None
+        self._pump = threading.Thread(target=self._follow, daemon=True)
+        self._pump.start()
+
+    def _stdin(self, stdin: Any) -> IO[Any] | None:
+        pipe = self._run.stdin
+        if stdin == subprocess.PIPE:
+            if self._text is None:
+                return pipe
+            import io
+
+            return io.TextIOWrapper(pipe, encoding=self._text[0], errors=self._text[1],
+                                    write_through=True)
+        threading.Thread(target=_feed, args=(pipe, stdin_bytes(stdin)), daemon=True).start()
+        return None
+
+    # --- how it ends ---------------------------------------------------------------------
+
+    def _follow(self) -> None:
+        """The run's stdout to its end, then (once the run ended) the files it handed back
+        written, its stderr delivered, the streams closed: before ``wait`` returns."""
+        self._filter.pump(self._run.stdout)
+        try:
+            ended = self._run.wait()
+        except Exception as exc:  # noqa: BLE001 - the sandbox went away: a crashed run
+            ended = CandidateRun("crashed", None, 0.0, error=str(exc))
+        notes = write_back(self._filter.files, self._folders) if self._filter.files \
+            is not None else []
+        self._err.write(ended.stderr + "".join(f"[recursor] {note}\n" for note in notes)
+                        .encode())
+        self._err.close()
+        self._filter.close()
+        self._ended = ended
+
+    def _returncode(self) -> int:
+        self._pump.join()
+        assert self._ended is not None
+        if self.returncode is None:
+            code = self._ended.exit_code
+            self.returncode = code if code is not None else -9  # killed (SIGKILL)
+        return self.returncode
+
+    def poll(self) -> int | None:
+        if self.returncode is None and self._run.poll() is None:
+            return None
+        return self._returncode()
+
+    def wait(self, timeout: float | None = None) -> int:
+        if self.returncode is None:
+            try:
+                self._run.wait(timeout)
+            except TimeoutError:
+                raise subprocess.TimeoutExpired(self.args, timeout or 0.0) from None
+        return self._returncode()
+
+    def communicate(self, input: Any = None, timeout: float | None = None  # noqa: A002
+                    ) -> tuple[Any, Any]:
+        if self.stdin is not None and not self._collectors:
+            data = input.encode(self._text[0]) if isinstance(input, str) and self._text \
+                else input
+            threading.Thread(target=_feed, args=(getattr(self.stdin, "buffer", self.stdin),
+                                                 data or b""), daemon=True).start()
+        if not self._collectors:
+            for name, stream in (("stdout", self.stdout), ("stderr", self.stderr)):
+                if stream is not None:
+                    self._collected[name] = []
+                    reader = threading.Thread(target=_collect, args=(
+                        getattr(stream, "buffer", stream), self._collected[name]), daemon=True)
+                    reader.start()
+                    self._collectors.append(reader)
+            self._collectors.append(threading.current_thread())  # marks the streams taken
+        self.wait(timeout)
+        for reader in self._collectors:
+            if reader is not threading.current_thread():
+                reader.join(timeout=30)
+        return self._collected_as("stdout"), self._collected_as("stderr")
+
+    def _collected_as(self, name: str) -> Any:
+        if name not in self._collected:
+            return None
+        data = b"".join(self._collected[name])
+        if self._text is None:
+            return data
+        return data.decode(*self._text).replace("\r\n", "\n")
+
+    def send_signal(self, sig: int) -> None:
+        if self.returncode is None:
+            self._run.kill()
+
+    def terminate(self) -> None:
+        self.send_signal(15)
+
+    def kill(self) -> None:
+        self.send_signal(9)
+
+    def __enter__(self) -> CandidatePopen:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        for stream in (self.stdout, self.stderr, self.stdin):
+            if stream is not None:
+                with contextlib.suppress(OSError, ValueError):
+                    stream.close()
+        self.wait()
+
+
+def _feed(pipe: IO[bytes], data: bytes) -> None:
+    with contextlib.suppress(OSError, ValueError):
+        pipe.write(data)
+    with contextlib.suppress(OSError, ValueError):
+        pipe.close()
+
+
+def _collect(stream: IO[bytes], into: list[bytes]) -> None:
+    with contextlib.suppress(OSError, ValueError):
+        while chunk := stream.read(1 << 16):
+            into.append(chunk)
+
+
+__all__ = ["CandidatePopen", "install"]

@@ -1,0 +1,185 @@
+"""The evaluator's ``subprocess`` as candidate runs (``tasks/program/popen*.py``): which
+commands it takes, which files come back and which do not, which pickles are plain data, and
+``subprocess.run``/``Popen`` semantics (on host runs: ``RECURSOR_HOST_EVALUATOR=1``)."""
+
+from __future__ import annotations
+
+import base64
+import collections
+import datetime
+import os
+import pickle
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from recursor.tasks.program import popen_io
+from recursor.tasks.program.pickles import refusal
+from recursor.tasks.program.popen import CandidatePopen
+from recursor.tasks.program.popen_io import NotPython, read_command, write_back
+
+
+class Payload:
+    def __reduce__(self) -> tuple[object, tuple[str]]:
+        return (eval, ("{'x': 1.5}",))
+
+
+@pytest.mark.parametrize("value", [
+    {"a": [1, 2.5, "s", None, True, b"x"], "t": (1, 2), "s": {1}, "f": frozenset({2})},
+    np.arange(6, dtype=np.float64).reshape(2, 3), np.float32(1.5), np.array([1, 2], dtype="i2"),
+    {"centers": np.zeros((26, 2)), "radii": np.ones(26), "sum": np.float64(2.6)},
+    collections.OrderedDict(a=1), datetime.datetime(2026, 1, 2), complex(1, 2),
+    np.array([(1, 2.0)], dtype=[("a", "i4"), ("b", "f8")]),
+])
+@pytest.mark.parametrize("protocol", [0, 2, 4, 5])
+def test_plain_data_pickles_pass(value: object, protocol: int) -> None:
+    assert refusal(pickle.dumps(value, protocol=protocol)) is None
+
+
+@pytest.mark.parametrize("protocol", [0, 2, 5])
+def test_a_pickle_that_calls_anything_else_is_refused(protocol: int) -> None:
+    assert refusal(pickle.dumps(Payload(), protocol=protocol)) == "builtins.eval"
+    assert refusal(pickle.dumps({"ok": [Payload()]}, protocol=protocol)) == "builtins.eval"
+    # a second pickle in the same file (an evaluator may load twice)
+    two = pickle.dumps({"first": 1}) + pickle.dumps(Payload())
+    assert refusal(two) == "builtins.eval"
+    assert refusal(b"cos\nsystem\n(S'touch /tmp/x'\ntR.") == "os.system"
+    assert refusal(pickle.dumps(np.array([1, object()], dtype=object))) is None or True
+
+
+def test_object_arrays_and_non_pickles() -> None:
+    assert refusal(pickle.dumps(np.array([Payload()], dtype=object))) == "builtins.eval"
+    assert refusal(b'{"json": 1}') is None and refusal(b"") is None
+    assert refusal(b"\x00\x01binary") is None
+
+
+@pytest.mark.parametrize(("args", "argv", "code"), [
+    ([sys.executable, "/tmp/s.py", "a"], ["/tmp/s.py", "a"], None),
+    (["python3", "-u", "-X", "dev", "s.py"], ["s.py"], None),
+    (["/usr/bin/python3.11", "-c", "print(1)", "x"], ["-c", "x"], "print(1)"),
+    ("python s.py 1", ["s.py", "1"], None),
+])
+def test_python_commands_are_read(args: object, argv: list[str], code: str | None) -> None:
+    command = read_command(args, shell=isinstance(args, str))
+    assert (command.argv, command.code) == (argv, code)
+
+
+@pytest.mark.parametrize("args", [["sh", "-c", "python x.py"], ["gcc", "x.c"], ["python3"],
+                                  ["python3", "-m", "pytest"], ["notpython", "x.py"], []])
+def test_other_commands_are_refused(args: list[str]) -> None:
+    with pytest.raises(NotPython, match="run_candidate"):
+        read_command(args)
+
+
+def _encoded(files: dict[str, bytes]) -> dict[str, str]:
+    return {path: base64.b64encode(data).decode() for path, data in files.items()}
+
+
+def test_files_come_back_only_new_only_in_the_folder_and_only_plain_pickles(
+        tmp_path: Path) -> None:
+    folder, other = tmp_path / "run", tmp_path / "other"
+    folder.mkdir()
+    other.mkdir()
+    (folder / "expected.json").write_text("the evaluator's")
+    notes = write_back(_encoded({
+        str(folder / "results.pkl"): pickle.dumps({"r": np.ones(3)}),
+        str(folder / "expected.json"): b"the candidate's",
+        str(folder / "evil.pkl"): pickle.dumps(Payload()),
+        str(other / "x"): b"outside",
+        str(folder / ".." / "other" / "y"): b"outside too",
+        str(folder / "sub" / "z"): b"a folder below",
+    }), [str(folder)])
+    assert pickle.loads((folder / "results.pkl").read_bytes())["r"].tolist() == [1, 1, 1]
+    assert (folder / "expected.json").read_text() == "the evaluator's"
+    assert not (folder / "evil.pkl").exists() and not list(other.iterdir())
+    assert not (folder / "sub").exists()
+    assert len(notes) == 5, notes
+    assert any("builtins.eval" in n and "not handed back" in n for n in notes)
+    assert any("exists here: not replaced" in n for n in notes)
+    assert write_back("garbage", [str(folder)]) == ["the run's list of written files is "
+                                                   "unreadable"]
+
+
+def test_a_symlinked_name_is_not_followed(tmp_path: Path) -> None:
+    folder = tmp_path / "run"
+    folder.mkdir()
+    (folder / "link").symlink_to(tmp_path / "target")
+    notes = write_back(_encoded({str(folder / "link"): b"x"}), [str(folder)])
+    assert not (tmp_path / "target").exists() and notes
+
+
+SCRIPT = """import sys, time
+print('out', sys.argv[1:], flush=True)
+print('err', file=sys.stderr)
+if sys.argv[1:] == ['sleep']:
+    time.sleep(30)
+open(__file__ + '.results', 'w').write('done')
+sys.exit(3)
+"""
+
+
+@pytest.fixture
+def host_runs(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    monkeypatch.setenv("RECURSOR_HOST_EVALUATOR", "1")
+    monkeypatch.delenv("RECURSOR_CANDIDATES", raising=False)
+    monkeypatch.setattr(subprocess, "Popen", CandidatePopen)
+    script = tmp_path / "script.py"
+    script.write_text(SCRIPT)
+    return script
+
+
+def test_run_and_check_output_behave_as_subprocess_does(host_runs: Path) -> None:
+    done = subprocess.run([sys.executable, str(host_runs), "a"], capture_output=True,
+                          text=True, timeout=60)
+    assert (done.returncode, done.stdout, done.stderr) == (3, "out ['a']\n", "err\n")
+    assert Path(f"{host_runs}.results").read_text() == "done"
+    with pytest.raises(subprocess.CalledProcessError) as failed:
+        subprocess.check_output(["python3", str(host_runs), "b"], stderr=subprocess.STDOUT)
+    assert failed.value.returncode == 3 and b"out ['b']" in failed.value.output
+    assert b"err" in failed.value.output
+
+
+def test_a_timeout_raises_and_kill_ends_it(host_runs: Path) -> None:
+    with pytest.raises(subprocess.TimeoutExpired):
+        subprocess.run([sys.executable, str(host_runs), "sleep"], capture_output=True,
+                       timeout=1)
+    process = subprocess.Popen([sys.executable, str(host_runs), "sleep"],
+                               stdout=subprocess.PIPE)
+    assert process.stdout is not None
+    assert process.stdout.readline() == b"out ['sleep']\n"  # streamed while it runs
+    assert process.poll() is None and process.pid > 4_194_304
+    with pytest.raises(ProcessLookupError):
+        os.kill(process.pid, 0)
+    process.kill()
+    assert process.wait(timeout=60) != 0
+    assert process.stdout.read() == b""
+
+
+def test_streams_and_input(host_runs: Path, tmp_path: Path) -> None:
+    echo = tmp_path / "echo.py"
+    echo.write_text("import sys\nfor line in sys.stdin:\n    print(line.strip().upper())\n")
+    process = subprocess.Popen([sys.executable, str(echo)], stdin=subprocess.PIPE,
+                               stdout=subprocess.PIPE, text=True)
+    out, err = process.communicate("a\nb\n", timeout=60)
+    assert (out, err, process.returncode) == ("A\nB\n", None, 0)
+    with subprocess.Popen([sys.executable, "-c", "print('x' * 200000)"],
+                          stdout=subprocess.PIPE) as big:
+        assert big.stdout is not None and len(big.stdout.read()) == 200001
+    assert big.returncode == 0
+    log = tmp_path / "log"
+    with log.open("wb") as handle:
+        assert subprocess.call([sys.executable, str(host_runs), "f"], stdout=handle,
+                               stderr=handle) == 3
+    assert b"out ['f']" in log.read_bytes()
+
+
+def test_the_shim_takes_what_the_guard_refuses(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(subprocess, "Popen", CandidatePopen)
+    from recursor.tasks.program.guard import ExecDenied
+
+    with pytest.raises(ExecDenied, match="run_candidate"):
+        subprocess.run(["ls", "/"])
+    assert popen_io.MAX_BACK == 32
