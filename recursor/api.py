@@ -42,10 +42,13 @@ def program_campaign(program: PathLike, evaluator: PathLike, *, metric: str = "s
                      direction: Literal["minimize", "maximize"] = "maximize",
                      max_evals: int | None = None, timeout_s: float | None = None,
                      evaluator_files: Sequence[PathLike] = (),
-                     base: CampaignConfig | None = None) -> CampaignConfig:
+                     base: CampaignConfig | None = None,
+                     task_options: Mapping[str, Any] | None = None) -> CampaignConfig:
     """The campaign config for a user's program and evaluator (paths made absolute against
     the working directory), starting from ``base`` (default: every default) whose ``task``
-    it replaces; ConfigError when a field is invalid or ``base`` names a task of its own."""
+    it replaces; ``task_options``: more of the program task's settings (``timeout_s``,
+    ``cascade_thresholds``). ConfigError when a field is invalid or ``base`` names a task of
+    its own."""
     from recursor.config import ProgramTaskConfig, parse_config
 
     if base is not None and "task" in base.model_fields_set:
@@ -55,6 +58,7 @@ def program_campaign(program: PathLike, evaluator: PathLike, *, metric: str = "s
                             "evaluator": str(evaluator), "metric": metric,
                             "direction": direction,
                             "evaluator_files": [str(p) for p in evaluator_files]}
+    task.update(task_options or {})
     if timeout_s is not None:
         task["timeout_s"] = timeout_s
     # only what the base sets explicitly: the rest keeps the program task's defaults

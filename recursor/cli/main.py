@@ -33,7 +33,7 @@ from recursor.cli import replay as cli_replay
 from recursor.cli import sandbox as cli_sandbox
 from recursor.cli import ui as cli_ui
 from recursor.cli import undo as _undo  # noqa: F401 - registers `archive undo`, `simplify`
-from recursor.config import load_config
+from recursor.config import load_campaign_file, load_config
 from recursor.errors import ConfigError, RecursorError
 from recursor.untrusted import for_terminal, rich_text
 
@@ -152,10 +152,16 @@ def run(
     with --program initial.py --evaluator evaluate.py."""
     from recursor.orchestrator.graph import run_campaign
 
-    config = load_config(campaign)
+    config, task_options, notes = (load_campaign_file(campaign) if campaign is not None
+                                   else (load_config(None), {}, []))
+    for note in notes:
+        console.print(rich_text(note))
     if program is not None or evaluator is not None:
         config = _program_config(config if campaign else None, program, evaluator, metric,
-                                 direction)
+                                 direction, task_options)
+    elif notes:
+        raise ConfigError(f"{campaign} is an OpenEvolve config, which names no program: run it "
+                          f"with --program initial_program.py --evaluator evaluator.py")
     elif metric is not None or direction is not None:
         raise ConfigError("--metric and --direction go with --program and --evaluator")
     if max_evals is not None:
@@ -224,7 +230,8 @@ def _resume_overrides(max_evals: int | None, sets: list[str],
 
 
 def _program_config(base: Any, program: Path | None, evaluator: Path | None,
-                    metric: str | None, direction: str | None) -> Any:
+                    metric: str | None, direction: str | None,
+                    task_options: dict[str, Any] | None = None) -> Any:
     from recursor.api import program_campaign
 
     if program is None or evaluator is None:
@@ -233,7 +240,7 @@ def _program_config(base: Any, program: Path | None, evaluator: Path | None,
         raise ConfigError(f"--direction must be maximize or minimize, not {direction!r}")
     return program_campaign(program, evaluator, metric=metric or "score",
                             direction="minimize" if direction == "minimize" else "maximize",
-                            base=base)
+                            base=base, task_options=task_options)
 
 
 def _metric(config: Any) -> str:

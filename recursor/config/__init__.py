@@ -18,6 +18,7 @@ from pydantic import (
 )
 
 from recursor.config._base import _Model
+from recursor.config.peers import from_openevolve, is_openevolve
 from recursor.config.running import (
     EXECUTOR_ADAPTER,
     AsyncPipelineConfig,
@@ -235,11 +236,28 @@ def parse_config(data: Any, source: str = "<dict>") -> CampaignConfig:
         raise ConfigError(_format_errors(err, source, data)) from None
 
 
+def load_campaign_file(path: Path) -> tuple[CampaignConfig, dict[str, Any], list[str]]:
+    """A campaign file: Recursor's, or OpenEvolve's ``config.yaml`` (``peers``), with what an
+    OpenEvolve file gives the program task and the notes on what it carried over (both empty
+    for Recursor's own)."""
+    data = read_yaml(path, "campaign file")
+    if is_openevolve(data):
+        translated = from_openevolve(data, Path(path).resolve().parent.name or "openevolve")
+        return parse_config(translated.campaign, str(path)), translated.task, translated.notes
+    return _loaded(data, path), {}, []
+
+
 def load_config(path: Path | None) -> CampaignConfig:
-    """Load a campaign YAML file, or the built-in default campaign when ``path`` is None."""
+    """Load a campaign YAML file, or the built-in default campaign when ``path`` is None. An
+    OpenEvolve ``config.yaml`` is read as ``load_campaign_file`` reads it (its task settings
+    and notes are dropped: ``recursor run`` uses them)."""
     if path is None:
         return default_campaign()
-    config = parse_config(read_yaml(path, "campaign file"), str(path))
+    return load_campaign_file(path)[0]
+
+
+def _loaded(data: Any, path: Path) -> CampaignConfig:
+    config = parse_config(data, str(path))
     if isinstance(config.task, ProgramTaskConfig | SearchTaskConfig):  # paths: the file's
         config.task = config.task.resolved(Path(path).resolve().parent)
     if config.search_policy is not None:
