@@ -73,6 +73,8 @@ async def _wait_for_a_proposer(ctx: CampaignContext) -> set[str]:
         reasons = {name: p.paused() for name, p in ctx.proposers.items()}
         paused = {name for name, reason in reasons.items() if reason is not None}
         if len(paused) < len(ctx.proposers):
+            if ctx.config.promotion.stall.action != "shift":
+                return paused  # no archive read, no thread hop: the common case
             # the stall guard's shift: the constant tuners wait while another can propose
             shifted = paused | await asyncio.to_thread(stall.shifted, ctx)
             return shifted if len(shifted) < len(ctx.proposers) else paused

@@ -73,6 +73,8 @@ class CandidatePopen:
         self.returncode: int | None = None
         try:
             command = read_command(args, shell)
+            if executable is not None:  # the program run is this, whatever args[0] says
+                read_command([os.fspath(executable), "-c", ""])
         except NotPython as exc:
             raise ExecDenied(str(exc)) from None
         files = handed_files(command)
@@ -92,7 +94,7 @@ class CandidatePopen:
             files={CHILD: CHILD_SOURCE, **files}, timeout_s=RUN_LIMIT_S, env=extra_env(env),
             stderr_bytes=STDERR_BYTES)
         self._collected: dict[str, list[bytes]] = {}
-        self._collectors: list[threading.Thread] = []
+        self._collectors: list[threading.Thread] | None = None  # once communicate() started
         self.stdin = self._stdin(stdin)
         out, self.stdout = output_for(stdout, self._text)
         self._err, self.stderr = output_for(stderr, self._text, stdout_output=out)
@@ -154,12 +156,13 @@ class CandidatePopen:
 
     def communicate(self, input: Any = None, timeout: float | None = None  # noqa: A002
                     ) -> tuple[Any, Any]:
-        if self.stdin is not None and not self._collectors:
-            data = input.encode(self._text[0]) if isinstance(input, str) and self._text \
-                else input
-            threading.Thread(target=_feed, args=(getattr(self.stdin, "buffer", self.stdin),
-                                                 data or b""), daemon=True).start()
-        if not self._collectors:
+        if self._collectors is None:
+            if self.stdin is not None:
+                data = input.encode(self._text[0]) if isinstance(input, str) and self._text \
+                    else input
+                threading.Thread(target=_feed, args=(
+                    getattr(self.stdin, "buffer", self.stdin), data or b""), daemon=True).start()
+            self._collectors = []
             for name, stream in (("stdout", self.stdout), ("stderr", self.stderr)):
                 if stream is not None:
                     self._collected[name] = []
@@ -167,11 +170,9 @@ class CandidatePopen:
                         getattr(stream, "buffer", stream), self._collected[name]), daemon=True)
                     reader.start()
                     self._collectors.append(reader)
-            self._collectors.append(threading.current_thread())  # marks the streams taken
         self.wait(timeout)
         for reader in self._collectors:
-            if reader is not threading.current_thread():
-                reader.join(timeout=30)
+            reader.join(timeout=30)
         return self._collected_as("stdout"), self._collected_as("stderr")
 
     def _collected_as(self, name: str) -> Any:

@@ -182,4 +182,6 @@ def test_the_shim_takes_what_the_guard_refuses(monkeypatch: pytest.MonkeyPatch) 
 
     with pytest.raises(ExecDenied, match="run_candidate"):
         subprocess.run(["ls", "/"])
+    with pytest.raises(ExecDenied, match="run_candidate"):  # what runs is the executable
+        subprocess.run(["python3", "x.py"], executable="/bin/sh")
     assert popen_io.MAX_BACK == 32
