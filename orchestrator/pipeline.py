@@ -145,7 +145,8 @@ class Pipeline:
     def _retune(self, attempted: int) -> None:
         """The proposer models' training and the self-tuning step, each when the spent
         evaluations crossed a multiple of its ``every`` since the last check (none is due at a
-        (re)start); no candidate is selected meanwhile."""
+        (re)start; the caller checks only when a candidate can start); no candidate is
+        selected meanwhile."""
         seen, self.retune_seen = self.retune_seen, attempted
         if seen is None:
             return
@@ -168,9 +169,13 @@ class Pipeline:
                 while again and self._has_slot():  # spent already: finish them
                     self._launch(again.pop(0), proposed=True)
                 counts = self.ctx.archive.counts(self.ctx.campaign_id)  # no launch writes
-                self._retune(counts.attempted)
                 reason = self._stop_reason(counts)
                 max_evals = self.ctx.config.budget.max_evals
+                if reason is None and self._has_slot() and loop.evaluations_left(
+                        max_evals, counts.attempted, len(self.unsettled)) > 0:
+                    # due only when a candidate can start (as before a round): a version at
+                    # the budget's end would be one no candidate uses
+                    self._retune(counts.attempted)
                 while (reason is None and self._has_slot() and loop.evaluations_left(
                         max_evals, counts.attempted, len(self.unsettled)) > 0):
                     if holes:  # a proposal lost in flight, unless it reached the archive
