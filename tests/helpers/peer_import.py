@@ -5,6 +5,12 @@ region with the next body of a script (honest and hostile ones)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
+from recursor.archive import Archive
+from recursor.config import parse_config
+from recursor.orchestrator.graph import run_campaign
 from recursor.proposers import Proposal, ProposalContext, Proposer
 from recursor.types import ChangeKind
 
@@ -105,3 +111,23 @@ class Bodies(Proposer):
         end = source.index("# EVOLVE-BLOCK-END")
         return Proposal(ChangeKind.ALGORITHM, key, {path: source[:start] + self.bodies[key] +
                                                     source[end:]})
+
+
+def peer_campaign(tmp_path: Path, evaluator: str, proposer: Bodies, sandbox: str = "process"
+                  ) -> tuple[dict[str, Any], Archive]:
+    """A greedy campaign on ``PROGRAM`` with ``evaluator``, one candidate per body of
+    ``proposer``; its nodes by rationale (the starting point as ``start``) and its archive
+    (the caller closes it)."""
+    (tmp_path / "initial_program.py").write_text(PROGRAM)
+    (tmp_path / "evaluator.py").write_text(evaluator)
+    config = parse_config({
+        "name": "peer", "seed": 0, "concurrency": 1,
+        "task": {"kind": "program", "program": str(tmp_path / "initial_program.py"),
+                 "evaluator": str(tmp_path / "evaluator.py")},
+        "proposers": [{"kind": "instance", "name": proposer.name}],
+        "selection": {"kind": "greedy"}, "budget": {"max_evals": len(proposer.order)},
+        "sandbox": {"kind": sandbox}})
+    summary = run_campaign(config, tmp_path / "c", proposers=[proposer])
+    archive = Archive.in_directory(tmp_path / "c")
+    return {(n.rationale if n.round else "start"): n
+            for n in archive.nodes(summary.campaign_id)}, archive

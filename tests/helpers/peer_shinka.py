@@ -45,7 +45,8 @@ def main(program_path, results_dir):
     metrics, correct, error = run_shinka_eval(
         program_path=program_path, results_dir=results_dir,
         experiment_fn_name="run_experiment", num_runs=3, get_experiment_kwargs=get_kwargs,
-        validate_fn=validate, aggregate_metrics_fn=aggregate)
+        validate_fn=validate, aggregate_metrics_fn=aggregate, run_workers=2,
+        early_stop_method=None, plotting_fn=None, verbose=False)
     print("correct" if correct else f"incorrect: {error}")
 
 

@@ -10,33 +10,16 @@ from typing import Any
 
 import pytest
 
-from recursor.archive import Archive
-from recursor.config import parse_config
-from recursor.orchestrator.graph import run_campaign
-from tests.helpers.peer_import import BY_NAME, BY_SPEC, PROGRAM, Bodies
+from tests.helpers.peer_import import BY_NAME, BY_SPEC, Bodies, peer_campaign
 
 ORDER = ["closer", "raises", "object array", "exits", "forges a reply"]
 
 
 def _campaign(tmp_path: Path, evaluator: str, order: list[str], sandbox: str = "process"
               ) -> dict[str, Any]:
-    (tmp_path / "initial_program.py").write_text(PROGRAM)
-    (tmp_path / "evaluator.py").write_text(evaluator)
-    proposer = Bodies(order)
-    config = parse_config({
-        "name": "peer-import", "seed": 0, "concurrency": 1,
-        "task": {"kind": "program", "program": str(tmp_path / "initial_program.py"),
-                 "evaluator": str(tmp_path / "evaluator.py")},
-        "proposers": [{"kind": "instance", "name": proposer.name}],
-        "selection": {"kind": "greedy"}, "budget": {"max_evals": len(order)},
-        "sandbox": {"kind": sandbox}})
-    summary = run_campaign(config, tmp_path / "c", proposers=[proposer])
-    archive = Archive.in_directory(tmp_path / "c")
-    try:
-        return {(n.rationale if n.round else "start"): n
-                for n in archive.nodes(summary.campaign_id)}
-    finally:
-        archive.close()
+    nodes, archive = peer_campaign(tmp_path, evaluator, Bodies(order), sandbox)
+    archive.close()
+    return nodes
 
 
 def test_an_evaluator_that_imports_the_candidate_runs_it_in_a_sandbox_of_its_own(

@@ -11,29 +11,14 @@ from typing import Any
 import pytest
 
 from recursor.archive import Archive
-from recursor.config import parse_config
-from recursor.orchestrator.graph import run_campaign
-from tests.helpers.peer_import import PROGRAM, Bodies
+from tests.helpers.peer_import import Bodies, peer_campaign
 from tests.helpers.peer_subprocess import BODIES, EVALUATOR
 
 ORDER = ["closer", "pickles a call", "moves the target"]
 
 
 def _campaign(tmp_path: Path, order: list[str], sandbox: str) -> tuple[dict[str, Any], Archive]:
-    (tmp_path / "initial_program.py").write_text(PROGRAM)
-    (tmp_path / "evaluator.py").write_text(EVALUATOR)
-    proposer = Bodies(order, BODIES)
-    config = parse_config({
-        "name": "peer-subprocess", "seed": 0, "concurrency": 1,
-        "task": {"kind": "program", "program": str(tmp_path / "initial_program.py"),
-                 "evaluator": str(tmp_path / "evaluator.py")},
-        "proposers": [{"kind": "instance", "name": proposer.name}],
-        "selection": {"kind": "greedy"}, "budget": {"max_evals": len(order)},
-        "sandbox": {"kind": sandbox}})
-    summary = run_campaign(config, tmp_path / "c", proposers=[proposer])
-    archive = Archive.in_directory(tmp_path / "c")
-    return {(n.rationale if n.round else "start"): n
-            for n in archive.nodes(summary.campaign_id)}, archive
+    return peer_campaign(tmp_path, EVALUATOR, Bodies(order, BODIES), sandbox)
 
 
 def test_an_evaluator_that_runs_a_child_script_works_and_is_not_fooled(tmp_path: Path) -> None:

@@ -69,9 +69,17 @@ def run_shinka_eval(program_path: str, results_dir: str, experiment_fn_name: str
                     get_experiment_kwargs: Callable[[int], dict[str, Any]] | None = None,
                     aggregate_metrics_fn: Callable[[list[Any]], dict[str, Any]] | None = None,
                     validate_fn: Callable[[Any], tuple[bool, str | None]] | None = None,
+                    plotting_fn: Callable[[Any], list[Any]] | None = None,
                     default_metrics_on_error: dict[str, Any] | None = None,
+                    early_stop_method: Any = None, early_stop_threshold: float | None = None,
+                    early_stop_score_fn: Callable[[Any], float] | None = None,
+                    early_stop_kwargs: dict[str, Any] | None = None, run_workers: int = 1,
+                    max_workers_cap: int | None = None, verbose: bool | None = None,
                     ) -> tuple[dict[str, Any], bool, str | None]:
-    """Run, check and aggregate the program's experiment (see the module docstring)."""
+    """Run, check and aggregate the program's experiment (see the module docstring). Its
+    parameters are ShinkaEvolve's, in its order; ``plotting_fn``, the early-stopping ones,
+    ``run_workers``, ``max_workers_cap`` and ``verbose`` are accepted and change nothing
+    here: every one of ``num_runs`` runs, one after another (each a candidate run)."""
     try:
         results, times, errors, valid = _runs(program_path, experiment_fn_name, num_runs,
                                               get_experiment_kwargs, validate_fn)
