@@ -147,12 +147,20 @@ def check_evaluator(source: str, label: str) -> EvaluatorShape:
     return EvaluatorShape(_takes_split(evaluate))
 
 
+def _parsed(source: str) -> ast.Module | None:
+    """``source``'s syntax tree, or None when it does not parse (the static checks report
+    that themselves)."""
+    try:
+        return pyast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+
+
 def names_mentioned(source: str, wanted: frozenset[str]) -> set[str]:
     """Which of ``wanted`` the evaluator's source names as a string or a keyword (the
     metric names it may return: ``{"score": ...}``, ``dict(score=...)``). Parses only."""
-    try:
-        module = pyast.parse(source)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
+    module = _parsed(source)
+    if module is None:
         return set()
     found: set[str] = set()
     for node in ast.walk(module):
@@ -165,9 +173,8 @@ def names_mentioned(source: str, wanted: frozenset[str]) -> set[str]:
 
 def imports(source: str, package: str) -> bool:
     """Whether the source imports ``package`` or a module of it. Parses only."""
-    try:
-        module = pyast.parse(source)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
+    module = _parsed(source)
+    if module is None:
         return False
     for node in ast.walk(module):
         names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
@@ -180,9 +187,8 @@ def imports(source: str, package: str) -> bool:
 def imported_names(source: str) -> set[str]:
     """The top-level module names the source imports (``import a.b``, ``from a import b``:
     ``a``; ``from . import b``, ``from .b import c``: ``b``). Parses only."""
-    try:
-        module = pyast.parse(source)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
+    module = _parsed(source)
+    if module is None:
         return set()
     names: set[str] = set()
     for node in ast.walk(module):
