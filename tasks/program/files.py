@@ -104,6 +104,65 @@ def sibling_modules(anchor: Path, source: str, excluded: Sequence[Path],
     return found
 
 
+MAX_NAMED_BYTES = 64 << 20
+MAX_NAMED_FILES = 2_000
+
+
+def _entry_named(folder: Path, name: str) -> Path | None:
+    """The top entry of ``folder`` that the relative path ``name`` lies in, when that path
+    exists there (no hidden part, no ``..``, no symbolic link on the way)."""
+    for text in {name, name.removeprefix("./"), name.lstrip("/")}:
+        parts = Path(text).parts if text and not text.startswith("/") else ()
+        if (not parts or any(p in ("..", ".") or p.startswith(".") or p in _SKIPPED_PARTS
+                             for p in parts) or "\n" in text):
+            continue
+        path, walked = folder, []
+        for part in parts:
+            path = path / part
+            walked.append(path)
+        if any(step.is_symlink() for step in walked) or not path.exists():
+            continue
+        return folder / parts[0]
+    return None
+
+
+def _size(path: Path) -> tuple[int, int]:
+    """Bytes and files under ``path`` (a file or a folder; links not followed)."""
+    if path.is_file():
+        return path.stat().st_size, 1
+    total = count = 0
+    for item in path.rglob("*"):
+        if item.is_file() and not item.is_symlink():
+            total, count = total + item.stat().st_size, count + 1
+    return total, count
+
+
+def named_files(anchor: Path, names: set[str], excluded: Sequence[Path],
+                ) -> tuple[list[Path], list[Path]]:
+    """The files and folders beside ``anchor`` that it names by a relative path among
+    ``names`` (``"cases.json"``, ``"data/train.csv"``: the folder ``data``), as ``python
+    anchor`` run from its folder would find them; never ``anchor``, an ``excluded`` path or a
+    folder holding one. Returns them and those left out for size (over
+    :data:`MAX_NAMED_BYTES` or :data:`MAX_NAMED_FILES` in all)."""
+    folder = anchor.parent
+    kept_out = [anchor.resolve(), *(path.resolve() for path in excluded)]
+    entries = {entry for name in sorted(names) if (entry := _entry_named(folder, name))}
+    found: list[Path] = []
+    too_big: list[Path] = []
+    total = count = 0
+    for entry in sorted(entries):
+        resolved = entry.resolve()
+        if any(out == resolved or out.is_relative_to(resolved) for out in kept_out):
+            continue
+        size, files = _size(entry)
+        if total + size > MAX_NAMED_BYTES or count + files > MAX_NAMED_FILES:
+            too_big.append(entry)
+            continue
+        total, count = total + size, count + files
+        found.append(entry)
+    return found, too_big
+
+
 def module_files(paths: Sequence[Path]) -> dict[str, str]:
     """The text of each module of ``paths`` (a ``.py`` file, or a package folder's ``.py``
     files), by its path relative to their folder."""
@@ -135,4 +194,4 @@ def entry_of(files: dict[str, str], entry: str | None, program: Path) -> str:
 
 
 __all__ = ["ENTRY_NAMES", "MAX_FILES", "entry_of", "evolvable", "has_marker", "read_program",
-           "module_files", "read_text", "sibling_modules"]
+           "module_files", "named_files", "read_text", "sibling_modules"]

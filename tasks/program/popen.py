@@ -57,8 +57,29 @@ RUN_LIMIT_S = 86_400.0  # the sandbox cuts it to what is left of the evaluation
 
 
 def install() -> None:
-    """Make ``subprocess.Popen`` in this process :class:`CandidatePopen` (irreversible)."""
+    """Make ``subprocess.Popen`` in this process :class:`CandidatePopen`, and
+    ``multiprocessing``'s start methods fork (irreversible): see :func:`fork_only`."""
     subprocess.Popen = CandidatePopen  # type: ignore[misc, assignment]
+    fork_only()
+
+
+def fork_only() -> None:
+    """Make ``multiprocessing``'s ``spawn`` and ``forkserver`` start methods fork.
+
+    Both start a fresh interpreter, a program this process may not start (the guard), so an
+    evaluator that runs its worker with them (``get_context("spawn")``, a
+    ``ProcessPoolExecutor`` on Python 3.14's default) would fail with a broken pipe. A forked
+    worker has this process's guard and import hooks: the candidate's calls still run in
+    candidate runs of their own."""
+    import multiprocessing.context as mp_context
+
+    contexts: Any = getattr(mp_context, "_concrete_contexts")  # noqa: B009
+    fork = contexts["fork"]
+    for method in ("spawn", "forkserver"):
+        contexts[method] = fork
+    default: Any = getattr(mp_context, "_default_context")  # noqa: B009
+    if default._actual_context is not None:  # chosen already: set_start_method("spawn")
+        default._actual_context = fork
 
 
 class CandidatePopen:

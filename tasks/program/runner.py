@@ -42,8 +42,10 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import os
 import re
 import sys
+import tempfile
 import traceback
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -55,7 +57,7 @@ from recursor.tasks.program.cascade import run_stages, stage_functions
 from recursor.tasks.program.guard import CandidateInEvaluator, ExecDenied, install_guard
 from recursor.tasks.program.popen import install as install_popen
 from recursor.tasks.program.remote import install as install_remote
-from recursor.tasks.program.shinka_style import run_main
+from recursor.tasks.program.shinka_style import run_main, run_script
 from recursor.tasks.program.verdict import Rejected, to_verdict
 
 MAX_PROGRAM_BYTES = 1 << 20
@@ -81,7 +83,7 @@ def add_peer_shims() -> None:
         sys.path.append(str(PEERS))  # last: an installed package of the name still wins
 
 
-def load_evaluator(path: Path) -> Any:
+def load_evaluator(path: Path, as_script: bool = False) -> Any:
     """Import the user's evaluator module from its read-only folder; returns the module
     (which defines ``evaluate``, or the stages of a cascade: :mod:`cascade`)."""
     folder = str(path.parent)
@@ -104,7 +106,7 @@ def load_evaluator(path: Path) -> Any:
                        f"{type(exc).__name__}: {exc} (it runs with Recursor's Python in the "
                        "sandbox: install what it imports there, and give its helper files "
                        "as task.evaluator_files)") from None
-    if not (callable(getattr(module, "evaluate", None)) or stage_functions(module)
+    if not (as_script or callable(getattr(module, "evaluate", None)) or stage_functions(module)
             or callable(getattr(module, "main", None))):
         raise Rejected(f"the evaluator {path.name} defines no evaluate(path)",
                        "the evaluator defines no evaluate(path)", "")
@@ -139,6 +141,7 @@ class Scoring:
     passes_split: bool = True  # False: evaluate() takes no split keyword
     minimize: bool = False
     thresholds: tuple[float, ...] = ()
+    as_script: bool = False  # a script run as ShinkaEvolve runs it (shinka_style)
 
 
 def _evaluate(module: Any, program: Path, scoring: Scoring) -> dict[str, Any]:
@@ -147,6 +150,8 @@ def _evaluate(module: Any, program: Path, scoring: Scoring) -> dict[str, Any]:
     stages = stage_functions(module)
     try:
         told = scoring.split if scoring.passes_split else None
+        if scoring.as_script:
+            return run_script(Path(module.__file__), str(program), scoring.metric)
         if not stages and not callable(getattr(module, "evaluate", None)):
             return run_main(module.main, str(program), scoring.metric)  # ShinkaEvolve's
         if stages:
@@ -162,6 +167,18 @@ def _evaluate(module: Any, program: Path, scoring: Scoring) -> dict[str, Any]:
     return to_verdict(returned, scoring.metric)
 
 
+def enter_own_folder(folder: Path) -> None:
+    """Work in a fresh folder holding a link to each file of the evaluator's (read-only)
+    ``folder``: relative paths find its files as they would run from there (``open("cases.json")``,
+    ``python helper.py``), and what it writes stays in its sandbox."""
+    work = Path(tempfile.mkdtemp(prefix="recursor-evaluator-"))
+    for entry in sorted(os.listdir(folder)):
+        if entry != "__pycache__":
+            (work / entry).symlink_to(folder / entry)
+    os.chdir(work)
+    os.environ["PWD"] = str(work)
+
+
 def run(evaluator: Path, program: Path, scoring: Scoring,
         workspace: Path | None = None) -> dict[str, Any]:
     """Import the evaluator, guard this process, call it on ``program`` (a file of the
@@ -170,7 +187,8 @@ def run(evaluator: Path, program: Path, scoring: Scoring,
     try:
         install_remote(root)
         install_popen()
-        module = load_evaluator(evaluator)
+        enter_own_folder(evaluator.parent)
+        module = load_evaluator(evaluator, scoring.as_script)
         install_guard(candidate_source(program), str(program), root)
         return _evaluate(module, program, scoring)
     except Rejected as exc:
@@ -196,6 +214,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--no-split", action="store_true",
                         help="evaluate() takes no split keyword")
     parser.add_argument("--minimize", action="store_true", help="the metric is minimized")
+    parser.add_argument("--as-script", action="store_true",
+                        help="run the evaluator as python evaluate.py --program_path P "
+                        "--results_dir R (ShinkaEvolve's convention)")
     parser.add_argument("--thresholds", default="",
                         help="a cascade's thresholds on dev, comma-separated")
     return parser
@@ -206,7 +227,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     result_path = protect_verdict()
     thresholds = tuple(float(t) for t in args.thresholds.split(",") if t)
-    scoring = Scoring(args.metric, args.split, not args.no_split, args.minimize, thresholds)
+    scoring = Scoring(args.metric, args.split, not args.no_split, args.minimize, thresholds,
+                      args.as_script)
     verdict = run(args.evaluator, args.program, scoring, args.workspace)
     return finish(result_path, verdict)
 

@@ -1,10 +1,12 @@
 """ShinkaEvolve's evaluator convention in the program task's runner.
 
-A ShinkaEvolve evaluator defines ``main(program_path, results_dir)`` (and runs it from its
-command line): it evaluates the program, usually with ``shinka.core.run_shinka_eval`` (which
+A ShinkaEvolve evaluator is a script ShinkaEvolve runs as ``python evaluate.py --program_path
+P --results_dir R``, most often defining ``main(program_path, results_dir)``: it evaluates
+the program, usually with ``shinka.core.run_shinka_eval`` (which
 Recursor supplies when ShinkaEvolve is not installed: ``peers/``), and writes
 ``metrics.json`` and ``correct.json`` into ``results_dir``. The runner calls ``main`` with a
-fresh folder of the evaluator's own sandbox and reads both files back: a ``correct: false``
+fresh folder of the evaluator's own sandbox (or, for a script with no such ``main``, runs the
+file as ``__main__`` with that command line) and reads both files back: a ``correct: false``
 rejects the candidate with the error it gives; every number of ``metrics.json``, and of its
 ``public`` section, is a metric (``private`` values are left out: ShinkaEvolve keeps them from
 the proposers, and every metric here reaches them); ``text_feedback`` and the validation
@@ -15,6 +17,8 @@ size limit. Standard library only.
 from __future__ import annotations
 
 import json
+import runpy
+import sys
 import tempfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -28,7 +32,7 @@ MAX_RESULT_BYTES = 1 << 20
 def _read(folder: Path, name: str) -> Any:
     path = folder / name
     if not path.is_file():
-        raise Rejected(f"the evaluator's main() wrote no {name} into its results folder "
+        raise Rejected(f"the evaluator wrote no {name} into its results folder "
                        "(ShinkaEvolve's convention: metrics.json and correct.json)")
     if path.stat().st_size > MAX_RESULT_BYTES:
         raise Rejected(f"the evaluator's {name} is over {MAX_RESULT_BYTES} bytes")
@@ -56,9 +60,33 @@ def _artifacts(metrics: Mapping[str, Any]) -> dict[str, Any]:
 def run_main(main: Callable[..., Any], program: str, metric: str) -> dict[str, Any]:
     """Call ``main(program, results_dir)`` and turn the files it wrote into the verdict;
     Rejected as ``evaluate`` would raise it."""
+    return _results(lambda folder: main(program, folder), metric)
+
+
+def run_script(path: Path, program: str, metric: str) -> dict[str, Any]:
+    """Run the evaluator file ``path`` as ShinkaEvolve does, ``python evaluate.py
+    --program_path PROGRAM --results_dir DIR`` (here: as ``__main__`` in this process, with
+    that ``sys.argv``), and turn the files it wrote into the verdict."""
+
+    def script(folder: str) -> None:
+        saved = sys.argv
+        sys.argv = [str(path), "--program_path", program, "--results_dir", folder]
+        try:
+            runpy.run_path(str(path), run_name="__main__")
+        except SystemExit as exc:
+            if exc.code not in (None, 0):
+                raise Rejected(f"the evaluator exited with status {exc.code!r} (run as python "
+                               f"{path.name} --program_path PATH --results_dir DIR)") from None
+        finally:
+            sys.argv = saved
+
+    return _results(script, metric)
+
+
+def _results(call: Callable[[str], Any], metric: str) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="recursor-results-") as tmp:
         folder = Path(tmp)
-        main(program, str(folder))
+        call(str(folder))
         correct, metrics = _read(folder, "correct.json"), _read(folder, "metrics.json")
     if not isinstance(metrics, dict) or not isinstance(correct, dict):
         raise Rejected("the evaluator's metrics.json and correct.json must each hold an object")
@@ -71,4 +99,4 @@ def run_main(main: Callable[..., Any], program: str, metric: str) -> dict[str, A
     return to_verdict({"metrics": numbers, "artifacts": artifacts}, metric)
 
 
-__all__ = ["run_main"]
+__all__ = ["run_main", "run_script"]

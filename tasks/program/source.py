@@ -89,7 +89,7 @@ class EvaluatorShape:
 
     passes_split: bool
     stages: tuple[str, ...] = ()
-    entry: str = "evaluate"  # what the runner calls: evaluate, the stages, or main
+    entry: str = "evaluate"  # what the runner calls: evaluate, the stages, main or script
 
 
 def _function(module: ast.Module, name: str, label: str) -> ast.FunctionDef | None:
@@ -119,6 +119,23 @@ def _shinka_main(module: ast.Module) -> bool:
     return bool(mains) and len([*mains[-1].args.posonlyargs, *mains[-1].args.args]) >= 2
 
 
+def _shinka_script(module: ast.Module) -> bool:
+    """Whether the module is a script ShinkaEvolve would run as ``python evaluate.py
+    --program_path P --results_dir R``: a top-level ``if __name__ == "__main__":`` block and
+    a ``--results_dir`` option (a string naming it)."""
+    if not any(isinstance(node, ast.Constant) and isinstance(node.value, str)
+               and "results_dir" in node.value for node in ast.walk(module)):
+        return False
+    for node in module.body:
+        test = node.test if isinstance(node, ast.If) else None
+        if (isinstance(test, ast.Compare) and isinstance(test.left, ast.Name)
+                and test.left.id == "__name__" and len(test.comparators) == 1
+                and isinstance(test.comparators[0], ast.Constant)
+                and test.comparators[0].value == "__main__"):
+            return True
+    return False
+
+
 def check_evaluator(source: str, label: str) -> EvaluatorShape:
     """Raise SourceError unless ``source`` defines a top-level ``evaluate`` taking a path, or
     the stages of a cascade (``evaluate_stage1(path)``, ...).
@@ -140,10 +157,13 @@ def check_evaluator(source: str, label: str) -> EvaluatorShape:
     if evaluate is None:
         if _shinka_main(module):
             return EvaluatorShape(False, (), "main")  # ShinkaEvolve's main(path, results_dir)
+        if _shinka_script(module):
+            return EvaluatorShape(False, (), "script")  # run as ShinkaEvolve runs it
         raise SourceError(f"{label} defines no top-level function evaluate(path); it must take "
                           "the path of a program file and return a mapping of metrics (or "
                           "define evaluate_stage1(path), ... for a cascade, or ShinkaEvolve's "
-                          "main(program_path, results_dir))")
+                          "main(program_path, results_dir), or be a script run as python "
+                          f"{label} --program_path PATH --results_dir DIR)")
     return EvaluatorShape(_takes_split(evaluate))
 
 
@@ -168,6 +188,22 @@ def names_mentioned(source: str, wanted: frozenset[str]) -> set[str]:
             found.add(str(node.value))
         elif isinstance(node, ast.keyword) and node.arg in wanted:
             found.add(str(node.arg))
+    return found
+
+
+def string_constants(source: str, limit: int = 2_000) -> set[str]:
+    """The short string constants of the source (at most ``limit`` of them, each under 256
+    characters): the names of the files it may open. Parses only."""
+    module = _parsed(source)
+    if module is None:
+        return set()
+    found: set[str] = set()
+    for node in ast.walk(module):
+        if (isinstance(node, ast.Constant) and isinstance(node.value, str)
+                and 0 < len(node.value) < 256 and "\0" not in node.value):
+            found.add(node.value)
+            if len(found) >= limit:
+                break
     return found
 
 
@@ -202,4 +238,5 @@ def imported_names(source: str) -> set[str]:
 
 
 __all__ = ["MAX_PROGRAM_CHARS", "STAGES", "EvaluatorShape", "SourceError", "check_evaluator",
-           "check_program", "frame", "imported_names", "imports", "names_mentioned"]
+           "check_program", "frame", "imported_names", "imports", "names_mentioned",
+           "string_constants"]

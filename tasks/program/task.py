@@ -18,6 +18,7 @@ from recursor.tasks.program.files import (
     evolvable,
     has_marker,
     module_files,
+    named_files,
     read_program,
     read_text,
     sibling_modules,
@@ -31,6 +32,7 @@ from recursor.tasks.program.source import (
     imported_names,
     imports,
     names_mentioned,
+    string_constants,
 )
 from recursor.tasks.program.verdict import MEAN_METRIC
 from recursor.types import ChangeKind, Split
@@ -104,6 +106,7 @@ class ProgramTask(Task):
         self.source = self.files[self.path]
         evaluator_source = read_text(self.evaluator, "evaluator")
         self._add_siblings(evaluator_source)
+        self._add_named_files(evaluator_source)
         self.evolvable = evolvable(self.files) if self.program.is_dir() else [self.path]
         try:
             for path in self.evolvable or [self.path]:
@@ -114,11 +117,14 @@ class ProgramTask(Task):
         metric = self._metric(config.metric, evaluator_source, bool(shape.stages))
         self.objective = Objective(metric, config.direction)
         self.passes_split, self.stages = shape.passes_split, shape.stages
-        if shape.entry == "main":
+        self.as_script = shape.entry == "script"
+        if shape.entry in ("main", "script"):
+            called = ("its main(program_path, results_dir) is called" if shape.entry == "main"
+                      else f"it runs as python {self.evaluator.name} --program_path PATH "
+                      "--results_dir DIR")
             self.notes = (*getattr(self, "notes", ()), (
-                f"task: {self.evaluator.name} follows ShinkaEvolve's convention: its "
-                "main(program_path, results_dir) is called and its metrics.json and "
-                "correct.json read back"))
+                f"task: {self.evaluator.name} follows ShinkaEvolve's convention: {called} and "
+                "its metrics.json and correct.json are read back"))
         self.thresholds = self._thresholds(config.cascade_thresholds)
         if config.splits and not self.passes_split:
             raise ConfigError(f"task.splits {config.splits}: the evaluator's evaluate() takes "
@@ -126,10 +132,14 @@ class ProgramTask(Task):
                               f"evaluate(path, split=\"dev\")")
         self.splits = (Split.DEV, Split.HELDOUT, *(Split(s) for s in config.splits))
         if not self.passes_split:
+            told = (f"{self.evaluator.name}'s {shape.entry}() takes no split keyword"
+                    if shape.entry in ("evaluate", "evaluate_stage1") else
+                    f"{self.evaluator.name} follows ShinkaEvolve's convention, which has no "
+                    "split")
             self.heldout_note = (
-                f"none: {self.evaluator.name}'s {shape.entry}() takes no split keyword, so the "
-                "held-out row repeats dev (define evaluate(path, split=\"dev\") and answer "
-                "split == \"heldout\" with cases the search never sees)")
+                f"none: {told}, so the held-out row repeats dev (define evaluate(path, "
+                "split=\"dev\") and answer split == \"heldout\" with cases the search never "
+                "sees)")
         self._frames = {path: frame(self.files[path], path) for path in self.evolvable}
         for helper in self.helpers:
             if not helper.exists():
@@ -164,6 +174,29 @@ class ProgramTask(Task):
                 f"task: {self.evaluator.name} imports {names} from its own folder: "
                 f"{'they go' if len(added) > 1 else 'it goes'} beside it in the sandbox "
                 "(task.evaluator_files names such files explicitly)"))
+
+    def _add_named_files(self, evaluator_source: str) -> None:
+        """The files and folders beside the evaluator that its source names (``"cases.json"``,
+        ``"data/"``) go with it too, unless given already; its runs start in a folder that
+        holds them, as its own folder would be."""
+        given = {helper.resolve() for helper in self.helpers}
+        found, too_big = named_files(self.evaluator, string_constants(evaluator_source),
+                                     [self.program])
+        added = [path for path in found if path.resolve() not in given]
+        if added:
+            self.helpers += added
+            names = ", ".join(path.name for path in added[:8])
+            more = f" and {len(added) - 8} more" if len(added) > 8 else ""
+            they = "they go" if len(added) > 1 else "it goes"
+            self.notes = (*getattr(self, "notes", ()), (
+                f"task: {self.evaluator.name} names {names}{more} beside it: {they} with it "
+                "into its sandbox, read-only, and it runs in a folder that holds "
+                f"{'them' if len(added) > 1 else 'it'} (as its own folder would)"))
+        if too_big:
+            self.notes = (*getattr(self, "notes", ()), (
+                f"task: {self.evaluator.name} names {', '.join(p.name for p in too_big[:8])} "
+                "beside it, left out: more than 64 MB or 2,000 files in all (name what it "
+                "needs with task.evaluator_files)"))
 
     def _mark_whole_file(self) -> None:
         """A single file with no marked region (OpenEvolve evolves such a file whole): the
@@ -283,6 +316,8 @@ class ProgramTask(Task):
             "--split", Split(split).value)
         if not self.passes_split:
             command.append("--no-split")
+        if self.as_script:
+            command.append("--as-script")
         if self.objective.minimizes:
             command.append("--minimize")
         if self.thresholds:

@@ -6,6 +6,7 @@ Standard library only: it runs inside the sandbox, in the runner.
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Mapping
 from typing import Any
 
@@ -45,7 +46,7 @@ def _numbers(raw: Any, what: str) -> dict[str, float]:
         raise Rejected(f"evaluate() returned {len(raw)} {what}; the limit is {MAX_ENTRIES}")
     out: dict[str, float] = {}
     for key, value in raw.items():
-        if isinstance(value, bool) or not isinstance(value, int | float):
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
             raise Rejected(f"evaluate() returned {what}[{str(key)[:80]!r}] = "
                            f"{str(value)[:80]!r}; expected a number")
         number = float(value)
@@ -127,7 +128,7 @@ def parse_result(returned: Any) -> dict[str, Any]:
     returned, artifacts = _unwrapped(returned)
     if not isinstance(returned, Mapping):
         raise Rejected(f"evaluate() returned {type(returned).__name__}; expected a mapping "
-                       "such as {'score': 1.0}")
+                       "such as {'score': 1.0} (or one number, the objective's value)")
     reason = returned.get("error")
     if isinstance(reason, str) and reason:
         status = returned.get("status")
@@ -169,7 +170,10 @@ def require_metric(metrics: dict[str, float], metric: str) -> None:
 def to_verdict(returned: Any, metric: str) -> dict[str, Any]:
     """The verdict for what ``evaluate`` returned (see :func:`parse_result`), which must hold
     the objective ``metric``: ``{"metrics", "instances", "error": None}``, with
-    ``"artifacts"`` when it returned any. Raises Rejected otherwise."""
+    ``"artifacts"`` when it returned any; a bare number is the objective's value. Raises
+    Rejected otherwise."""
+    if isinstance(returned, numbers.Real) and not isinstance(returned, bool):
+        returned = {metric: returned}
     parsed = parse_result(returned)
     require_metric(parsed["metrics"], metric)
     return verdict_of(parsed)

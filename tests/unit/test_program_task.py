@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from recursor.config import ProgramTaskConfig, load_config, parse_config
@@ -121,6 +122,11 @@ def test_the_evaluation_mounts_the_frozen_copy_read_only_outside_the_workspace(
     ({"metrics": {"score": 1.5}, "error": None}, {"metrics": {"score": 1.5}, "instances": {}}),
     # a metric called "error" is a number like any other
     ({"score": 1, "error": 0.01}, {"metrics": {"score": 1.0, "error": 0.01}, "instances": {}}),
+    # one number is the objective's value; numpy's numbers are numbers
+    (0.5, {"metrics": {"score": 0.5}, "instances": {}}),
+    (np.int64(3), {"metrics": {"score": 3.0}, "instances": {}}),
+    ({"score": np.float32(0.5), "right": np.int64(2)},
+     {"metrics": {"score": 0.5, "right": 2.0}, "instances": {}}),
 ])
 def test_the_runner_accepts_numbers_flat_or_with_instances(returned: object,
                                                           expected: dict[str, object]) -> None:
@@ -128,7 +134,8 @@ def test_the_runner_accepts_numbers_flat_or_with_instances(returned: object,
 
 
 @pytest.mark.parametrize(("returned", "reason"), [
-    (1.0, "expected a mapping"),
+    ("1.0", "expected a mapping"),
+    ([1.0], "expected a mapping"),
     ({"other": 1.0}, "no 'score' metric"),
     ({"score": math.nan}, "finite"),
     ({"score": math.inf}, "finite"),

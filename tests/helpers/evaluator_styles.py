@@ -1,0 +1,99 @@
+"""Evaluators in the styles new users write (written here): the candidate loaded in a
+``multiprocessing`` worker (forked, spawned, or in a ``ProcessPoolExecutor`` with the spawn
+context) for a timeout, a bare number returned, numpy numbers among the metrics. Each scores
+``solve`` on the cases x -> 3x (1.0 when all are right)."""
+
+from __future__ import annotations
+
+_LOAD = '''import importlib.util
+
+
+def _solve_all(path):
+    spec = importlib.util.spec_from_file_location("program", path)
+    program = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(program)
+    return [program.solve(x) for x in (1, 2, 5)]
+
+
+def _share(answers):
+    return sum(1 for x, got in zip((1, 2, 5), answers) if got == 3 * x) / 3
+'''
+
+FORKED = _LOAD + '''
+import multiprocessing
+
+
+def _worker(path, queue):
+    queue.put(_solve_all(path))
+
+
+def evaluate(program_path):
+    queue = multiprocessing.Queue()
+    worker = multiprocessing.Process(target=_worker, args=(program_path, queue))
+    worker.start()
+    worker.join(60)
+    if worker.is_alive():
+        worker.terminate()
+        return {"error": "timed out"}
+    return {"score": _share(queue.get(timeout=10))}
+'''
+
+SPAWNED = _LOAD + '''
+import multiprocessing
+
+multiprocessing.set_start_method("spawn", force=True)
+
+
+def _worker(path, queue):
+    queue.put(_solve_all(path))
+
+
+def evaluate(program_path):
+    queue = multiprocessing.Queue()
+    worker = multiprocessing.Process(target=_worker, args=(program_path, queue))
+    worker.start()
+    worker.join(60)
+    return {"score": _share(queue.get(timeout=10))}
+'''
+
+POOL = _LOAD + '''
+import concurrent.futures
+import multiprocessing
+
+
+def evaluate(program_path):
+    context = multiprocessing.get_context("spawn")
+    with concurrent.futures.ProcessPoolExecutor(max_workers=1, mp_context=context) as pool:
+        answers = pool.submit(_solve_all, program_path).result(timeout=60)
+    return {"score": _share(answers)}
+'''
+
+BARE_NUMBER = _LOAD + '''
+
+def evaluate(program_path):
+    return _share(_solve_all(program_path))
+'''
+
+NUMPY_NUMBERS = _LOAD + '''
+import numpy as np
+
+
+def evaluate(program_path):
+    answers = np.array(_solve_all(program_path))
+    right = np.sum(answers == 3 * np.array([1, 2, 5]))
+    return {"score": np.float32(right / 3), "right": right}
+'''
+
+STYLES = {"forked worker": FORKED, "spawned worker": SPAWNED, "spawn pool": POOL,
+          "bare number": BARE_NUMBER, "numpy numbers": NUMPY_NUMBERS}
+
+BODIES = {
+    "triples": '''def solve(x):
+    return x * 3
+''',
+    # right only where the evaluator's folder is in sight: it never is, in a candidate run
+    "peeks": '''def solve(x):
+    import os
+    return x * 3 if os.path.exists("/recursor-evaluator") else x * 2
+''',
+}
