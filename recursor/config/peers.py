@@ -14,9 +14,12 @@ none of Recursor's top-level keys and at least one of OpenEvolve's (``max_iterat
 * ``database.num_islands`` (above 1) -> island selection, with ``migration_interval`` and
   ``migration_rate`` (a share of the population there, the best node here per migration);
 * ``evaluator.timeout`` -> the evaluation's time limit, ``evaluator.cascade_thresholds`` ->
-  the cascade's thresholds (``cascade_evaluation: false``: every stage runs).
+  the cascade's thresholds (``cascade_evaluation: false``: every stage runs);
+* ``prompt.system_message`` -> the task's description (what proposers are told of the
+  problem; the program task adds the rules of its marked regions after it).
 
-Everything else (prompts, logging, checkpoints, diff settings) is said to be left out.
+Everything else (the other prompt settings, logging, checkpoints, diff settings) is said to
+be left out.
 """
 
 from __future__ import annotations
@@ -101,6 +104,11 @@ def _task(evaluator: Mapping[str, Any]) -> dict[str, Any]:
     return task
 
 
+def _system_message(prompt: Any) -> str | None:
+    message = prompt.get("system_message") if isinstance(prompt, Mapping) else None
+    return message.strip() if isinstance(message, str) and message.strip() else None
+
+
 def from_openevolve(data: Mapping[str, Any], name: str) -> Translated:
     """The campaign an OpenEvolve ``config.yaml`` describes (see the module docstring)."""
     campaign: dict[str, Any] = {"name": name}
@@ -119,11 +127,20 @@ def from_openevolve(data: Mapping[str, Any], name: str) -> Translated:
         if selection is not None:
             campaign["selection"] = selection
     task = _task(data["evaluator"]) if isinstance(data.get("evaluator"), Mapping) else {}
+    message = _system_message(data.get("prompt"))
+    if message is not None:
+        task["description"] = message
+        other = sorted(str(k) for k in data["prompt"] if k != "system_message")
+        notes.append("prompt.system_message: the task's description, which the proposers see "
+                     "before the rules of the marked regions" +
+                     (f" (left out: prompt.{', prompt.'.join(other)})" if other else ""))
+        used.add("prompt")
     left = sorted(str(key) for key in set(data) - used)
     notes.insert(0, "an OpenEvolve config: read max_iterations, random_seed, llm (models, "
-                 "api_base, temperature, max_tokens), database.num_islands and evaluator "
-                 "(timeout, cascade_thresholds)" + (f"; left out: {', '.join(left)}"
-                                                    if left else ""))
+                 "api_base, temperature, max_tokens), database.num_islands, evaluator "
+                 "(timeout, cascade_thresholds)" + (" and prompt.system_message"
+                                                    if message is not None else "") +
+                 (f"; left out: {', '.join(left)}" if left else ""))
     return Translated(campaign, task, notes)
 
 

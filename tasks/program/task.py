@@ -144,7 +144,9 @@ class ProgramTask(Task):
         for helper in self.helpers:
             if not helper.exists():
                 raise ConfigError(f"task.evaluator_files: {helper} does not exist")
-        self.description = config.description or self._description(metric, config.direction)
+        rules = self._description(metric, config.direction)
+        given = (config.description or "").strip()
+        self.description = f"{given}\n\n{rules}" if given else rules
 
     def _add_program_siblings(self) -> None:
         """The modules beside a one-file program that it imports join it in the workspace as

@@ -55,6 +55,10 @@ def test_the_file_is_recognized_and_translated() -> None:
     assert [p["model"] for p in translated.campaign["proposers"]] == ["m"]
     assert "selection" not in translated.campaign  # one island: the default selection
     assert translated.task == {"cascade_thresholds": []}
+    told = from_openevolve({"prompt": {"system_message": "  Pack circles.\n",
+                                       "num_top_programs": 3}}, "example")
+    assert told.task == {"description": "Pack circles."}
+    assert any("left out: prompt.num_top_programs" in note for note in told.notes)
 
 
 def test_recursor_runs_an_openevolve_config(tmp_path: Path,
@@ -75,6 +79,9 @@ def test_recursor_runs_an_openevolve_config(tmp_path: Path,
     assert requests and {r["model"] for r in requests} <= {"stub-a", "stub-b"}
     assert set(keys) == {"Bearer sk-from-the-environment"}
     assert requests[0]["temperature"] == 0.3
+    told = json.dumps(requests[0]["messages"])
+    assert "You improve programs." in told and "EVOLVE-BLOCK" in told  # then the region rules
+    assert "prompt.system_message: the task's description" in " ".join(done.stdout.split())
     manifest = json.loads((tmp_path / "c" / "campaign.json").read_text())
     archive = Archive(manifest["archive_url"])
     try:
