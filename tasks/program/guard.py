@@ -11,7 +11,8 @@ with an error that names the helper:
   the execution of a code object compiled from a file of the candidate's workspace (by its
   path), or from the candidate's file (by its path, or, for
   code compiled from a string or a copy under a scratch folder, by being the candidate's
-  code);
+  code), or from any text that holds the candidate's file or one of its longer marked
+  regions (``exec(text + more)``: :class:`_Tainted`);
 * a seccomp filter (:func:`recursor.guest.deny_exec`) makes ``execve`` fail for everything
   else (a C extension, ``ctypes``): no program at all can start from here.
 
@@ -20,10 +21,14 @@ it turns a mistake that would quietly void the isolation into a clear failure.
 """
 
 from __future__ import annotations
+import __future__
 
+import contextlib
 import os
 import sys
+import threading
 import types
+from collections.abc import Callable
 from typing import Any
 
 from recursor.guest import EXEC_DENIED_HINT, deny_exec
@@ -31,12 +36,13 @@ from recursor.guest import EXEC_DENIED_HINT, deny_exec
 PROCESS_EVENTS = frozenset({"subprocess.Popen", "os.system", "os.exec", "os.spawn",
                             "os.posix_spawn", "os.forkpty", "pty.spawn"})
 SCRATCH_ROOTS = ("/workspace/", "/tmp/", "/var/tmp/", "/dev/shm/")
-IMPORT_HINT = ("the evaluator executed the candidate's code in its own process (runpy, exec "
-               "or a loader of its own), where the evaluator's files and verdict are; run it "
+IMPORT_HINT = ("the evaluator executed the candidate's code in its own process (exec of a "
+               "text holding it, with more code or changed), where the evaluator's files "
+               "and verdict are; run it "
                "with recursor.guest.run_candidate([sys.executable, path]) instead, which runs "
                "it in a sandbox of its own, or import it with importlib.util."
-               "spec_from_file_location or by name, which gives a module whose calls run "
-               "there (docs/your-task.md)")
+               "spec_from_file_location or by name (or exec its text as it is), which gives "
+               "a module whose calls run there (docs/your-task.md)")
 
 
 class ExecDenied(RuntimeError):
@@ -66,20 +72,85 @@ def _is_candidates(code: Any, paths: frozenset[str], candidate: types.CodeType |
     return unplaced and candidate is not None and code == candidate
 
 
-def install_guard(source: bytes, program: str, workspace: str | None = None) -> None:
-    """Guard this process (see the module docstring); ``source`` is the candidate file's
-    text, ``program`` its path, ``workspace`` the folder of the candidate's files (default:
-    ``program``'s; every file under it is the candidate's). Irreversible: call it once,
-    right before ``evaluate``."""
+def candidates_code(source: bytes, program: str,
+                    workspace: str | None = None) -> Callable[[Any], bool]:
+    """A test of whether a code object is the candidate's: compiled from a file of its
+    ``workspace`` (default: ``program``'s folder) or from its ``source``."""
     paths = frozenset({program, os.path.realpath(program)})
     root = workspace or os.path.dirname(program)
     folders = tuple({os.path.join(root, ""), os.path.join(os.path.realpath(root), "")})
     candidate = _compiled(source, program)
+    return lambda code: _is_candidates(code, paths, candidate, folders)
+
+
+MIN_REGION_CHARS = 64  # a marked region this long is the candidate's wherever it appears
+
+
+def fingerprints(source: bytes) -> list[str]:
+    """Texts whose presence in a source marks it as holding the candidate's code: the whole
+    file, and each marked region's inside of at least :data:`MIN_REGION_CHARS` characters."""
+    text = source.decode("utf-8", errors="replace")
+    found = [text.strip()] if text.strip() else []
+    region: list[str] | None = None
+    for line in text.splitlines():
+        mark = line.strip()
+        if mark.startswith("# EVOLVE-BLOCK-START"):
+            region = []
+        elif mark.startswith("# EVOLVE-BLOCK-END") and region is not None:
+            body = "\n".join(region).strip()
+            if len(body) >= MIN_REGION_CHARS:
+                found.append(body)
+            region = None
+        elif region is not None:
+            region.append(line)
+    return found
+
+
+class _Tainted:
+    """Code compiled here from a text that holds the candidate's code (:func:`fingerprints`):
+    recorded at the ``compile`` event, refused at the ``exec`` event. Parsing such a text
+    (``ast.parse``) is fine; executing what it compiles to is not."""
+
+    def __init__(self, sources: list[bytes]) -> None:
+        self.marks = [mark for source in sources for mark in fingerprints(source)]
+        self.codes: list[types.CodeType] = []
+        self.busy = threading.local()
+
+    def compiled(self, args: tuple[Any, ...]) -> None:
+        raw = args[0] if args else None
+        text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
+        if (not isinstance(text, str) or getattr(self.busy, "on", False)
+                or not any(mark in text for mark in self.marks)):
+            return
+        self.busy.on = True
+        try:
+            for mode in ("exec", "eval"):  # exec() inherits its caller's future flags
+                for flags in (0, __future__.annotations.compiler_flag):
+                    with contextlib.suppress(Exception):
+                        self.codes.append(compile(text, "<tainted>", mode, flags,
+                                                  dont_inherit=True))
+        finally:
+            self.busy.on = False
+
+    def holds(self, code: Any) -> bool:
+        return isinstance(code, types.CodeType) and any(code == mine for mine in self.codes)
+
+
+def install_guard(source: bytes, program: str, workspace: str | None = None,
+                  others: list[bytes] | None = None) -> None:
+    """Guard this process (see the module docstring); ``source`` is the candidate file's
+    text, ``program`` its path, ``workspace`` the folder of the candidate's files (default:
+    ``program``'s; every file under it is the candidate's), ``others`` the text of its other
+    files with marked regions. Irreversible: call it once, right before ``evaluate``."""
+    is_candidates = candidates_code(source, program, workspace)
+    tainted = _Tainted([source, *(others or [])])
 
     def hook(event: str, args: tuple[Any, ...]) -> None:
         if event in PROCESS_EVENTS:
             raise ExecDenied(EXEC_DENIED_HINT)
-        if event == "exec" and args and _is_candidates(args[0], paths, candidate, folders):
+        if event == "compile":
+            tainted.compiled(args)
+        elif event == "exec" and args and (is_candidates(args[0]) or tainted.holds(args[0])):
             raise CandidateInEvaluator(IMPORT_HINT)
 
     sys.addaudithook(hook)
@@ -87,4 +158,4 @@ def install_guard(source: bytes, program: str, workspace: str | None = None) -> 
 
 
 __all__ = ["CandidateInEvaluator", "ExecDenied", "IMPORT_HINT", "PROCESS_EVENTS",
-           "install_guard"]
+           "candidates_code", "install_guard"]

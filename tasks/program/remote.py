@@ -18,8 +18,9 @@ What the evaluator gets back is data from a hostile source, as any candidate out
 Caught: ``importlib.util.spec_from_file_location`` on a Python file of the candidate's folder
 (``/workspace``: the program's files), and an import by name of one of its modules from that
 folder (``sys.path.insert(0, folder); import initial_program``, ``importlib.import_module``).
-Everything else that would execute the candidate's code here (``runpy``, ``exec``, a loader
-made by hand) is still refused by the guard (:mod:`guard`). Standard library only.
+``exec`` of its exact text, ``runpy.run_path`` of its file and a loader made by hand give the
+same stand-ins (:mod:`exec_shim`); anything else that would execute the candidate's code here
+is still refused by the guard (:mod:`guard`). Standard library only.
 """
 
 from __future__ import annotations

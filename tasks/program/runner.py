@@ -20,14 +20,15 @@ Order of work, and why:
    evaluator is imported.
 3. The guard (:mod:`recursor.tasks.program.guard`): from now on this process can start no
    program, and cannot execute the candidate's code in itself. An evaluator written to the
-   old contract (``subprocess.run([sys.executable, path])``, ``os.system``, ``runpy``)
-   fails with an error naming ``run_candidate``, instead of running the candidate beside
-   the evaluator's secrets. Importing the candidate gives a stand-in module whose functions
-   run in candidate runs of their own (:mod:`recursor.tasks.program.remote`, installed
-   before the evaluator is imported). Starting Python on a script with ``subprocess`` (a
-   script that imports the candidate and writes its results beside itself) makes that
-   script a candidate run of its own (:mod:`recursor.tasks.program.popen`, installed then
-   too); any other program is refused.
+   old contract (``os.system``, ``exec(text + more)``) fails with an error naming
+   ``run_candidate``, instead of running the candidate beside the evaluator's secrets.
+   Importing the candidate gives a stand-in module whose functions run in candidate runs of
+   their own (:mod:`recursor.tasks.program.remote`, installed before the evaluator is
+   imported); so do ``exec`` of its exact text, ``runpy.run_path`` and a loader made by hand
+   (:mod:`recursor.tasks.program.exec_shim`, installed with the guard). Starting Python on
+   a script with ``subprocess`` (a script that imports the candidate and writes its results
+   beside itself) makes that script a candidate run of its own
+   (:mod:`recursor.tasks.program.popen`, installed then too); any other program is refused.
 4. ``evaluate`` is called on ``/workspace/<program>``, the same path the candidate's runs see.
 5. The returned mapping is validated (numbers, finite, the objective present) and the
    verdict is written last with :func:`~recursor.guest.finish`.
@@ -54,7 +55,13 @@ from typing import Any
 
 from recursor.guest import finish, protect_verdict, read_candidate_file, untrusted_path_entries
 from recursor.tasks.program.cascade import run_stages, stage_functions
-from recursor.tasks.program.guard import CandidateInEvaluator, ExecDenied, install_guard
+from recursor.tasks.program.exec_shim import install as install_exec
+from recursor.tasks.program.guard import (
+    CandidateInEvaluator,
+    ExecDenied,
+    candidates_code,
+    install_guard,
+)
 from recursor.tasks.program.popen import install as install_popen
 from recursor.tasks.program.remote import install as install_remote
 from recursor.tasks.program.shinka_style import run_main, run_script
@@ -123,6 +130,25 @@ def candidate_source(program: Path) -> bytes:
                        "the candidate file is missing or not a regular file", "") from None
 
 
+MAX_SOURCES = 64
+
+
+def marked_sources(root: Path, program: Path) -> list[bytes]:
+    """The bytes of the other Python files of the candidate's workspace that mark regions
+    (a program folder's evolvable files; at most :data:`MAX_SOURCES`), read as data."""
+    found: list[bytes] = []
+    for path in sorted(root.rglob("*.py"))[:MAX_SOURCES]:
+        if path == program:
+            continue
+        try:
+            data = read_candidate_file(path, MAX_PROGRAM_BYTES)
+        except OSError:
+            continue
+        if b"EVOLVE-BLOCK-START" in data:
+            found.append(data)
+    return found
+
+
 def _raised(exc: BaseException) -> Rejected:
     """What evaluate() raising ``exc`` makes of the candidate."""
     if isinstance(exc, CandidateInEvaluator | ExecDenied):
@@ -189,7 +215,9 @@ def run(evaluator: Path, program: Path, scoring: Scoring,
         install_popen()
         enter_own_folder(evaluator.parent)
         module = load_evaluator(evaluator, scoring.as_script)
-        install_guard(candidate_source(program), str(program), root)
+        source = candidate_source(program)
+        install_guard(source, str(program), root, marked_sources(Path(root), program))
+        install_exec(source, str(program), root, candidates_code(source, str(program), root))
         return _evaluate(module, program, scoring)
     except Rejected as exc:
         print(str(exc)[-MAX_DETAIL_CHARS:], file=sys.stderr)

@@ -124,16 +124,6 @@ def evaluate(path, split="dev"):
     status = os.system(f"{sys.executable} {path}")
     return {"score": 1.0 if status == 0 else 0.0}
 '''
-OLD_LOADER = '''
-import importlib.machinery
-import types
-
-
-def evaluate(path, split="dev"):
-    module = types.ModuleType("candidate")
-    importlib.machinery.SourceFileLoader("candidate", path).exec_module(module)
-    return {"score": 1.0}
-'''
 # an import gives a stand-in module: each call runs in a candidate run of its own
 IMPORTS = '''
 import importlib.util
@@ -158,11 +148,33 @@ def attack():
     return [os.path.isdir("/recursor-evaluator"), "RECURSOR_RESULT" in os.environ,
             os.getpid()]
 '''
-OLD_EXEC = '''
+# executing the candidate's text with more code of the evaluator's around it
+EXEC_MORE = '''
+def evaluate(path, split="dev"):
+    namespace = {"__name__": "candidate"}
+    exec(open(path).read() + "\\nRESULT = attack()\\n", namespace)
+    return {"score": 1.0}
+'''
+# executing the candidate's text as it is (or runpy.run_path) gives the import's stand-ins
+EXECS = '''
+import importlib.machinery
+import os
+import runpy
+import types
+
+
 def evaluate(path, split="dev"):
     namespace = {"__name__": "candidate"}
     exec(open(path).read(), namespace)
-    return {"score": 1.0}
+    theirs = namespace["attack"]()
+    again = runpy.run_path(path)["attack"]()
+    module = types.ModuleType("candidate")
+    importlib.machinery.SourceFileLoader("candidate", path).exec_module(module)
+    third = module.attack()
+    mine = [os.path.isdir("/recursor-evaluator"), "RECURSOR_RESULT" in os.environ]
+    print("EVALUATOR SAW", mine, "CANDIDATE SAW", theirs[:2], again[:2], third[:2])
+    return {"score": 1.0 if theirs[:2] == again[:2] == third[:2] == [False, False]
+            and mine == [True, False] else 0.0}
 '''
 
 
@@ -228,9 +240,8 @@ def test_a_printed_or_smuggled_fake_verdict_is_not_believed(
 
 @pytest.mark.parametrize(("evaluator", "hint"), [
     (OLD_OS_SYSTEM, "may not start programs"),
-    (OLD_LOADER, "executed the candidate's code in its own process"),
-    (OLD_EXEC, "executed the candidate's code in its own process"),
-], ids=["os-system", "loader", "exec"])
+    (EXEC_MORE, "executed the candidate's code in its own process"),
+], ids=["os-system", "exec-with-more"])
 def test_an_evaluator_written_to_the_old_contract_gets_an_error_naming_the_helper(
         sandbox: Sandbox, tmp_path: Path, campaign_dir: Path, evaluator: str,
         hint: str) -> None:
@@ -246,6 +257,20 @@ def test_an_evaluator_written_to_the_old_contract_gets_an_error_naming_the_helpe
     assert hint in (outcome.error or ""), outcome.error
     assert "run_candidate" in (outcome.error or "")
     assert "CANDIDATE CODE RAN" not in outcome.stdout + outcome.stderr
+
+
+def test_an_evaluator_that_execs_the_candidate_gets_calls_run_in_a_sandbox_of_their_own(
+        sandbox: Sandbox, tmp_path: Path, campaign_dir: Path) -> None:
+    """``exec`` of the candidate's text into a namespace (``runpy.run_path``, a loader made
+    by hand) gives the import's stand-ins: nothing of it runs in the evaluator's process, and
+    each call runs where the evaluator's folder and verdict channel are not."""
+    task = make_task(tmp_path / "user", {"evaluate.py": EXECS}, [])
+    cache = campaign_dir / f"cache-exec-{tmp_path.name}"
+    task.prepare(cache)
+    outcome = evaluate(task, sandbox, cache, with_attack(REPORTS + "\n\nprint('TOP RAN')\n"))
+    assert outcome.ok and outcome.metrics == {"score": 1.0}, (outcome.error, outcome.stdout)
+    assert "EVALUATOR SAW [True, False] CANDIDATE SAW [False, False]" in outcome.stdout
+    assert "TOP RAN" not in outcome.stdout  # its top level never ran beside the evaluator
 
 
 def test_an_evaluators_python_subprocess_runs_the_candidate_in_a_sandbox_of_its_own(

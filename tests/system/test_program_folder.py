@@ -6,6 +6,7 @@ evaluator is a stand-in whose calls run in the candidate's sandbox, never its co
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -137,13 +138,27 @@ def evaluate(path, split="dev"):
 '''
 
 
-def test_any_file_of_the_folder_is_refused_execution_in_the_evaluator(tmp_path: Path) -> None:
+EXECS_A_MODULE_WITH_MORE = EXECS_A_MODULE.replace('compile(open(other).read(), other, "exec")',
+                                                  "open(other).read() + '\\nX = 1\\n'")
+
+
+def _exec_campaign(tmp_path: Path, evaluator: str) -> Any:
+    tmp_path.mkdir()
     folder = _folder(tmp_path)
-    (tmp_path / "evaluate.py").write_text(EXECS_A_MODULE)
+    (tmp_path / "evaluate.py").write_text(evaluator)
     config = parse_config({
         "name": "folder-exec", "seed": 1, "concurrency": 1,
         "task": {"kind": "program", "program": str(folder),
                  "evaluator": str(tmp_path / "evaluate.py")},
         "proposers": [{"kind": "mutation"}], "budget": {"max_evals": 1}})
+    return run_campaign(config, tmp_path / "c")
+
+
+def test_any_file_of_the_folder_executed_in_the_evaluator_runs_in_a_candidate_run(
+        tmp_path: Path) -> None:
+    """``exec`` of one of the folder's files gives stand-ins for its functions (each call a
+    candidate run); with more code around its text, it is refused."""
+    summary = _exec_campaign(tmp_path / "a", EXECS_A_MODULE)
+    assert summary.root.dev["metrics"] == {"score": 1.0}
     with pytest.raises(RecursorError, match="executed the candidate's code in its own process"):
-        run_campaign(config, tmp_path / "c")
+        _exec_campaign(tmp_path / "b", EXECS_A_MODULE_WITH_MORE)
