@@ -130,6 +130,10 @@ def test_bad_front_door_arguments_are_clear_errors(tmp_path: Path,
     with pytest.raises(ConfigError, match="does not exist"):
         recursor.run(program=tmp_path / "missing.py", evaluator=EXAMPLE / "evaluate.py",
                      directory=tmp_path / "c")
+    with pytest.raises(ConfigError, match="put evaluate\\(path\\) in a .py file"):
+        recursor.run(program=EXAMPLE / "initial.py",
+                     evaluator=lambda path: {"score": 1.0},  # type: ignore[arg-type]
+                     directory=tmp_path / "e")
     proc = subprocess.run([sys.executable, "-m", "recursor.cli", "run", "--program",
                            str(EXAMPLE / "initial.py"), "--dir", str(tmp_path / "d")],
                           env=subprocess_env, capture_output=True, text=True, timeout=60)
