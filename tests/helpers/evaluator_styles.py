@@ -38,23 +38,8 @@ def evaluate(program_path):
     return {"score": _share(queue.get(timeout=10))}
 '''
 
-SPAWNED = _LOAD + '''
-import multiprocessing
-
-multiprocessing.set_start_method("spawn", force=True)
-
-
-def _worker(path, queue):
-    queue.put(_solve_all(path))
-
-
-def evaluate(program_path):
-    queue = multiprocessing.Queue()
-    worker = multiprocessing.Process(target=_worker, args=(program_path, queue))
-    worker.start()
-    worker.join(60)
-    return {"score": _share(queue.get(timeout=10))}
-'''
+SPAWNED = FORKED.replace("import multiprocessing\n", "import multiprocessing\n\n"
+                         "multiprocessing.set_start_method(\"spawn\", force=True)\n", 1)
 
 POOL = _LOAD + '''
 import concurrent.futures
