@@ -147,11 +147,11 @@ def _task_campaign(program: PathLike | None, evaluator: PathLike | None, task: T
         if components is not None:
             raise ConfigError("components= is for a task object; a program task evolves its "
                               "program")
-        for label, given in (("program", program), ("evaluator", evaluator)):
-            if not isinstance(given, str | os.PathLike):
+        for label, value in (("program", program), ("evaluator", evaluator)):
+            if not isinstance(value, str | os.PathLike):
                 raise ConfigError(
                     f"{label}= takes the path of a file (or a program folder), not a "
-                    f"{type(given).__name__}: the evaluator runs in a sandbox from its own "
+                    f"{type(value).__name__}: the evaluator runs in a sandbox from its own "
                     "file, so put evaluate(path) in a .py file and give its path")
         return program_campaign(program, evaluator, metric=metric or "score",
                                 direction=direction or "maximize", max_evals=max_evals,

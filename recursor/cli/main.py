@@ -137,9 +137,19 @@ def _interrupted(directory: Path, stop: KeyboardInterrupt) -> None:
     os._exit(128 + stop.signum if isinstance(stop, Stopped) else 130)
 
 
+RunFiles = Annotated[list[Path] | None, typer.Argument(
+    help="a campaign YAML (default: built-in), or PROGRAM EVALUATOR (OpenEvolve's order)",
+    show_default=False, metavar="FILES")]
+ConfigFile = Annotated[Path | None, typer.Option(
+    "--config", help="the campaign file, given by name (an OpenEvolve config.yaml too)")]
+Iterations = Annotated[int | None, typer.Option(
+    "--iterations", min=1, help="--max-evals by OpenEvolve's name")]
+Output = Annotated[Path | None, typer.Option("--output", help="--dir by OpenEvolve's name")]
+
+
 @app.command()
 def run(
-    campaign: CampaignFile = None,
+    files: RunFiles = None,
     directory: DirOption = None,
     max_evals: MaxEvals = None,
     quiet: Quiet = False,
@@ -147,11 +157,19 @@ def run(
     evaluator: Evaluator = None,
     metric: Metric = None,
     direction: Direction = None,
+    config_file: ConfigFile = None,
+    iterations: Iterations = None,
+    output: Output = None,
 ) -> None:
-    """Start a campaign: the built-in CFR campaign when no file is given, or your own program
-    with --program initial.py --evaluator evaluate.py."""
+    """Start a campaign: the built-in CFR campaign when no file is given, or your own program,
+    `recursor run initial.py evaluate.py` (or --program initial.py --evaluator evaluate.py)."""
+    from recursor.cli.run_args import one_of, read_run_inputs
     from recursor.orchestrator.graph import run_campaign
 
+    given = read_run_inputs(files, config_file, program, evaluator)
+    campaign, program, evaluator = given.campaign, given.program, given.evaluator
+    max_evals = one_of("--max-evals", max_evals, "--iterations", iterations)
+    directory = one_of("--dir", directory, "--output", output)
     config, task_options, notes = (load_campaign_file(campaign) if campaign is not None
                                    else (load_config(None), {}, []))
     for note in notes:

@@ -96,6 +96,29 @@ def test_recursor_runs_an_openevolve_config(tmp_path: Path,
     assert os.path.exists(tmp_path / "c")
 
 
+def test_openevolve_s_command_line_form_runs(tmp_path: Path,
+                                            subprocess_env: dict[str, str]) -> None:
+    """``recursor run initial_program.py evaluator.py --config config.yaml --iterations N
+    --output DIR``, as ``openevolve-run.py`` takes them."""
+    (tmp_path / "program.py").write_text(PROGRAM)
+    (tmp_path / "evaluator.py").write_text(EVALUATOR)
+    (tmp_path / "config.yaml").write_text("max_iterations: 50\nrandom_seed: 3\n")
+    done = subprocess.run([sys.executable, "-m", "recursor.cli", "run", "program.py",
+                           "evaluator.py", "--config", "config.yaml", "--iterations", "2",
+                           "--output", "out", "-q"], cwd=tmp_path, env=subprocess_env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    manifest = json.loads((tmp_path / "out" / "campaign.json").read_text())
+    archive = Archive(manifest["archive_url"])
+    try:
+        config = next(c.config for c in archive.campaigns() if c.id == manifest["campaign_id"])
+        counts = archive.counts(manifest["campaign_id"])
+    finally:
+        archive.close()
+    assert config["seed"] == 3 and config["budget"]["max_evals"] == 2 and counts.attempted == 2
+    assert "dev combined_score" in done.stdout
+
+
 def test_without_a_program_it_says_what_to_give(tmp_path: Path,
                                                 subprocess_env: dict[str, str]) -> None:
     (tmp_path / "config.yaml").write_text("max_iterations: 3\nllm:\n  primary_model: m\n")
