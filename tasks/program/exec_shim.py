@@ -13,10 +13,12 @@ gives (:mod:`remote`): the namespace receives a stand-in for each function the c
 defines at its top level, and each call runs the candidate in a candidate run of its own.
 Nothing of the candidate runs in the evaluator's process: its other top-level statements
 (constants, prints) are not executed there, so a name other than a function is not in the
-namespace. Recognized: the candidate file's exact text (``str`` or ``bytes``, as read), or
-code compiled from it or from a file of its workspace (the guard's test,
-:func:`guard.candidates_code`). Executing any other text that holds the candidate's code
-(``exec(text + more)``) is still refused by the guard.
+namespace, and a name the namespace binds already keeps its value (an evaluator that executes
+the candidate into its own ``globals()`` keeps its own functions: a candidate that defines
+``check`` does not replace the evaluator's ``check``). Recognized: the candidate file's
+exact text (``str`` or ``bytes``, as read), or code compiled from it or from a file of its
+workspace (the guard's test, :func:`guard.candidates_code`). Executing any other text that
+holds the candidate's code (``exec(text + more)``) is still refused by the guard.
 
 This module has no ``from __future__`` import: ``exec`` of a text compiles it with the future
 flags of the frame that calls the original, which is this module's wrapper.
@@ -57,6 +59,17 @@ def _stand_ins(file: str) -> dict[str, Any]:
     return {name: RemoteFunction(file, name) for name in defined_functions(source)}
 
 
+def _bind(namespace: Any, stand_ins: dict[str, Any]) -> None:
+    """Put the stand-ins in ``namespace``, never over a name it binds already (unless to an
+    earlier stand-in) nor a dunder name: executing the candidate into the evaluator's own
+    globals must not replace the evaluator's functions with the candidate's."""
+    for name, stand_in in stand_ins.items():
+        held = namespace.get(name)
+        if name.startswith("__") or (name in namespace and not isinstance(held, RemoteFunction)):
+            continue
+        namespace[name] = stand_in
+
+
 def install(source: bytes, program: str, workspace: str,
             is_candidates_code: Callable[[types.CodeType], bool]) -> None:
     """Make ``exec`` of the candidate's text and ``runpy.run_path`` of one of its files give
@@ -85,7 +98,7 @@ def install(source: bytes, program: str, workspace: str,
         file = file_of(code)
         if file is None:
             return original_exec(code, globals_, locals_, **kwargs)
-        (locals_ if locals_ is not None else globals_).update(_stand_ins(file))
+        _bind(locals_ if locals_ is not None else globals_, _stand_ins(file))
         return None
 
     def run_path(path_name: Any, init_globals: Any = None, run_name: Any = None) -> Any:

@@ -273,6 +273,27 @@ def test_an_evaluator_that_execs_the_candidate_gets_calls_run_in_a_sandbox_of_th
     assert "TOP RAN" not in outcome.stdout  # its top level never ran beside the evaluator
 
 
+EXECS_INTO_GLOBALS = '''
+def check(value):
+    return 0.5
+
+
+def evaluate(path, split="dev"):
+    exec(open(path).read(), globals())
+    return {"score": check(attack())}
+'''
+DEFINES_CHECK = "def attack():\n    return 1\n\n\ndef check(value):\n    return 1e9\n"
+
+
+def test_a_candidate_executed_into_the_evaluators_globals_cannot_replace_its_functions(
+        sandbox: Sandbox, tmp_path: Path, campaign_dir: Path) -> None:
+    task = make_task(tmp_path / "user", {"evaluate.py": EXECS_INTO_GLOBALS}, [])
+    cache = campaign_dir / f"cache-globals-{tmp_path.name}"
+    task.prepare(cache)
+    outcome = evaluate(task, sandbox, cache, with_attack(DEFINES_CHECK))
+    assert outcome.ok and outcome.metrics == {"score": 0.5}, (outcome.error, outcome.stderr)
+
+
 def test_an_evaluators_python_subprocess_runs_the_candidate_in_a_sandbox_of_its_own(
         sandbox: Sandbox, tmp_path: Path, campaign_dir: Path) -> None:
     """``subprocess.run([sys.executable, path])`` from the evaluator becomes a candidate run

@@ -49,6 +49,14 @@ attempt("compiled", lambda: exec(compile(text, "<s>", "exec"), namespace) or "ok
 attempt("other", lambda: exec("Y = 6 * 7", namespace) or namespace["Y"])
 
 
+def solve(x):  # the evaluator's own function of the candidate's name
+    return "mine"
+
+
+exec(text, globals())
+attempt("kept", lambda: solve(1))
+
+
 def in_function():
     exec("z = 5")
     return locals()["z"]
@@ -74,3 +82,4 @@ def test_exec_of_the_candidate_gives_stand_ins_and_more_is_refused(tmp_path: Pat
     assert seen["parsed"] == 3
     assert seen["compiled"] == "ok"
     assert seen["other"] == 42 and seen["caller"] == 5 and seen["module level"] == 1
+    assert seen["kept"] == "mine"  # executing the candidate into globals() replaced nothing
