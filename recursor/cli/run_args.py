@@ -26,8 +26,12 @@ class RunInputs:
     evaluator: Path | None
 
 
+CAMPAIGN_SUFFIXES = (".yaml", ".yml", ".json")
+
+
 def _is_program(path: Path) -> bool:
-    return path.suffix == ".py" or path.is_dir()
+    """A program file (any file but a campaign file) or a program folder."""
+    return path.is_dir() or path.suffix.lower() not in CAMPAIGN_SUFFIXES
 
 
 def one_of(name: str, value: T | None, alias: str, aliased: T | None) -> T | None:
@@ -52,13 +56,14 @@ def read_run_inputs(files: list[Path] | None, config: Path | None, program: Path
         first, second = files
         if not (_is_program(first) and second.suffix == ".py"):
             raise ConfigError(f"recursor run {first} {second}: two files are PROGRAM EVALUATOR "
-                              f"(a .py file or a folder, then a .py file); give a campaign "
+                              f"(a program file or folder, then a .py file); give a campaign "
                               f"file with --config FILE")
         return RunInputs(config, first, second)
     if not files:
         return RunInputs(config, program, evaluator)
     (file,) = files
-    if file.suffix == ".py" or (file.is_dir() and evaluator is not None):
+    if (file.is_dir() and evaluator is not None) or (
+            not file.is_dir() and file.suffix.lower() not in CAMPAIGN_SUFFIXES):
         if program is not None:
             raise ConfigError(f"{file} and --program {program}: give the program once")
         if evaluator is None:

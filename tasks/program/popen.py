@@ -1,4 +1,4 @@
-"""An evaluator's Python subprocess, run as a candidate run of its own.
+"""An evaluator's subprocess, run as a candidate run of its own.
 
 Evaluators written for other systems often run the candidate by writing a small script that
 imports it, starting ``python script.py`` with ``subprocess`` and reading back a file the
@@ -12,12 +12,19 @@ evaluator's process (and with it ``subprocess.run``, ``call``, ``check_call`` an
   script, args...]``) or on ``-c CODE`` becomes a candidate run (``start_candidate``), where
   :mod:`popen_child` places the script, and every existing file its command line names, at
   the paths the evaluator had them, and runs it. No other file of the evaluator's goes along.
-* When the run ends, the regular files it created or changed in the script's folder (and in
-  ``cwd``) are handed back to the same paths here, at most 32 files and 16 MB, **only where no
-  file of that path exists here**: a run adds files, never replaces one of the evaluator's.
-  A file that holds a pickle naming anything but plain data (:mod:`pickles`) is not handed
-  back, and the evaluator's stderr says so.
-* Any other command is refused, as the guard refuses it (:mod:`guard`).
+* Any other command (a compiler, a binary the evaluator built, ``sh -c``, ``python -m``; a
+  ``shell=True`` line that uses the shell runs under ``/bin/sh -c``) becomes a candidate run
+  the same way: the files its command line names are placed, with their mode bits, the
+  folders of the paths it names under ``/tmp``, ``/var/tmp``, ``/dev/shm`` or
+  ``/workspace`` (``-o /tmp/x/a.out``) are made there, and it runs as it is. A program that
+  is not here raises ``FileNotFoundError``, as ``subprocess`` does.
+* Each run starts in the evaluator's working folder (``cwd``, default this process's). When
+  it ends, the regular files it created or changed in the script's folder, that folder and
+  the named paths' folders are handed back to the same paths here, at most 32 files and
+  16 MB, **only where no file of that path exists here**: a run adds files, never replaces
+  one of the evaluator's. A file that holds a pickle naming anything but plain data
+  (:mod:`pickles`) is not handed back, and the evaluator's stderr says so; an executable one
+  (an ELF binary, a ``#!`` script) keeps its execute bit.
 
 The process object behaves as ``subprocess.Popen``'s does for pipes, ``communicate``,
 ``wait``, ``poll``, ``kill`` and timeouts (``subprocess.TimeoutExpired``). Its stdout streams
@@ -28,9 +35,11 @@ has. What comes back is candidate output: data, as any candidate output is.
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import secrets
+import shutil
 import subprocess
 import sys
 import threading
@@ -46,14 +55,25 @@ from recursor.tasks.program.popen_io import (
     extra_env,
     handed_files,
     output_for,
+    path_folders,
     read_command,
     stdin_bytes,
+    words_of,
     write_back,
 )
 
 STDERR_BYTES = 1 << 20
 NO_PID = 0x7FFFFFF0  # above any pid_max: os.kill on it fails with ESRCH
 RUN_LIMIT_S = 86_400.0  # the sandbox cuts it to what is left of the evaluation
+
+
+def _require_program(name: str, env: Any) -> None:
+    """FileNotFoundError, as ``subprocess`` raises it, when ``name`` is no program here (the
+    candidate runs see the same system folders as this process)."""
+    path = (env or {}).get("PATH") or os.environ.get("PATH") or os.defpath
+    found = os.path.isfile(name) if os.sep in name else shutil.which(name, path=path)
+    if not found:
+        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), name)
 
 
 def install() -> None:
@@ -94,19 +114,21 @@ class CandidatePopen:
         self.returncode: int | None = None
         try:
             command = read_command(args, shell)
-            if executable is not None:  # the program run is this, whatever args[0] says
-                read_command([os.fspath(executable), "-c", ""])
         except NotPython as exc:
             raise ExecDenied(str(exc)) from None
+        if executable is not None:  # the program run is this, whatever args[0] says
+            command = read_command([os.fspath(executable), *words_of(args, shell)[1:]])
+        if command.program:
+            _require_program(command.argv[0], env)
         files = handed_files(command)
-        folders = [] if command.code is not None else [
-            os.path.dirname(os.path.abspath(command.argv[0]))]
-        if cwd is not None:
-            folders.append(os.path.abspath(os.fspath(cwd)))
+        where = os.path.abspath(os.fspath(cwd)) if cwd is not None else os.getcwd()
+        folders = ([] if command.code is not None or command.program else
+                   [os.path.dirname(os.path.abspath(command.argv[0]))])
+        folders += [where, *path_folders(command)]
         nonce = secrets.token_hex(16)
         spec = {"argv": command.argv, "code": command.code, "files": command.files,
-                "watch": folders, "cwd": os.fspath(cwd) if cwd is not None else None,
-                "nonce": nonce}
+                "modes": command.modes, "program": command.program,
+                "watch": folders, "cwd": where, "nonce": nonce}
         self._folders = folders
         self._text = (encoding or "utf-8", errors or "strict") if (
             text or universal_newlines or encoding or errors) else None

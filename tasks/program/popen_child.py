@@ -1,14 +1,15 @@
-"""Inside a candidate run: the Python command an evaluator started, as it asked for it.
+"""Inside a candidate run: the command an evaluator started, as it asked for it.
 
 :mod:`popen` hands this file to a candidate run with a spec (``sys.argv[1]``, JSON): the
 files to place (the evaluator's script and the files its command line named, handed over in
 ``/workspace``) and where the evaluator had them, the script or ``-c`` code to run with its
-arguments, the working folder, the folders to watch, and a nonce. It places the files, runs
-the script as ``python script.py`` would (``__main__``, its folder first on ``sys.path``),
-and then writes to stdout, last, ``<nonce>:`` followed by the base64 of a JSON object:
-the regular files the run created or changed in the watched folders (bounded), which
-:mod:`popen` hands back to the evaluator after its own checks. Everything here runs in the
-candidate's sandbox and everything it writes is candidate output: nothing trusts it.
+arguments (or a program's command line), the working folder, the folders to watch, and a
+nonce. It places the files, runs the script as ``python script.py`` would (``__main__``, its
+folder first on ``sys.path``) or the program as it is, and then writes to stdout, last,
+``<nonce>:`` followed by the base64 of a JSON object: the regular files the run created or
+changed in the watched folders (bounded), which :mod:`popen` hands back to the evaluator
+after its own checks. Everything here runs in the candidate's sandbox and everything it
+writes is candidate output: nothing trusts it.
 
 Standard library only, run as a file (``python -I``), like :mod:`wire`.
 """
@@ -28,10 +29,10 @@ MAX_FILES = 32
 MAX_BYTES = 16 << 20
 
 
-def _place(files: dict[str, str]) -> dict[str, str]:
-    """Copy each handed-over file (``<workspace>/<placed>``) to the path the evaluator had;
-    where that path cannot be written here, the file stays where it was handed over. The
-    path each file has now, by the evaluator's path."""
+def _place(files: dict[str, str], modes: dict[str, int]) -> dict[str, str]:
+    """Copy each handed-over file (``<workspace>/<placed>``) to the path the evaluator had,
+    with its mode bits; where that path cannot be written here, the file stays where it was
+    handed over. The path each file has now, by the evaluator's path."""
     where = {}
     for target, placed in files.items():
         handed = os.path.abspath(placed)  # the run starts in its workspace
@@ -45,6 +46,8 @@ def _place(files: dict[str, str]) -> dict[str, str]:
             where[target] = target
         except OSError:
             continue
+        with contextlib.suppress(OSError, TypeError, ValueError):
+            os.chmod(where[target], int(modes.get(target, 0o644)) & 0o755)
     return where
 
 
@@ -85,8 +88,25 @@ def _exit_code(exc: SystemExit) -> int:
     return 1
 
 
+def _run_program(argv: list[str]) -> int:
+    """Run a program's command line as it is, with this run's streams; its exit status
+    (127 when there is no such program, as a shell says)."""
+    import subprocess
+
+    try:
+        return subprocess.call(argv) & 0xFF
+    except OSError as exc:
+        print(f"{argv[0]}: {exc.strerror or exc}", file=sys.stderr)
+        return 127
+
+
 def _run(spec: dict[str, Any]) -> int:
     code, argv = spec.get("code"), list(spec["argv"])
+    if spec.get("program"):
+        if os.sep in argv[0]:  # a program file handed over: it runs with its mode
+            with contextlib.suppress(OSError):
+                os.chmod(argv[0], os.stat(argv[0]).st_mode | 0o500)
+        return _run_program(argv)
     sys.argv = argv
     try:
         if isinstance(code, str):
@@ -105,9 +125,12 @@ def _run(spec: dict[str, Any]) -> int:
 
 def main() -> None:
     spec = json.loads(sys.argv[1])
-    where = _place(spec.get("files", {}))
+    where = _place(spec.get("files", {}), spec.get("modes") or {})
     spec["argv"] = [where.get(word, word) for word in spec["argv"]]
     folders = [str(f) for f in spec.get("watch", [])]
+    for folder in folders:  # the folders the evaluator's paths lie in (-o /tmp/x/a.out)
+        with contextlib.suppress(OSError):
+            os.makedirs(folder, exist_ok=True)
     before = _listing(folders)
     if spec.get("cwd"):
         os.makedirs(spec["cwd"], exist_ok=True)

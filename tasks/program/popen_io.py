@@ -35,46 +35,76 @@ _FLAGS_WITH_VALUE = frozenset({"-X", "-W"})
 
 
 class NotPython(RuntimeError):
-    """The command is not Python running a script: refused (see the guard)."""
+    """The command names nothing to run."""
 
 
 @dataclass
 class Command:
-    """A Python command line, read: the script (or ``-c`` code) and its arguments."""
+    """A command line, read: a Python script (or ``-c`` code) and its arguments, or any other
+    program (``program``: ``argv`` is run as it is)."""
 
-    argv: list[str]  # sys.argv as the script sees it
+    argv: list[str]  # sys.argv as the script sees it; a program's whole command line
     code: str | None = None
     files: dict[str, str] = field(default_factory=dict)  # evaluator's path -> handed name
+    program: bool = False
+    modes: dict[str, int] = field(default_factory=dict)  # evaluator's path -> its mode bits
 
 
-def _words(args: Any, shell: bool) -> list[str]:
+_SHELL = re.compile(r"[|&;<>()$`*?\n]")
+
+
+def words_of(args: Any, shell: bool) -> list[str]:
+    """The words of a command as ``subprocess`` gets it (a string is one word unless
+    ``shell``)."""
     if isinstance(args, str | bytes | os.PathLike):
         text = os.fsdecode(args)
         return shlex.split(text) if shell else [text]
     return [os.fsdecode(a) for a in args]
 
 
+def _is_python(word: str) -> bool:
+    return word == sys.executable or bool(_PYTHON.search(word))
+
+
 def read_command(args: Any, shell: bool = False) -> Command:
-    """``args`` as a Python command, or NotPython."""
-    words = _words(args, shell)
-    if not words or not (words[0] == sys.executable or _PYTHON.search(words[0])):
-        raise NotPython(EXEC_DENIED_HINT)
+    """``args`` as a command: a Python script or ``-c`` code (run as the script's
+    ``__main__`` there), or a program (run as it is: a compiler, ``sh``, ``python -m``,
+    a binary); NotPython when it names nothing. A shell command line that uses the shell
+    (pipes, ``&&``, redirections, globs) runs under ``/bin/sh -c``."""
+    if shell and isinstance(args, str | bytes | os.PathLike) and _SHELL.search(os.fsdecode(args)):
+        text = os.fsdecode(args)
+        return Command(argv=["/bin/sh", "-c", text, *_named_words(text)], program=True)
+    words = words_of(args, shell)
+    if not words:
+        raise NotPython(f"{EXEC_DENIED_HINT} (an empty command)")
+    if not _is_python(words[0]):
+        return Command(argv=words, program=True)
     rest = words[1:]
     while rest and (rest[0] in _FLAGS or rest[0][:2] in _FLAGS_WITH_VALUE):
         rest = rest[2:] if rest[0] in _FLAGS_WITH_VALUE else rest[1:]
     if rest[:1] == ["-c"] and len(rest) > 1:
         return Command(argv=["-c", *rest[2:]], code=rest[1])
-    if not rest or rest[0].startswith("-"):
-        raise NotPython(f"{EXEC_DENIED_HINT} (a Python command runs as a candidate run only "
-                        f"when it names a script or -c code: {' '.join(words)[:200]!r})")
+    if not rest or rest[0].startswith("-"):  # python -m ..., a bare python: as a program
+        return Command(argv=words, program=True)
     return Command(argv=rest)
 
 
+def _named_words(text: str) -> list[str]:
+    """The words of a shell command line that name existing files (``sh -c`` gets them as
+    ``$0``, ``$1``, ...: unused, but so they are handed over)."""
+    try:
+        words = shlex.split(text)
+    except ValueError:
+        words = text.split()
+    return [w for w in words if os.path.isfile(w)][:MAX_BACK]
+
+
 def handed_files(command: Command) -> dict[str, bytes]:
-    """The script and every existing regular file its arguments name, by handed name. Each
-    such word of ``command.argv`` becomes the file's absolute path, recorded with its handed
-    name in ``command.files``."""
-    first = 0 if command.code is None else 1
+    """The script (or the program's file, when it names one) and every existing regular file
+    the arguments name, by handed name. Each such word of ``command.argv`` becomes the file's
+    absolute path, recorded with its handed name in ``command.files``."""
+    first = 1 if command.code is not None or (
+        command.program and os.sep not in command.argv[0]) else 0
     out: dict[str, bytes] = {}
     total = 0
     for number in range(first, len(command.argv)):
@@ -91,8 +121,29 @@ def handed_files(command: Command) -> dict[str, bytes]:
                                  f"{MAX_HANDED_BYTES >> 20} MB")
         handed = f"{HANDED}/{number}-{os.path.basename(path)}"
         command.files[path] = handed
+        command.modes[path] = os.stat(path).st_mode & 0o777
         out[handed] = data
     return out
+
+
+WRITABLE_ROOTS = ("/tmp/", "/var/tmp/", "/dev/shm/", "/workspace/")
+MAX_FOLDERS = 8
+
+
+def path_folders(command: Command) -> list[str]:
+    """The existing folders, in the places a run can write, that a command's arguments name
+    a path in (``-o /tmp/x/a.out``: ``/tmp/x``): made in the run and watched for what it
+    writes, as the script's folder is."""
+    found: list[str] = []
+    for word in command.argv[1:]:
+        value = word.split("=", 1)[1] if word.startswith("-") and "=" in word else word
+        if os.sep not in value:
+            continue
+        folder = os.path.dirname(os.path.abspath(value))
+        if (os.path.isdir(folder) and os.path.join(folder, "").startswith(WRITABLE_ROOTS)
+                and folder not in found):
+            found.append(folder)
+    return found[:MAX_FOLDERS]
 
 
 def write_back(files: Any, folders: Sequence[str]) -> list[str]:
@@ -118,8 +169,9 @@ def write_back(files: Any, folders: Sequence[str]) -> list[str]:
             notes.append(f"{real}: a pickle naming {refused[:120]}, not plain data (loading it "
                          "would run that): not handed back")
             continue
+        mode = 0o700 if data.startswith((b"\x7fELF", b"#!")) else 0o600
         try:
-            fd = os.open(real, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+            fd = os.open(real, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode)
         except OSError:
             if not _holds(real, data):  # the same bytes (a host run wrote them): nothing lost
                 notes.append(f"{real}: a file of that path exists here: not replaced")
@@ -290,5 +342,5 @@ def _decoded(trailer: bytes | None) -> Any:
 
 
 __all__ = ["CHILD", "CHILD_SOURCE", "Command", "NotPython", "Output", "TrailerFilter",
-           "extra_env", "handed_files", "output_for", "read_command", "stdin_bytes",
-           "write_back"]
+           "extra_env", "handed_files", "output_for", "path_folders", "read_command",
+           "stdin_bytes", "words_of", "write_back"]

@@ -25,10 +25,10 @@ Order of work, and why:
    Importing the candidate gives a stand-in module whose functions run in candidate runs of
    their own (:mod:`recursor.tasks.program.remote`, installed before the evaluator is
    imported); so do ``exec`` of its exact text, ``runpy.run_path`` and a loader made by hand
-   (:mod:`recursor.tasks.program.exec_shim`, installed with the guard). Starting Python on
-   a script with ``subprocess`` (a script that imports the candidate and writes its results
-   beside itself) makes that script a candidate run of its own
-   (:mod:`recursor.tasks.program.popen`, installed then too); any other program is refused.
+   (:mod:`recursor.tasks.program.exec_shim`, installed with the guard). Starting a program
+   with ``subprocess`` (a script that imports the candidate and writes its results beside
+   itself, a compiler, a shell line) makes it a candidate run of its own
+   (:mod:`recursor.tasks.program.popen`, installed then too); ``os.system`` is refused.
 4. ``evaluate`` is called on ``/workspace/<program>``, the same path the candidate's runs see.
 5. The returned mapping is validated (numbers, finite, the objective present) and the
    verdict is written last with :func:`~recursor.guest.finish`.

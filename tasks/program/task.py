@@ -97,6 +97,12 @@ class ProgramTask(Task):
         self.helpers = [Path(p).resolve() for p in config.evaluator_files]
         self.timeout_s = config.timeout_s
         self.memory_mb = config.memory_mb
+        if not self.program.is_dir() and self.program.suffix != ".py":
+            raise ConfigError(
+                f"task.program: {self.program.name} is not a Python file; the program task "
+                "evolves Python (.py) files. An evaluator may still compile or run files of "
+                "other languages: keep them fixed in a program folder beside its .py files, "
+                "or give them to the evaluator with task.evaluator_files")
         self.files = read_program(self.program)  # relative path in /workspace -> text
         self.path = entry_of(self.files, config.entry, self.program)  # what evaluate() gets
         if not self.program.is_dir():

@@ -82,3 +82,43 @@ BODIES = {
     return x * 3 if os.path.exists("/recursor-evaluator") else x * 2
 ''',
 }
+
+# builds a checker of its own with the C compiler, runs the candidate with `python -c`, and
+# pipes its answers through the checker with the shell: each program a candidate run
+CHECKER_C = r'''#include <stdio.h>
+int main(void) {
+    int want[3] = {3, 6, 15}, got, right = 0;
+    for (int i = 0; i < 3 && scanf("%d", &got) == 1; i++) right += got == want[i];
+    printf("%d\n", right);
+    return 0;
+}
+'''
+
+WITH_PROGRAMS = r'''import os
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+RUN = ("import importlib.util, sys; spec = importlib.util.spec_from_file_location('p', "
+       "sys.argv[1]); m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m); "
+       "open(sys.argv[2], 'w').write(' '.join(str(m.solve(x)) for x in (1, 2, 5)))")
+
+
+def evaluate(program_path):
+    with tempfile.TemporaryDirectory() as tmp:
+        checker = os.path.join(tmp, "checker")
+        built = subprocess.run(["gcc", os.path.join(HERE, "checker.c"), "-o", checker],
+                               capture_output=True, text=True, timeout=120)
+        if built.returncode != 0:
+            return {"error": "the checker did not build: " + built.stderr[-300:]}
+        answers = os.path.join(tmp, "answers.txt")
+        subprocess.run([sys.executable, "-c", RUN, program_path, answers], check=True,
+                       timeout=60)
+        right = subprocess.run(f"{checker} < {answers} | tr -d ' '", shell=True,
+                               capture_output=True, text=True, timeout=60)
+        seen = subprocess.run(["sh", "-c", "test -d /recursor-evaluator && echo yes || echo no"],
+                              capture_output=True, text=True, timeout=60)
+    return {"score": int(right.stdout.strip()) / 3,
+            "evaluator_folder_seen": float(seen.stdout.strip() == "yes")}
+'''

@@ -67,11 +67,24 @@ def test_python_commands_are_read(args: object, argv: list[str], code: str | Non
     assert (command.argv, command.code) == (argv, code)
 
 
-@pytest.mark.parametrize("args", [["sh", "-c", "python x.py"], ["gcc", "x.c"], ["python3"],
-                                  ["python3", "-m", "pytest"], ["notpython", "x.py"], []])
-def test_other_commands_are_refused(args: list[str]) -> None:
-    with pytest.raises(NotPython, match="run_candidate"):
-        read_command(args)
+@pytest.mark.parametrize(("args", "shell", "argv"), [
+    (["sh", "-c", "python x.py"], False, ["sh", "-c", "python x.py"]),
+    (["gcc", "x.c"], False, ["gcc", "x.c"]),
+    (["python3"], False, ["python3"]),
+    (["python3", "-m", "pytest"], False, ["python3", "-m", "pytest"]),
+    (["notpython", "x.py"], False, ["notpython", "x.py"]),
+    ("./a.out 3", True, ["./a.out", "3"]),
+    ("./a.out < in.txt | sort", True, ["/bin/sh", "-c", "./a.out < in.txt | sort"]),
+])
+def test_other_commands_are_read_as_programs(args: object, shell: bool,
+                                             argv: list[str]) -> None:
+    command = read_command(args, shell)
+    assert command.program and command.argv == argv and command.code is None
+
+
+def test_an_empty_command_is_refused() -> None:
+    with pytest.raises(NotPython, match="an empty command"):
+        read_command([])
 
 
 def _encoded(files: dict[str, bytes]) -> dict[str, str]:
@@ -176,12 +189,17 @@ def test_streams_and_input(host_runs: Path, tmp_path: Path) -> None:
     assert b"out ['f']" in log.read_bytes()
 
 
-def test_the_shim_takes_what_the_guard_refuses(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(subprocess, "Popen", CandidatePopen)
-    from recursor.tasks.program.guard import ExecDenied
-
-    with pytest.raises(ExecDenied, match="run_candidate"):
-        subprocess.run(["ls", "/"])
-    with pytest.raises(ExecDenied, match="run_candidate"):  # what runs is the executable
-        subprocess.run(["python3", "x.py"], executable="/bin/sh")
+def test_programs_run_as_candidate_runs_and_a_missing_one_raises(host_runs: Path,
+                                                                 tmp_path: Path) -> None:
+    listed = subprocess.run(["ls", str(tmp_path)], capture_output=True, text=True, timeout=60)
+    assert listed.returncode == 0 and "script.py" in listed.stdout
+    # what runs is the executable, whatever the first word says
+    via = subprocess.run(["ignored", "-c", "echo via sh"], executable="/bin/sh",
+                         capture_output=True, text=True, timeout=60)
+    assert via.stdout == "via sh\n"
+    piped = subprocess.run("echo b a | tr ' ' '\\n' | sort", shell=True, capture_output=True,
+                           text=True, timeout=60)
+    assert piped.stdout == "a\nb\n"
+    with pytest.raises(FileNotFoundError):
+        subprocess.run(["no-such-program-of-recursor"])
     assert popen_io.MAX_BACK == 32
