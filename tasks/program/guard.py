@@ -5,7 +5,9 @@ Under the two-party contract an evaluator runs the candidate only through
 contract would run it here, beside the evaluator's files, its split and its verdict: with
 ``subprocess``, ``os.system``, ``os.exec*``, ``os.spawn*``, ``os.posix_spawn`` or by importing
 or ``exec``-ing the candidate's code in-process. :func:`install_guard` makes each of those fail
-with an error that names the helper:
+with an error that names the helper (``subprocess``, ``os.system``, an import and an ``exec``
+of the candidate's exact text are taken first, and made candidate runs, by :mod:`popen`,
+:mod:`remote` and :mod:`exec_shim`; what reaches the guard is everything else):
 
 * an audit hook (``sys.addaudithook``) refuses the process-starting events Python raises, and
   the execution of a code object compiled from a file of the candidate's workspace (by its

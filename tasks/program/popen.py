@@ -77,10 +77,20 @@ def _require_program(name: str, env: Any) -> None:
 
 
 def install() -> None:
-    """Make ``subprocess.Popen`` in this process :class:`CandidatePopen`, and
-    ``multiprocessing``'s start methods fork (irreversible): see :func:`fork_only`."""
+    """Make ``subprocess.Popen`` in this process :class:`CandidatePopen` (``os.popen`` uses
+    it), ``os.system`` :func:`system`, and ``multiprocessing``'s start methods fork
+    (irreversible): see :func:`fork_only`."""
     subprocess.Popen = CandidatePopen  # type: ignore[misc, assignment]
+    os.system = system
     fork_only()
+
+
+def system(command: str | bytes | os.PathLike[str] | os.PathLike[bytes]) -> int:
+    """``os.system``: the shell command line as a candidate run, its output on this process's
+    streams; the wait status (the exit code shifted left by 8)."""
+    with CandidatePopen(command, shell=True) as run:
+        code = run.wait()
+    return (code & 0xFF) << 8 if code >= 0 else -code & 0x7F
 
 
 def fork_only() -> None:

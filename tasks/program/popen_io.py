@@ -48,6 +48,7 @@ class Command:
     files: dict[str, str] = field(default_factory=dict)  # evaluator's path -> handed name
     program: bool = False
     modes: dict[str, int] = field(default_factory=dict)  # evaluator's path -> its mode bits
+    words: list[str] = field(default_factory=list)  # a shell line's words (paths it names)
 
 
 _SHELL = re.compile(r"[|&;<>()$`*?\n]")
@@ -73,7 +74,9 @@ def read_command(args: Any, shell: bool = False) -> Command:
     (pipes, ``&&``, redirections, globs) runs under ``/bin/sh -c``."""
     if shell and isinstance(args, str | bytes | os.PathLike) and _SHELL.search(os.fsdecode(args)):
         text = os.fsdecode(args)
-        return Command(argv=["/bin/sh", "-c", text, *_named_words(text)], program=True)
+        words = _shell_words(text)
+        named = [w for w in words if os.path.isfile(w)][:MAX_BACK]
+        return Command(argv=["/bin/sh", "-c", text, *named], program=True, words=words)
     words = words_of(args, shell)
     if not words:
         raise NotPython(f"{EXEC_DENIED_HINT} (an empty command)")
@@ -89,14 +92,16 @@ def read_command(args: Any, shell: bool = False) -> Command:
     return Command(argv=rest)
 
 
-def _named_words(text: str) -> list[str]:
-    """The words of a shell command line that name existing files (``sh -c`` gets them as
-    ``$0``, ``$1``, ...: unused, but so they are handed over)."""
+def _shell_words(text: str) -> list[str]:
+    """A shell command line's words, its operators split off (``a>b``: ``a``, ``>``, ``b``);
+    the ones naming existing files are handed over (``sh -c`` gets them as ``$0``, ``$1``,
+    ...: unused, but so they are placed)."""
+    lexer = shlex.shlex(text, posix=True, punctuation_chars=True)
+    lexer.whitespace_split = True
     try:
-        words = shlex.split(text)
+        return list(lexer)
     except ValueError:
-        words = text.split()
-    return [w for w in words if os.path.isfile(w)][:MAX_BACK]
+        return text.split()
 
 
 def handed_files(command: Command) -> dict[str, bytes]:
@@ -135,7 +140,7 @@ def path_folders(command: Command) -> list[str]:
     a path in (``-o /tmp/x/a.out``: ``/tmp/x``): made in the run and watched for what it
     writes, as the script's folder is."""
     found: list[str] = []
-    for word in command.argv[1:]:
+    for word in command.words or command.argv[1:]:
         value = word.split("=", 1)[1] if word.startswith("-") and "=" in word else word
         if os.sep not in value:
             continue

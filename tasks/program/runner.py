@@ -20,7 +20,7 @@ Order of work, and why:
    evaluator is imported.
 3. The guard (:mod:`recursor.tasks.program.guard`): from now on this process can start no
    program, and cannot execute the candidate's code in itself. An evaluator written to the
-   old contract (``os.system``, ``exec(text + more)``) fails with an error naming
+   old contract (``os.posix_spawn``, ``exec(text + more)``) fails with an error naming
    ``run_candidate``, instead of running the candidate beside the evaluator's secrets.
    Importing the candidate gives a stand-in module whose functions run in candidate runs of
    their own (:mod:`recursor.tasks.program.remote`, installed before the evaluator is
@@ -28,7 +28,7 @@ Order of work, and why:
    (:mod:`recursor.tasks.program.exec_shim`, installed with the guard). Starting a program
    with ``subprocess`` (a script that imports the candidate and writes its results beside
    itself, a compiler, a shell line) makes it a candidate run of its own
-   (:mod:`recursor.tasks.program.popen`, installed then too); ``os.system`` is refused.
+   (:mod:`recursor.tasks.program.popen`, installed then too; ``os.system`` too).
 4. ``evaluate`` is called on ``/workspace/<program>``, the same path the candidate's runs see.
 5. The returned mapping is validated (numbers, finite, the objective present) and the
    verdict is written last with :func:`~recursor.guest.finish`.

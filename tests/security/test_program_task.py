@@ -116,13 +116,27 @@ def attack():
     print("CANDIDATE SAW", [os.path.isdir("/recursor-evaluator"), "RECURSOR_RESULT" in os.environ,
                             os.path.exists("/recursor-evaluator/evaluate.py")])
 '''
-OLD_OS_SYSTEM = '''
+OLD_SPAWN = '''
 import os, sys
 
 
 def evaluate(path, split="dev"):
-    status = os.system(f"{sys.executable} {path}")
-    return {"score": 1.0 if status == 0 else 0.0}
+    pid = os.posix_spawn(sys.executable, [sys.executable, path], dict(os.environ))
+    return {"score": 1.0 if os.waitpid(pid, 0)[1] == 0 else 0.0}
+'''
+# os.system's shell line (with a redirection) is a candidate run too
+OS_SYSTEM = '''
+import os, sys, tempfile
+
+
+def evaluate(path, split="dev"):
+    out = os.path.join(tempfile.mkdtemp(), "out.txt")
+    status = os.system(f"{sys.executable} {path} > {out}")
+    said = open(out).read()
+    print("CHILD SAID", said.replace("\\n", " | "))
+    mine = [os.path.isdir("/recursor-evaluator"), "RECURSOR_RESULT" in os.environ]
+    return {"score": float(said.count("candidate ran")) if status == 0 else -1.0,
+            "evaluator_saw": float(sum(mine))}
 '''
 # an import gives a stand-in module: each call runs in a candidate run of its own
 IMPORTS = '''
@@ -239,9 +253,9 @@ def test_a_printed_or_smuggled_fake_verdict_is_not_believed(
 
 
 @pytest.mark.parametrize(("evaluator", "hint"), [
-    (OLD_OS_SYSTEM, "may not start programs"),
+    (OLD_SPAWN, "may not start programs"),
     (EXEC_MORE, "executed the candidate's code in its own process"),
-], ids=["os-system", "exec-with-more"])
+], ids=["posix-spawn", "exec-with-more"])
 def test_an_evaluator_written_to_the_old_contract_gets_an_error_naming_the_helper(
         sandbox: Sandbox, tmp_path: Path, campaign_dir: Path, evaluator: str,
         hint: str) -> None:
@@ -294,12 +308,15 @@ def test_a_candidate_executed_into_the_evaluators_globals_cannot_replace_its_fun
     assert outcome.ok and outcome.metrics == {"score": 0.5}, (outcome.error, outcome.stderr)
 
 
+@pytest.mark.parametrize("evaluator", [OLD_SUBPROCESS, OS_SYSTEM],
+                         ids=["subprocess", "os-system"])
 def test_an_evaluators_python_subprocess_runs_the_candidate_in_a_sandbox_of_its_own(
-        sandbox: Sandbox, tmp_path: Path, campaign_dir: Path) -> None:
-    """``subprocess.run([sys.executable, path])`` from the evaluator becomes a candidate run
-    (``tasks/program/popen.py``): the candidate runs, and where it runs there is no evaluator
-    folder and no verdict variable, while the evaluator still has both."""
-    task = make_task(tmp_path / "user", {"evaluate.py": OLD_SUBPROCESS}, [])
+        sandbox: Sandbox, tmp_path: Path, campaign_dir: Path, evaluator: str) -> None:
+    """``subprocess.run([sys.executable, path])`` (or ``os.system`` of a shell line) from the
+    evaluator becomes a candidate run (``tasks/program/popen.py``): the candidate runs, and
+    where it runs there is no evaluator folder and no verdict variable, while the evaluator
+    still has both."""
+    task = make_task(tmp_path / "user", {"evaluate.py": evaluator}, [])
     cache = campaign_dir / f"cache-subprocess-{tmp_path.name}"
     task.prepare(cache)
     outcome = evaluate(task, sandbox, cache, with_attack(SUBPROCESS_REPORTS))
