@@ -67,11 +67,13 @@ NO_PID = 0x7FFFFFF0  # above any pid_max: os.kill on it fails with ESRCH
 RUN_LIMIT_S = 86_400.0  # the sandbox cuts it to what is left of the evaluation
 
 
-def _require_program(name: str, env: Any) -> None:
-    """FileNotFoundError, as ``subprocess`` raises it, when ``name`` is no program here (the
-    candidate runs see the same system folders as this process)."""
+def _require_program(name: str, env: Any, base: str) -> None:
+    """FileNotFoundError, as ``subprocess`` raises it, when ``name`` (a path from ``base``, or
+    a name on ``PATH``) is no program here (the candidate runs see the same system folders
+    as this process)."""
     path = (env or {}).get("PATH") or os.environ.get("PATH") or os.defpath
-    found = os.path.isfile(name) if os.sep in name else shutil.which(name, path=path)
+    found = (os.path.isfile(os.path.join(base, name)) if os.sep in name else
+             shutil.which(name, path=path))
     if not found:
         raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), name)
 
@@ -128,13 +130,13 @@ class CandidatePopen:
             raise ExecDenied(str(exc)) from None
         if executable is not None:  # the program run is this, whatever args[0] says
             command = read_command([os.fspath(executable), *words_of(args, shell)[1:]])
-        if command.program:
-            _require_program(command.argv[0], env)
-        files = handed_files(command)
         where = os.path.abspath(os.fspath(cwd)) if cwd is not None else os.getcwd()
+        if command.program:
+            _require_program(command.argv[0], env, where)
+        files = handed_files(command, where)
         folders = ([] if command.code is not None or command.program else
-                   [os.path.dirname(os.path.abspath(command.argv[0]))])
-        folders += [where, *path_folders(command)]
+                   [os.path.dirname(os.path.join(where, command.argv[0]))])
+        folders += [where, *path_folders(command, where)]
         nonce = secrets.token_hex(16)
         spec = {"argv": command.argv, "code": command.code, "files": command.files,
                 "modes": command.modes, "program": command.program,

@@ -104,16 +104,18 @@ def _shell_words(text: str) -> list[str]:
         return text.split()
 
 
-def handed_files(command: Command) -> dict[str, bytes]:
+def handed_files(command: Command, base: str | None = None) -> dict[str, bytes]:
     """The script (or the program's file, when it names one) and every existing regular file
-    the arguments name, by handed name. Each such word of ``command.argv`` becomes the file's
+    the arguments name (relative to ``base``, the run's working folder; default this
+    process's), by handed name. Each such word of ``command.argv`` becomes the file's
     absolute path, recorded with its handed name in ``command.files``."""
+    base = base or os.getcwd()
     first = 1 if command.code is not None or (
         command.program and os.sep not in command.argv[0]) else 0
     out: dict[str, bytes] = {}
     total = 0
     for number in range(first, len(command.argv)):
-        path = os.path.abspath(command.argv[number])
+        path = os.path.normpath(os.path.join(base, command.argv[number]))
         if not os.path.isfile(path):
             continue
         command.argv[number] = path
@@ -135,7 +137,7 @@ WRITABLE_ROOTS = ("/tmp/", "/var/tmp/", "/dev/shm/", "/workspace/")
 MAX_FOLDERS = 8
 
 
-def path_folders(command: Command) -> list[str]:
+def path_folders(command: Command, base: str | None = None) -> list[str]:
     """The existing folders, in the places a run can write, that a command's arguments name
     a path in (``-o /tmp/x/a.out``: ``/tmp/x``): made in the run and watched for what it
     writes, as the script's folder is."""
@@ -144,7 +146,7 @@ def path_folders(command: Command) -> list[str]:
         value = word.split("=", 1)[1] if word.startswith("-") and "=" in word else word
         if os.sep not in value:
             continue
-        folder = os.path.dirname(os.path.abspath(value))
+        folder = os.path.dirname(os.path.normpath(os.path.join(base or os.getcwd(), value)))
         if (os.path.isdir(folder) and os.path.join(folder, "").startswith(WRITABLE_ROOTS)
                 and folder not in found):
             found.append(folder)

@@ -202,4 +202,11 @@ def test_programs_run_as_candidate_runs_and_a_missing_one_raises(host_runs: Path
     assert piped.stdout == "a\nb\n"
     with pytest.raises(FileNotFoundError):
         subprocess.run(["no-such-program-of-recursor"])
+    # paths are read from cwd=, as subprocess reads them
+    relative = subprocess.run([sys.executable, "script.py", "r"], cwd=tmp_path,
+                              capture_output=True, text=True, timeout=60)
+    assert relative.stdout == "out ['r']\n"
+    shown = subprocess.run(["cat", "script.py"], cwd=tmp_path, capture_output=True,
+                           text=True, timeout=60)
+    assert shown.stdout == host_runs.read_text()
     assert popen_io.MAX_BACK == 32
