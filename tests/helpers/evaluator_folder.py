@@ -107,11 +107,12 @@ BODIES = {
 
 
 def folder_campaign(tmp_path: Path, files: dict[str, str], evaluator: str, order: list[str],
-                    sandbox: str = "process") -> tuple[dict[str, Any], Archive]:
+                    sandbox: str = "process", bodies: dict[str, str] | None = None
+                    ) -> tuple[dict[str, Any], Archive]:
     """``files`` (relative path -> text) and ``initial.py`` in ``tmp_path``, a greedy
-    campaign with ``evaluator`` (one of ``files``) and one candidate per body of ``order``;
-    its nodes by rationale (the starting point as ``start``) and its archive (the caller
-    closes it)."""
+    campaign with ``evaluator`` (one of ``files``) and one candidate per body of ``order``
+    (of ``bodies``, default :data:`BODIES`); its nodes by rationale (the starting point as
+    ``start``) and its archive (the caller closes it)."""
     for name, text in {"initial.py": PROGRAM, **files}.items():
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text(text)
@@ -122,7 +123,8 @@ def folder_campaign(tmp_path: Path, files: dict[str, str], evaluator: str, order
         "proposers": [{"kind": "instance", "name": "bodies"}],
         "selection": {"kind": "greedy"}, "budget": {"max_evals": len(order)},
         "sandbox": {"kind": sandbox}})
-    summary = run_campaign(config, tmp_path / "c", proposers=[Bodies(order, BODIES)])
+    summary = run_campaign(config, tmp_path / "c",
+                           proposers=[Bodies(order, BODIES if bodies is None else bodies)])
     archive = Archive.in_directory(tmp_path / "c")
     return {(n.rationale if n.round else "start"): n
             for n in archive.nodes(summary.campaign_id)}, archive

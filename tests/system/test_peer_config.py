@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 from recursor.archive import Archive
 from recursor.config.peers import from_openevolve, is_openevolve
@@ -61,6 +62,17 @@ def test_the_file_is_recognized_and_translated() -> None:
     assert any("left out: prompt.num_top_programs" in note for note in told.notes)
 
 
+def _recorded(directory: Path) -> tuple[dict[str, Any], Any]:
+    """The campaign's recorded config and its counts, from its directory's archive."""
+    manifest = json.loads((directory / "campaign.json").read_text())
+    archive = Archive(manifest["archive_url"])
+    try:
+        config = next(c.config for c in archive.campaigns() if c.id == manifest["campaign_id"])
+        return config, archive.counts(manifest["campaign_id"])
+    finally:
+        archive.close()
+
+
 def test_recursor_runs_an_openevolve_config(tmp_path: Path,
                                             subprocess_env: dict[str, str]) -> None:
     (tmp_path / "program.py").write_text(PROGRAM)
@@ -82,13 +94,7 @@ def test_recursor_runs_an_openevolve_config(tmp_path: Path,
     told = json.dumps(requests[0]["messages"])
     assert "You improve programs." in told and "EVOLVE-BLOCK" in told  # then the region rules
     assert "prompt.system_message: the task's description" in " ".join(done.stdout.split())
-    manifest = json.loads((tmp_path / "c" / "campaign.json").read_text())
-    archive = Archive(manifest["archive_url"])
-    try:
-        config = next(c.config for c in archive.campaigns() if c.id == manifest["campaign_id"])
-        counts = archive.counts(manifest["campaign_id"])
-    finally:
-        archive.close()
+    config, counts = _recorded(tmp_path / "c")
     assert config["seed"] == 7 and config["budget"]["max_evals"] == 2
     assert config["selection"]["kind"] == "islands" and config["selection"]["interval"] == 5
     assert config["task"]["timeout_s"] == 30.0
@@ -108,13 +114,7 @@ def test_openevolve_s_command_line_form_runs(tmp_path: Path,
                            "--output", "out", "-q"], cwd=tmp_path, env=subprocess_env,
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
-    manifest = json.loads((tmp_path / "out" / "campaign.json").read_text())
-    archive = Archive(manifest["archive_url"])
-    try:
-        config = next(c.config for c in archive.campaigns() if c.id == manifest["campaign_id"])
-        counts = archive.counts(manifest["campaign_id"])
-    finally:
-        archive.close()
+    config, counts = _recorded(tmp_path / "out")
     assert config["seed"] == 3 and config["budget"]["max_evals"] == 2 and counts.attempted == 2
     assert "dev combined_score" in done.stdout
 
