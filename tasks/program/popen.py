@@ -26,6 +26,9 @@ evaluator's process (and with it ``subprocess.run``, ``call``, ``check_call`` an
   (:mod:`pickles`) is not handed back, and the evaluator's stderr says so; an executable one
   (an ELF binary, a ``#!`` script) keeps its execute bit.
 
+``os.system`` and ``os.popen`` go through it too, and so do ``asyncio``'s subprocesses
+(:mod:`popen_async`, installed when the evaluator imports ``asyncio``).
+
 The process object behaves as ``subprocess.Popen``'s does for pipes, ``communicate``,
 ``wait``, ``poll``, ``kill`` and timeouts (``subprocess.TimeoutExpired``). Its stdout streams
 as the run writes it; its stderr arrives when the run ends. ``pid`` is a number no process
@@ -36,6 +39,9 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import importlib.abc
+import importlib.machinery
+import importlib.util
 import json
 import os
 import secrets
@@ -43,6 +49,8 @@ import shutil
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
+from types import ModuleType
 from typing import IO, Any
 
 from recursor.guest import CandidateProcess, CandidateRun, start_candidate
@@ -84,7 +92,55 @@ def install() -> None:
     (irreversible): see :func:`fork_only`."""
     subprocess.Popen = CandidatePopen  # type: ignore[misc, assignment]
     os.system = system
-    fork_only()
+    # each patched once its module is imported (nothing to pay when an evaluator uses neither)
+    after_import("multiprocessing", fork_only)
+    after_import("asyncio", _install_async)  # asyncio's subprocesses (popen_async)
+
+
+def _install_async() -> None:
+    from recursor.tasks.program.popen_async import install as install_async
+
+    install_async()
+
+
+class _Then(importlib.abc.Loader):
+    """A module's own loader, and a call once the module has run."""
+
+    def __init__(self, loader: Any, then: Callable[[], None]) -> None:
+        self._loader, self._then = loader, then
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType | None:
+        return self._loader.create_module(spec)  # type: ignore[no-any-return]
+
+    def exec_module(self, module: ModuleType) -> None:
+        self._loader.exec_module(module)
+        self._then()
+
+
+class _AfterImport(importlib.abc.MetaPathFinder):
+    """Calls ``then`` right after module ``name`` is first imported (once)."""
+
+    def __init__(self, name: str, then: Callable[[], None]) -> None:
+        self.name, self.then = name, then
+
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None
+                  ) -> importlib.machinery.ModuleSpec | None:
+        if fullname != self.name:
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.util.find_spec(fullname)
+        if spec is not None and spec.loader is not None:
+            spec.loader = _Then(spec.loader, self.then)
+        return spec
+
+
+def after_import(name: str, then: Callable[[], None]) -> None:
+    """Call ``then`` once module ``name`` is imported: now, when it is already (so a module
+    nobody imports costs nothing to patch)."""
+    if name in sys.modules:
+        then()
+    else:
+        sys.meta_path.insert(0, _AfterImport(name, then))
 
 
 def system(command: str | bytes | os.PathLike[str] | os.PathLike[bytes]) -> int:

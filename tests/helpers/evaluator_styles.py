@@ -1,6 +1,7 @@
 """Evaluators in the styles new users write (written here): the candidate loaded in a
 ``multiprocessing`` worker (forked, spawned, or in a ``ProcessPoolExecutor`` with the spawn
-context) for a timeout, a bare number returned, numpy numbers among the metrics. Each scores
+context) for a timeout, run by a script started with ``asyncio``, a bare number returned,
+numpy numbers among the metrics. Each scores
 ``solve`` on the cases x -> 3x (1.0 when all are right)."""
 
 from __future__ import annotations
@@ -69,8 +70,40 @@ def evaluate(program_path):
     return {"score": np.float32(right / 3), "right": right}
 '''
 
+ASYNC_SUBPROCESS = '''import asyncio
+import json
+import os
+import sys
+import tempfile
+
+SCRIPT = """import importlib.util, json, sys
+spec = importlib.util.spec_from_file_location("program", sys.argv[1])
+program = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(program)
+for x in (1, 2, 5):
+    print(json.dumps(program.solve(x)), flush=True)
+"""
+
+
+async def _answers(program_path):
+    script = os.path.join(tempfile.mkdtemp(), "run.py")
+    with open(script, "w") as handle:
+        handle.write(SCRIPT)
+    proc = await asyncio.create_subprocess_exec(sys.executable, script, program_path,
+                                                stdout=asyncio.subprocess.PIPE)
+    answers = [json.loads(await proc.stdout.readline()) for _ in range(3)]
+    await proc.wait()
+    return answers
+
+
+def evaluate(program_path):
+    answers = asyncio.run(_answers(program_path))
+    return {"score": sum(1 for x, got in zip((1, 2, 5), answers) if got == 3 * x) / 3}
+'''
+
 STYLES = {"forked worker": FORKED, "spawned worker": SPAWNED, "spawn pool": POOL,
-          "bare number": BARE_NUMBER, "numpy numbers": NUMPY_NUMBERS}
+          "bare number": BARE_NUMBER, "numpy numbers": NUMPY_NUMBERS,
+          "asyncio subprocess": ASYNC_SUBPROCESS}
 
 BODIES = {
     "triples": '''def solve(x):

@@ -4,6 +4,7 @@ commands it takes, which files come back and which do not, which pickles are pla
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import collections
 import datetime
@@ -210,3 +211,24 @@ def test_programs_run_as_candidate_runs_and_a_missing_one_raises(host_runs: Path
                            text=True, timeout=60)
     assert shown.stdout == host_runs.read_text()
     assert popen_io.MAX_BACK == 32
+
+
+def test_asyncio_subprocesses_are_candidate_runs(host_runs: Path) -> None:
+    from recursor.tasks.program.popen_async import (
+        create_subprocess_exec,
+        create_subprocess_shell,
+    )
+
+    async def main() -> tuple[object, ...]:
+        pipe = asyncio.subprocess.PIPE
+        script = await create_subprocess_exec(sys.executable, str(host_runs), "a",
+                                              stdout=pipe, stderr=pipe)
+        out, err = await script.communicate()
+        shell = await create_subprocess_shell("echo one; echo two", stdout=pipe)
+        assert shell.stdout is not None
+        first, rest = await shell.stdout.readline(), await shell.stdout.read()
+        fed = await create_subprocess_exec("cat", stdin=pipe, stdout=pipe)
+        echoed, _ = await fed.communicate(b"fed")
+        return script.returncode, out, err, first, rest, await shell.wait(), echoed
+
+    assert asyncio.run(main()) == (3, b"out ['a']\n", b"err\n", b"one\n", b"two\n", 0, b"fed")
