@@ -116,6 +116,9 @@ class _Then(importlib.abc.Loader):
         self._loader.exec_module(module)
         self._then()
 
+    def __getattr__(self, name: str) -> Any:  # get_filename, is_package, get_source, ...
+        return getattr(self._loader, name)
+
 
 class _AfterImport(importlib.abc.MetaPathFinder):
     """Calls ``then`` right after module ``name`` is first imported (once)."""
