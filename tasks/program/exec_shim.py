@@ -61,12 +61,14 @@ def _stand_ins(file: str) -> dict[str, Any]:
 
 def _bind(namespace: Any, stand_ins: dict[str, Any]) -> None:
     """Put the stand-ins in ``namespace``, never over a name it binds already (unless to an
-    earlier stand-in) nor a dunder name: executing the candidate into the evaluator's own
-    globals must not replace the evaluator's functions with the candidate's."""
+    earlier stand-in), a builtin's name (``abs``, ``len``: the namespace's code would call the
+    candidate's) nor a dunder name: executing the candidate into the evaluator's own globals
+    must not replace the evaluator's functions with the candidate's."""
     for name, stand_in in stand_ins.items():
         held = namespace.get(name)
-        if name.startswith("__") or (name in namespace and not isinstance(held, RemoteFunction)):
-            continue
+        if (name.startswith("__") or hasattr(builtins, name)
+                or (name in namespace and not isinstance(held, RemoteFunction))):
+            continue  # never over the evaluator's names, nor a builtin its code calls
         namespace[name] = stand_in
 
 

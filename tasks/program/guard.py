@@ -13,8 +13,11 @@ of the candidate's exact text are taken first, and made candidate runs, by :mod:
   the execution of a code object compiled from a file of the candidate's workspace (by its
   path), or from the candidate's file (by its path, or, for
   code compiled from a string or a copy under a scratch folder, by being the candidate's
-  code), or from any text that holds the candidate's file or one of its longer marked
-  regions (``exec(text + more)``: :class:`_Tainted`);
+  code), or from any text (a string, or a file of a scratch folder) that holds the
+  candidate's file or one of its marked regions of 16 characters or more
+  (``exec(text + more)``: :class:`_Tainted`; a module imported from a read-only place is
+  never tainted, so a candidate cannot get the evaluator's own imports refused), and the
+  execution or loading (``ctypes``) of a file a candidate run handed back;
 * a seccomp filter (:func:`recursor.guest.deny_exec`) makes ``execve`` fail for everything
   else (a C extension, ``ctypes``): no program at all can start from here.
 
@@ -85,7 +88,7 @@ def candidates_code(source: bytes, program: str,
     return lambda code: _is_candidates(code, paths, candidate, folders)
 
 
-MIN_REGION_CHARS = 64  # a marked region this long is the candidate's wherever it appears
+MIN_REGION_CHARS = 16  # a marked region this long is the candidate's wherever it appears
 
 
 def fingerprints(source: bytes) -> list[str]:
@@ -121,9 +124,11 @@ class _Tainted:
     def compiled(self, args: tuple[Any, ...]) -> None:
         raw = args[0] if args else None
         text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
-        if (not isinstance(text, str) or getattr(self.busy, "on", False)
+        name = args[1] if len(args) > 1 else None
+        trusted_file = isinstance(name, str) and not name.startswith(("<", *SCRATCH_ROOTS))
+        if (not isinstance(text, str) or trusted_file or getattr(self.busy, "on", False)
                 or not any(mark in text for mark in self.marks)):
-            return
+            return  # a module imported from a read-only place is never the candidate's
         self.busy.on = True
         try:
             for mode in ("exec", "eval"):  # exec() inherits its caller's future flags
@@ -138,22 +143,40 @@ class _Tainted:
         return isinstance(code, types.CodeType) and any(code == mine for mine in self.codes)
 
 
+def _written(name: Any, handed_back: set[str]) -> bool:
+    """Whether ``name`` (a path) is a file a candidate run handed back."""
+    try:
+        return bool(handed_back) and os.path.realpath(os.fspath(name)) in handed_back
+    except (TypeError, ValueError):
+        return False
+
+
 def install_guard(source: bytes, program: str, workspace: str | None = None,
-                  others: list[bytes] | None = None) -> None:
+                  others: list[bytes] | None = None,
+                  handed_back: set[str] | None = None) -> None:
     """Guard this process (see the module docstring); ``source`` is the candidate file's
     text, ``program`` its path, ``workspace`` the folder of the candidate's files (default:
     ``program``'s; every file under it is the candidate's), ``others`` the text of its other
-    files with marked regions. Irreversible: call it once, right before ``evaluate``."""
+    files with marked regions, ``handed_back`` the (live) set of files candidate runs wrote
+    here: code of theirs is never executed or loaded (``ctypes``) here. Irreversible: call it
+    once, right before ``evaluate``."""
     is_candidates = candidates_code(source, program, workspace)
     tainted = _Tainted([source, *(others or [])])
+    written = handed_back if handed_back is not None else set()
 
     def hook(event: str, args: tuple[Any, ...]) -> None:
         if event in PROCESS_EVENTS:
             raise ExecDenied(EXEC_DENIED_HINT)
         if event == "compile":
             tainted.compiled(args)
-        elif event == "exec" and args and (is_candidates(args[0]) or tainted.holds(args[0])):
+        elif event == "exec" and args and (
+                is_candidates(args[0]) or tainted.holds(args[0])
+                or (isinstance(args[0], types.CodeType) and _written(args[0].co_filename,
+                                                                     written))):
             raise CandidateInEvaluator(IMPORT_HINT)
+        elif event == "ctypes.dlopen" and args and _written(args[0], written):
+            raise CandidateInEvaluator(f"the evaluator loaded {str(args[0])[:200]}, a library a "
+                                       "candidate run wrote; run it in a candidate run instead")
 
     sys.addaudithook(hook)
     deny_exec()

@@ -149,7 +149,7 @@ def after_import(name: str, then: Callable[[], None]) -> None:
 def system(command: str | bytes | os.PathLike[str] | os.PathLike[bytes]) -> int:
     """``os.system``: the shell command line as a candidate run, its output on this process's
     streams; the wait status (the exit code shifted left by 8)."""
-    with CandidatePopen(command, shell=True) as run:
+    with CandidatePopen(command, shell=True, through_shell=True) as run:
         code = run.wait()
     return (code & 0xFF) << 8 if code >= 0 else -code & 0x7F
 
@@ -180,11 +180,11 @@ class CandidatePopen:
                  stdout: Any = None, stderr: Any = None, *_: Any, shell: bool = False,
                  cwd: Any = None, env: Any = None, universal_newlines: bool | None = None,
                  text: bool | None = None, encoding: str | None = None,
-                 errors: str | None = None, **__: Any) -> None:
+                 errors: str | None = None, through_shell: bool = False, **__: Any) -> None:
         self.args, self.pid = args, NO_PID
         self.returncode: int | None = None
         try:
-            command = read_command(args, shell)
+            command = read_command(args, shell or through_shell, through_shell)
         except NotPython as exc:
             raise ExecDenied(str(exc)) from None
         if executable is not None:  # the program run is this, whatever args[0] says
@@ -197,9 +197,13 @@ class CandidatePopen:
                    [os.path.dirname(os.path.join(where, command.argv[0]))])
         folders += [where, *path_folders(command, where)]
         nonce = secrets.token_hex(16)
+        told = dict(env) if env is not None else os.environ
         spec = {"argv": command.argv, "code": command.code, "files": command.files,
                 "modes": command.modes, "program": command.program,
-                "watch": folders, "cwd": where, "nonce": nonce}
+                "watch": folders, "cwd": where, "nonce": nonce,
+                "unbuffered": command.unbuffered or bool(told.get("PYTHONUNBUFFERED")),
+                "pythonpath": [p for p in str(told.get("PYTHONPATH") or "").split(os.pathsep)
+                               if p]}
         self._folders = folders
         self._text = (encoding or "utf-8", errors or "strict") if (
             text or universal_newlines or encoding or errors) else None

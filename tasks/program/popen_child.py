@@ -108,6 +108,11 @@ def _run(spec: dict[str, Any]) -> int:
                 os.chmod(argv[0], os.stat(argv[0]).st_mode | 0o500)
         return _run_program(argv)
     sys.argv = argv
+    sys.path[0:0] = [str(p) for p in spec.get("pythonpath") or []]  # its PYTHONPATH (-I)
+    if spec.get("unbuffered"):  # python -u, PYTHONUNBUFFERED: a line reaches it at once
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(AttributeError, ValueError):
+                stream.reconfigure(line_buffering=True, write_through=True)  # type: ignore[union-attr]
     try:
         if isinstance(code, str):
             sys.path.insert(0, "")
@@ -132,9 +137,10 @@ def main() -> None:
         with contextlib.suppress(OSError):
             os.makedirs(folder, exist_ok=True)
     before = _listing(folders)
-    if spec.get("cwd"):
-        os.makedirs(spec["cwd"], exist_ok=True)
-        os.chdir(spec["cwd"])
+    if spec.get("cwd"):  # where it cannot be made (a read-only folder) the run stays put
+        with contextlib.suppress(OSError):
+            os.makedirs(spec["cwd"], exist_ok=True)
+            os.chdir(spec["cwd"])
     status = _run(spec)
     with contextlib.suppress(Exception):
         sys.stdout.flush()

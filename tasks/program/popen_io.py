@@ -49,9 +49,16 @@ class Command:
     program: bool = False
     modes: dict[str, int] = field(default_factory=dict)  # evaluator's path -> its mode bits
     words: list[str] = field(default_factory=list)  # a shell line's words (paths it names)
+    unbuffered: bool = False  # python -u: its output reaches the evaluator as it is written
 
 
-_SHELL = re.compile(r"[|&;<>()$`*?\n]")
+_SHELL = re.compile(r"[|&;<>()$`*?~\[\n=]|^\s*(cd|export|set|exit|\.)\b")
+# a line that starts several programs: they would share one sandbox, the evaluator's stage
+# (a judge, a checker reading the answers) beside the candidate's
+_COMPOUND = re.compile(r"[|&;()`\n]|\$\(")
+COMPOUND_HINT = ("a shell line that starts several programs (|, &&, ;, $(...)) would run them "
+                 "in one sandbox, the evaluator's stages beside the candidate's: start each "
+                 "with a subprocess call of its own (files pass between them)")
 
 
 def words_of(args: Any, shell: bool) -> list[str]:
@@ -67,13 +74,19 @@ def _is_python(word: str) -> bool:
     return word == sys.executable or bool(_PYTHON.search(word))
 
 
-def read_command(args: Any, shell: bool = False) -> Command:
+def read_command(args: Any, shell: bool = False, through_shell: bool = False) -> Command:
     """``args`` as a command: a Python script or ``-c`` code (run as the script's
     ``__main__`` there), or a program (run as it is: a compiler, ``sh``, ``python -m``,
-    a binary); NotPython when it names nothing. A shell command line that uses the shell
-    (pipes, ``&&``, redirections, globs) runs under ``/bin/sh -c``."""
-    if shell and isinstance(args, str | bytes | os.PathLike) and _SHELL.search(os.fsdecode(args)):
-        text = os.fsdecode(args)
+    a binary); NotPython when it names nothing, or when a shell line starts several
+    programs (:data:`COMPOUND_HINT`). A shell line that uses the shell (redirections, globs,
+    variables, built-ins), or any line when ``through_shell`` (``os.system``), runs under
+    ``/bin/sh -c``."""
+    if shell and isinstance(args, list | tuple) and args:  # subprocess: sh -c args[0] args[1:]
+        args = os.fsdecode(args[0])
+    text = os.fsdecode(args) if shell and isinstance(args, str | bytes | os.PathLike) else None
+    if text is not None and _COMPOUND.search(text):
+        raise NotPython(f"{COMPOUND_HINT}: {text[:200]!r}")
+    if text is not None and (through_shell or _SHELL.search(text)):
         words = _shell_words(text)
         named = [w for w in words if os.path.isfile(w)][:MAX_BACK]
         return Command(argv=["/bin/sh", "-c", text, *named], program=True, words=words)
@@ -83,13 +96,15 @@ def read_command(args: Any, shell: bool = False) -> Command:
     if not _is_python(words[0]):
         return Command(argv=words, program=True)
     rest = words[1:]
+    unbuffered = False
     while rest and (rest[0] in _FLAGS or rest[0][:2] in _FLAGS_WITH_VALUE):
+        unbuffered = unbuffered or rest[0] == "-u"
         rest = rest[2:] if rest[0] in _FLAGS_WITH_VALUE else rest[1:]
     if rest[:1] == ["-c"] and len(rest) > 1:
-        return Command(argv=["-c", *rest[2:]], code=rest[1])
+        return Command(argv=["-c", *rest[2:]], code=rest[1], unbuffered=unbuffered)
     if not rest or rest[0].startswith("-"):  # python -m ..., a bare python: as a program
         return Command(argv=words, program=True)
-    return Command(argv=rest)
+    return Command(argv=rest, unbuffered=unbuffered)
 
 
 def _shell_words(text: str) -> list[str]:
@@ -104,6 +119,15 @@ def _shell_words(text: str) -> list[str]:
         return text.split()
 
 
+def _handed_program(name: str, base: str) -> bool:
+    """Whether a program's file goes to the run: one the evaluator's side holds (a binary it
+    built, a script of its folder), not a system program, which the run has at its path."""
+    if os.sep not in name:
+        return False
+    path = os.path.join(os.path.normpath(os.path.join(base, name)), "")
+    return path.startswith((*WRITABLE_ROOTS, EVALUATOR_ROOT))
+
+
 def handed_files(command: Command, base: str | None = None) -> dict[str, bytes]:
     """The script (or the program's file, when it names one) and every existing regular file
     the arguments name (relative to ``base``, the run's working folder; default this
@@ -111,7 +135,7 @@ def handed_files(command: Command, base: str | None = None) -> dict[str, bytes]:
     absolute path, recorded with its handed name in ``command.files``."""
     base = base or os.getcwd()
     first = 1 if command.code is not None or (
-        command.program and os.sep not in command.argv[0]) else 0
+        command.program and not _handed_program(command.argv[0], base or os.getcwd())) else 0
     out: dict[str, bytes] = {}
     total = 0
     for number in range(first, len(command.argv)):
@@ -134,6 +158,7 @@ def handed_files(command: Command, base: str | None = None) -> dict[str, bytes]:
 
 
 WRITABLE_ROOTS = ("/tmp/", "/var/tmp/", "/dev/shm/", "/workspace/")
+EVALUATOR_ROOT = "/recursor-evaluator/"  # the program task's evaluator folder
 MAX_FOLDERS = 8
 
 
@@ -161,7 +186,7 @@ def write_back(files: Any, folders: Sequence[str]) -> list[str]:
         return ["the run's list of written files is unreadable"]
     roots = tuple(os.path.join(os.path.realpath(f), "") for f in folders)
     for path, encoded in list(files.items())[:MAX_BACK]:
-        if not isinstance(path, str) or not isinstance(encoded, str):
+        if not isinstance(path, str) or not isinstance(encoded, str) or "\0" in path:
             continue
         real = os.path.join(os.path.realpath(os.path.dirname(path)), os.path.basename(path))
         if os.path.join(os.path.dirname(real), "") not in roots:
@@ -177,6 +202,9 @@ def write_back(files: Any, folders: Sequence[str]) -> list[str]:
                          "would run that): not handed back")
             continue
         mode = 0o700 if data.startswith((b"\x7fELF", b"#!")) else 0o600
+        if real in REPLACEABLE and os.path.lexists(real) and not _holds(real, data):
+            with contextlib.suppress(OSError):
+                os.unlink(real)  # an earlier run's file, or a link to the evaluator's own
         try:
             fd = os.open(real, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode)
         except OSError:
@@ -185,7 +213,17 @@ def write_back(files: Any, folders: Sequence[str]) -> list[str]:
             continue
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
+        HANDED_BACK.add(real)
+        REPLACEABLE.add(real)
     return notes
+
+
+# What runs handed back (real paths): candidate output, which the guard never lets the
+# evaluator's process execute or load (``exec`` of its code, ``ctypes``); and the paths a
+# later run's file may replace: those, and the links to the evaluator's own files in its
+# working folder (a script run from its folder would overwrite such a file there too).
+HANDED_BACK: set[str] = set()
+REPLACEABLE: set[str] = set()
 
 
 def _holds(path: str, data: bytes) -> bool:
@@ -210,7 +248,10 @@ def stdin_bytes(stdin: Any) -> bytes:
     """What a run gets on its stdin when the evaluator gave no pipe: a file's or descriptor's
     contents (at most 16 MB), else nothing (``None``, ``DEVNULL``)."""
     if isinstance(stdin, int) and stdin >= 0:
-        return os.read(stdin, 16 << 20)
+        chunks: list[bytes] = []
+        while sum(map(len, chunks)) < 16 << 20 and (chunk := os.read(stdin, 1 << 20)):
+            chunks.append(chunk)
+        return b"".join(chunks)[:16 << 20]
     if hasattr(stdin, "read"):
         read = stdin.read(16 << 20)
         return read.encode() if isinstance(read, str) else bytes(read)
@@ -348,6 +389,7 @@ def _decoded(trailer: bytes | None) -> Any:
         return None
 
 
-__all__ = ["CHILD", "CHILD_SOURCE", "Command", "NotPython", "Output", "TrailerFilter",
+__all__ = ["CHILD", "CHILD_SOURCE", "COMPOUND_HINT", "HANDED_BACK", "REPLACEABLE", "Command",
+           "NotPython", "Output", "TrailerFilter",
            "extra_env", "handed_files", "output_for", "path_folders", "read_command",
            "stdin_bytes", "words_of", "write_back"]

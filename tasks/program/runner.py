@@ -63,6 +63,7 @@ from recursor.tasks.program.guard import (
     install_guard,
 )
 from recursor.tasks.program.popen import install as install_popen
+from recursor.tasks.program.popen_io import HANDED_BACK, REPLACEABLE
 from recursor.tasks.program.remote import install as install_remote
 from recursor.tasks.program.shinka_style import run_main, run_script
 from recursor.tasks.program.verdict import Rejected, to_verdict
@@ -201,6 +202,7 @@ def enter_own_folder(folder: Path) -> None:
     for entry in sorted(os.listdir(folder)):
         if entry != "__pycache__":
             (work / entry).symlink_to(folder / entry)
+            REPLACEABLE.add(str(work / entry))  # a run's file of that name replaces the link
     os.chdir(work)
     os.environ["PWD"] = str(work)
 
@@ -216,7 +218,8 @@ def run(evaluator: Path, program: Path, scoring: Scoring,
         enter_own_folder(evaluator.parent)
         module = load_evaluator(evaluator, scoring.as_script)
         source = candidate_source(program)
-        install_guard(source, str(program), root, marked_sources(Path(root), program))
+        install_guard(source, str(program), root, marked_sources(Path(root), program),
+                      HANDED_BACK)
         install_exec(source, str(program), root, candidates_code(source, str(program), root))
         return _evaluate(module, program, scoring)
     except Rejected as exc:

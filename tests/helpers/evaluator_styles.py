@@ -117,7 +117,7 @@ BODIES = {
 }
 
 # builds a checker of its own with the C compiler, runs the candidate with `python -c`, and
-# pipes its answers through the checker with the shell: each program a candidate run
+# feeds its answers to the checker with a shell redirection: each program a candidate run
 CHECKER_C = r'''#include <stdio.h>
 int main(void) {
     int want[3] = {3, 6, 15}, got, right = 0;
@@ -148,8 +148,8 @@ def evaluate(program_path):
         answers = os.path.join(tmp, "answers.txt")
         subprocess.run([sys.executable, "-c", RUN, program_path, answers], check=True,
                        timeout=60)
-        right = subprocess.run(f"{checker} < {answers} | tr -d ' '", shell=True,
-                               capture_output=True, text=True, timeout=60)
+        right = subprocess.run(f"{checker} < {answers}", shell=True, capture_output=True,
+                               text=True, timeout=60)
         seen = subprocess.run(["sh", "-c", "test -d /recursor-evaluator && echo yes || echo no"],
                               capture_output=True, text=True, timeout=60)
     return {"score": int(right.stdout.strip()) / 3,

@@ -28,9 +28,9 @@ def test_a_new_user_s_evaluator_runs_and_keeps_the_candidate_out(tmp_path: Path,
 @pytest.mark.skipif(shutil.which("gcc") is None, reason="needs a C compiler (gcc) on PATH")
 def test_an_evaluator_s_compiler_shell_and_binaries_run_as_candidate_runs(
         tmp_path: Path) -> None:
-    """gcc, the binary it built, a shell pipeline and ``python -c`` from the evaluator each
-    run as a candidate run (where the evaluator's folder is not); the built binary and the
-    answers file come back to the evaluator's paths."""
+    """gcc, the binary it built (fed by a shell redirection) and ``python -c`` from the
+    evaluator each run as a candidate run (where the evaluator's folder is not); the built
+    binary and the answers file come back to the evaluator's paths."""
     nodes, archive = folder_campaign(
         tmp_path, {"evaluate.py": WITH_PROGRAMS, "checker.c": CHECKER_C}, "evaluate.py",
         ["triples"], bodies=BODIES)

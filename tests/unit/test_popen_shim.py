@@ -75,7 +75,8 @@ def test_python_commands_are_read(args: object, argv: list[str], code: str | Non
     (["python3", "-m", "pytest"], False, ["python3", "-m", "pytest"]),
     (["notpython", "x.py"], False, ["notpython", "x.py"]),
     ("./a.out 3", True, ["./a.out", "3"]),
-    ("./a.out < in.txt | sort", True, ["/bin/sh", "-c", "./a.out < in.txt | sort"]),
+    ("./a.out < in.txt > out.txt", True, ["/bin/sh", "-c", "./a.out < in.txt > out.txt"]),
+    (["cd x", "ignored"], True, ["/bin/sh", "-c", "cd x"]),
 ])
 def test_other_commands_are_read_as_programs(args: object, shell: bool,
                                              argv: list[str]) -> None:
@@ -88,8 +89,42 @@ def test_an_empty_command_is_refused() -> None:
         read_command([])
 
 
+@pytest.mark.parametrize("line", ["python run.py < in | python judge.py answers",
+                                  "gcc a.c -o a && ./a", "./a; cat answers", "echo $(cat x)"])
+def test_a_shell_line_of_several_programs_is_refused(line: str) -> None:
+    """Its stages would share one candidate sandbox: a judge reading the answers beside the
+    candidate's program."""
+    with pytest.raises(NotPython, match="starts several programs"):
+        read_command(line, shell=True)
+
+
 def _encoded(files: dict[str, bytes]) -> dict[str, str]:
     return {path: base64.b64encode(data).decode() for path, data in files.items()}
+
+
+def test_a_later_run_replaces_an_earlier_runs_file_and_an_own_link(tmp_path: Path) -> None:
+    """One harness run per case writing ``result.json``: each case's run replaces the last
+    one's, and a link to the evaluator's own file of that name in its working folder; a file
+    of the evaluator's stays. Every file written back is recorded as handed back."""
+    folder = tmp_path / "work"
+    folder.mkdir()
+    (tmp_path / "stale.json").write_text("left from a run by hand")
+    (folder / "result.json").symlink_to(tmp_path / "stale.json")
+    (folder / "mine.json").write_text("the evaluator's")
+    popen_io.REPLACEABLE.add(str(folder / "result.json"))
+    try:
+        for case in (b"1", b"2"):
+            notes = write_back(_encoded({str(folder / "result.json"): case,
+                                         str(folder / "mine.json"): b"forged"}), [str(folder)])
+            assert (folder / "result.json").read_bytes() == case
+            assert not (folder / "result.json").is_symlink()
+            assert len(notes) == 1 and "mine.json: a file of that path exists" in notes[0]
+        assert (tmp_path / "stale.json").read_text() == "left from a run by hand"
+        assert (folder / "mine.json").read_text() == "the evaluator's"
+        assert str(folder / "result.json") in popen_io.HANDED_BACK
+    finally:
+        popen_io.REPLACEABLE.discard(str(folder / "result.json"))
+        popen_io.HANDED_BACK.discard(str(folder / "result.json"))
 
 
 def test_files_come_back_only_new_only_in_the_folder_and_only_plain_pickles(
@@ -198,9 +233,10 @@ def test_programs_run_as_candidate_runs_and_a_missing_one_raises(host_runs: Path
     via = subprocess.run(["ignored", "-c", "echo via sh"], executable="/bin/sh",
                          capture_output=True, text=True, timeout=60)
     assert via.stdout == "via sh\n"
-    piped = subprocess.run("echo b a | tr ' ' '\\n' | sort", shell=True, capture_output=True,
-                           text=True, timeout=60)
-    assert piped.stdout == "a\nb\n"
+    redirected = subprocess.run(f"cat < {host_runs} > {tmp_path}/copy.py", shell=True,
+                                timeout=60)
+    assert redirected.returncode == 0
+    assert (tmp_path / "copy.py").read_text() == host_runs.read_text()  # handed back
     with pytest.raises(FileNotFoundError):
         subprocess.run(["no-such-program-of-recursor"])
     # paths are read from cwd=, as subprocess reads them
@@ -224,7 +260,7 @@ def test_asyncio_subprocesses_are_candidate_runs(host_runs: Path) -> None:
         script = await create_subprocess_exec(sys.executable, str(host_runs), "a",
                                               stdout=pipe, stderr=pipe)
         out, err = await script.communicate()
-        shell = await create_subprocess_shell("echo one; echo two", stdout=pipe)
+        shell = await create_subprocess_shell("printf 'one\\ntwo\\n'", stdout=pipe)
         assert shell.stdout is not None
         first, rest = await shell.stdout.readline(), await shell.stdout.read()
         fed = await create_subprocess_exec("cat", stdin=pipe, stdout=pipe)
@@ -232,3 +268,20 @@ def test_asyncio_subprocesses_are_candidate_runs(host_runs: Path) -> None:
         return script.returncode, out, err, first, rest, await shell.wait(), echoed
 
     assert asyncio.run(main()) == (3, b"out ['a']\n", b"err\n", b"one\n", b"two\n", 0, b"fed")
+
+
+@pytest.mark.timeout(120)
+def test_python_u_talks_line_by_line(host_runs: Path, tmp_path: Path) -> None:
+    """An evaluator that talks to its script a line at a time (``python -u``) gets each
+    answer as it is written."""
+    echo = tmp_path / "echo.py"
+    echo.write_text("import sys\nfor line in sys.stdin:\n    print('pong', line.strip())\n")
+    proc = subprocess.Popen([sys.executable, "-u", str(echo)], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True)
+    assert proc.stdin is not None and proc.stdout is not None
+    for word in ("one", "two"):
+        proc.stdin.write(word + "\n")
+        proc.stdin.flush()
+        assert proc.stdout.readline() == f"pong {word}\n"
+    proc.stdin.close()
+    assert proc.wait(timeout=60) == 0
