@@ -97,12 +97,7 @@ class ProgramTask(Task):
         self.helpers = [Path(p).resolve() for p in config.evaluator_files]
         self.timeout_s = config.timeout_s
         self.memory_mb = config.memory_mb
-        if not self.program.is_dir() and self.program.suffix != ".py":
-            raise ConfigError(
-                f"task.program: {self.program.name} is not a Python file; the program task "
-                "evolves Python (.py) files. An evaluator may still compile or run files of "
-                "other languages: keep them fixed in a program folder beside its .py files, "
-                "or give them to the evaluator with task.evaluator_files")
+        self._require_python()
         self.files = read_program(self.program)  # relative path in /workspace -> text
         self.path = entry_of(self.files, config.entry, self.program)  # what evaluate() gets
         if not self.program.is_dir():
@@ -124,28 +119,13 @@ class ProgramTask(Task):
         self.objective = Objective(metric, config.direction)
         self.passes_split, self.stages = shape.passes_split, shape.stages
         self.as_script = shape.entry == "script"
-        if shape.entry in ("main", "script"):
-            called = ("its main(program_path, results_dir) is called" if shape.entry == "main"
-                      else f"it runs as python {self.evaluator.name} --program_path PATH "
-                      "--results_dir DIR")
-            self.notes = (*getattr(self, "notes", ()), (
-                f"task: {self.evaluator.name} follows ShinkaEvolve's convention: {called} and "
-                "its metrics.json and correct.json are read back"))
+        self._say_entry(shape.entry)
         self.thresholds = self._thresholds(config.cascade_thresholds)
         if config.splits and not self.passes_split:
             raise ConfigError(f"task.splits {config.splits}: the evaluator's evaluate() takes "
                               f"no split keyword, so it cannot tell them apart; define "
                               f"evaluate(path, split=\"dev\")")
         self.splits = (Split.DEV, Split.HELDOUT, *(Split(s) for s in config.splits))
-        if not self.passes_split:
-            told = (f"{self.evaluator.name}'s {shape.entry}() takes no split keyword"
-                    if shape.entry in ("evaluate", "evaluate_stage1") else
-                    f"{self.evaluator.name} follows ShinkaEvolve's convention, which has no "
-                    "split")
-            self.heldout_note = (
-                f"none: {told}, so the held-out row repeats dev (define evaluate(path, "
-                "split=\"dev\") and answer split == \"heldout\" with cases the search never "
-                "sees)")
         self._frames = {path: frame(self.files[path], path) for path in self.evolvable}
         for helper in self.helpers:
             if not helper.exists():
@@ -153,6 +133,35 @@ class ProgramTask(Task):
         rules = self._description(metric, config.direction)
         given = (config.description or "").strip()
         self.description = f"{given}\n\n{rules}" if given else rules
+
+    def _require_python(self) -> None:
+        """ConfigError unless the program is a folder or a Python file."""
+        if not self.program.is_dir() and self.program.suffix != ".py":
+            raise ConfigError(
+                f"task.program: {self.program.name} is not a Python file; the program task "
+                "evolves Python (.py) files. An evaluator may still compile or run files of "
+                "other languages: keep them fixed in a program folder beside its .py files, "
+                "or give them to the evaluator with task.evaluator_files")
+
+    def _say_entry(self, entry: str) -> None:
+        """Notes on how the evaluator is called (ShinkaEvolve's ``main`` or script), and the
+        held-out note when it is told no split."""
+        if entry in ("main", "script"):
+            called = ("its main(program_path, results_dir) is called" if entry == "main"
+                      else f"it runs as python {self.evaluator.name} --program_path PATH "
+                      "--results_dir DIR")
+            self.notes = (*getattr(self, "notes", ()), (
+                f"task: {self.evaluator.name} follows ShinkaEvolve's convention: {called} and "
+                "its metrics.json and correct.json are read back"))
+        if not self.passes_split:
+            told = (f"{self.evaluator.name}'s {entry}() takes no split keyword"
+                    if entry in ("evaluate", "evaluate_stage1") else
+                    f"{self.evaluator.name} follows ShinkaEvolve's convention, which has no "
+                    "split")
+            self.heldout_note = (
+                f"none: {told}, so the held-out row repeats dev (define evaluate(path, "
+                "split=\"dev\") and answer split == \"heldout\" with cases the search never "
+                "sees)")
 
     def _add_program_siblings(self) -> None:
         """The modules beside a one-file program that it imports join it in the workspace as
