@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import time
 import urllib.request
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -135,8 +136,12 @@ def run_round(directory: Path, dashboard: str, train_concurrency: int | None) ->
         phase = TrainPhase(TrainStep(step="train", evals=3))
         concurrency = training_concurrency(ctx, 3)
         started = time.monotonic()
-        asyncio.run(train_round(ctx, 1, [root.id] * 3, 1, phase,
-                                Scope(paths=[], kinds=[phase.kind(ctx.task)])))
+        # in a thread of its own: a test run earlier on this worker (Playwright's sync API)
+        # may leave an event loop running in this one, where asyncio.run refuses to start
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            pool.submit(asyncio.run, train_round(
+                ctx, 1, [root.id] * 3, 1, phase,
+                Scope(paths=[], kinds=[phase.kind(ctx.task)]))).result()
         wall_s = time.monotonic() - started
         nodes = ctx.archive.nodes(ctx.campaign_id, 1)
         recorded = [n.slot for n in sorted(nodes, key=lambda n: (n.created_at, n.slot))]

@@ -12,6 +12,7 @@ import os
 import pickle
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -267,7 +268,11 @@ def test_asyncio_subprocesses_are_candidate_runs(host_runs: Path) -> None:
         echoed, _ = await fed.communicate(b"fed")
         return script.returncode, out, err, first, rest, await shell.wait(), echoed
 
-    assert asyncio.run(main()) == (3, b"out ['a']\n", b"err\n", b"one\n", b"two\n", 0, b"fed")
+    # A thread of its own: a test run earlier in the session (Playwright's sync API) may
+    # leave an event loop running in this one, where asyncio.run refuses to start.
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        got = pool.submit(asyncio.run, main()).result(timeout=120)
+    assert got == (3, b"out ['a']\n", b"err\n", b"one\n", b"two\n", 0, b"fed")
 
 
 @pytest.mark.timeout(120)
