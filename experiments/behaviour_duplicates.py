@@ -2,7 +2,7 @@
 recorded campaigns, by probe length.
 
     .venv/bin/python experiments/behaviour_duplicates.py [--seeds 0,1,2,3,4] [--max-evals 100]
-        [--iterations 10,30,100]
+        [--iterations 10,30,100] [--probes kuhn_poker:100,kuhn_poker+leduc_poker:30]
 
 Each seed runs the built-in default campaign in a fresh directory. Then every evaluated node,
 in the order it was made, is run again through a *probe*: the cfr evaluator on the dev games
@@ -14,6 +14,8 @@ simplification pass's); a probe would refuse it when its fingerprint equals an e
 node's. Printed per probe length: how many wasted evaluations
 it would have saved, how many candidates that were not wasted it would have refused, and
 whether one of those was a promotion or the campaign's best (a loss at the budget).
+`--probes` names other probes, each GAMES:ITERATIONS (games joined by `+`), for example
+Kuhn alone at the dev evaluation's 100 iterations, a small part of its cost.
 
 A counterfactual of the first order (a refusal would change what comes after it, which this
 does not simulate); the seeds tune nothing. The trial every cfr proposal already passes is
@@ -48,18 +50,21 @@ from _campaigns import refusal_line  # noqa: E402
 PROBE_GAMES = ("kuhn_poker", "leduc_poker")
 
 
-def probe_plan(cache: Path, iterations: int) -> EvaluationPlan:
-    trees = [games.cache_path(cache, game) for game in PROBE_GAMES]
+def probe_plan(cache: Path, probe: str) -> EvaluationPlan:
+    """The plan of a probe named GAMES:ITERATIONS (games joined by ``+``)."""
+    names, iterations = probe.split(":")
+    probe_games = names.split("+")
+    trees = [games.cache_path(cache, game) for game in probe_games]
     command = trusted_module_command(
         "recursor.tasks.cfr.evaluate", "--workspace", "/workspace", "--games",
-        ",".join(PROBE_GAMES), "--cache", CACHE_TARGET, "--iterations", str(iterations),
+        ",".join(probe_games), "--cache", CACHE_TARGET, "--iterations", iterations,
         "--timeout", "30")
     return EvaluationPlan(command=command,
                           mounts=[Mount(t, f"{CACHE_TARGET}/{t.name}") for t in trees],
                           limits=SandboxLimits(wall_time_s=40, memory_mb=1024))
 
 
-def rows_for(directory: Path, iterations: list[int], sandbox: ProcessSandbox
+def rows_for(directory: Path, iterations: list[str], sandbox: ProcessSandbox
              ) -> list[dict[str, Any]]:
     """Per evaluated candidate: wasted, promoted, best, and per probe length, refused."""
     manifest = read_manifest(directory)
@@ -73,7 +78,7 @@ def rows_for(directory: Path, iterations: list[int], sandbox: ProcessSandbox
                 and not n.duplicate_of and n.proposer not in ANALYSIS_PROPOSERS]
         best = min(done, key=lambda n: (n.score, n.round, n.slot)).id  # cfr minimizes
         plans = {i: probe_plan(directory / "cache", i) for i in iterations}
-        seen: dict[int, set[tuple[Any, ...]]] = {i: set() for i in iterations}
+        seen: dict[str, set[tuple[Any, ...]]] = {i: set() for i in iterations}
         scores: set[Any] = set()
         rows = []
         for node in done:
@@ -100,15 +105,15 @@ def _fingerprint(files: dict[str, str], plan: EvaluationPlan, sandbox: ProcessSa
     return tuple(sorted((game, score_key(value)) for game, value in outcome.instances.items()))
 
 
-def report(rows: list[dict[str, Any]], iterations: list[int]) -> list[str]:
+def report(rows: list[dict[str, Any]], iterations: list[str]) -> list[str]:
     wasted = sum(r["wasted"] for r in rows)
     lines = [f"{len(rows)} evaluated candidates, {wasted} wasted (the same dev score as an "
              "earlier evaluated node)", "",
-             "| probe (dev games, iterations) | refused | wasted refused (saving) | "
+             "| probe (games:iterations) | refused | wasted refused (saving) | "
              "not wasted refused | promotions or best refused |", "|---|---|---|---|---|"]
     for i in iterations:
         refused = [r for r in rows if r[i]]
-        lines.append(refusal_line(str(i), refused, wasted, sum(r["lost"] for r in refused)))
+        lines.append(refusal_line(i, refused, wasted, sum(r["lost"] for r in refused)))
     return lines
 
 
@@ -116,9 +121,14 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seeds", default="0,1,2,3,4")
     parser.add_argument("--max-evals", type=int, default=100)
-    parser.add_argument("--iterations", default="10,30,100")
+    parser.add_argument("--iterations", default="10,30,100",
+                        help="probe lengths on both dev games")
+    parser.add_argument("--probes", default="",
+                        help="more probes, each GAMES:ITERATIONS, games joined by '+'")
     args = parser.parse_args(argv)
-    iterations = [int(i) for i in args.iterations.split(",")]
+    both = "+".join(PROBE_GAMES)
+    iterations = [f"{both}:{int(i)}" for i in args.iterations.split(",") if i]
+    iterations += [p for p in args.probes.split(",") if p]
     rows: list[dict[str, Any]] = []
     sandbox = ProcessSandbox()
     try:
