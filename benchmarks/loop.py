@@ -35,16 +35,13 @@ Goals (issue 18): overhead <= 60 ms per candidate; utilization >= 0.95 in async 
 from __future__ import annotations
 
 import argparse
-import json
 import tempfile
-import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+
+from stub_server import stub_model  # benchmarks/stub_server.py
 
 from recursor.archive import Archive
 from recursor.config import parse_config
@@ -58,79 +55,10 @@ PROGRAM = '''"""The loop benchmark's program: one constant the model rewrites.""
 VALUE = 0
 # EVOLVE-BLOCK-END
 '''
-MARKER = "# EVOLVE-BLOCK-START"
 # trivial on purpose: the benchmark measures the loop, not an evaluator
 EVALUATOR = '''def evaluate(path, split="dev"):
     return {"metrics": {"score": 1.0}}
 '''
-
-
-class StubModel:
-    """An OpenAI-compatible chat endpoint answering after ``latency_s``; it records how long
-    it spent on each request (the model's share of a slot's time)."""
-
-    def __init__(self, latency_s: float) -> None:
-        self.latency_s = latency_s
-        self.answered = 0
-        self.busy_s = 0.0
-        self.first_request: float | None = None  # time.time() of the first request
-        self._lock = threading.Lock()
-        self.url = ""
-
-    def answer(self) -> str:
-        with self._lock:
-            self.answered += 1
-            number = self.answered
-        # a new first line in the block: distinct from every earlier program, valid on any
-        return (f"Set the constant to {number}.\n\nprogram.py\n<<<<<<< SEARCH\n"
-                f"{MARKER}\n=======\n{MARKER}\nVALUE = {number}\n>>>>>>> REPLACE\n")
-
-    def spent(self, seconds: float) -> None:
-        with self._lock:
-            self.busy_s += seconds
-
-
-def _handler(model: StubModel) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, *args: object) -> None:
-            pass
-
-        def do_POST(self) -> None:
-            started = time.monotonic()
-            if model.first_request is None:
-                model.first_request = time.time()
-            self.rfile.read(int(self.headers.get("Content-Length", 0)))
-            time.sleep(model.latency_s)
-            content = model.answer()
-            body = json.dumps({
-                "id": "stub", "object": "chat.completion", "created": int(time.time()),
-                "model": "stub", "choices": [{"index": 0, "finish_reason": "stop", "message": {
-                    "role": "assistant", "content": content}}],
-                "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
-            }).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-            model.spent(time.monotonic() - started)
-
-    return Handler
-
-
-@contextmanager
-def stub_model(latency_s: float) -> Iterator[StubModel]:
-    model = StubModel(latency_s)
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(model))
-    server.daemon_threads = True
-    model.url = f"http://127.0.0.1:{server.server_address[1]}/v1"
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield model
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 class LoopClock(Reporter):

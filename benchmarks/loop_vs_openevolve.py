@@ -3,7 +3,10 @@
 The workload is ``benchmarks/loop.py``'s: a one-constant program, a trivial evaluator (a
 constant score; the candidate is not run), and a local OpenAI-compatible stub model that answers
 every request with a distinct SEARCH/REPLACE edit after a fixed latency. Both systems talk to the
-same stub over HTTP with the ``openai`` client. Two settings:
+same stub over HTTP with the ``openai`` client; the stub serves from a process of its own, since
+Recursor's campaign runs in the benchmark's process and OpenEvolve in a child (``--stub-thread``
+serves it from a thread of the benchmark's process, as before 2026-12-07: it then shares
+Recursor's interpreter lock, not OpenEvolve's). Two settings:
 
 - **per candidate**: concurrency 1, an instant model, ``--candidates`` candidates;
 - **in flight**: ``--in-flight`` candidates at once (Recursor: async mode, ``max_in_flight``;
@@ -38,13 +41,16 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from loop import EVALUATOR, PROGRAM, StubModel, _config, stub_model  # benchmarks/loop.py
+from loop import EVALUATOR, PROGRAM, _config  # benchmarks/loop.py
+from stub_server import RemoteStub, StubModel, stub_model, stub_process
 
 from recursor.config import parse_config
 from recursor.orchestrator.graph import run_campaign
 from recursor.orchestrator.progress import Reporter
 
 # The OpenEvolve side's evaluator: the same constant, under the metric name OpenEvolve ranks by.
+# where the stub model serves from (``--stub-thread``: a thread of this process)
+STUB = {"thread": False}
 OPENEVOLVE_EVALUATOR = '''def evaluate(program_path):
     return {"combined_score": 1.0}
 '''
@@ -102,11 +108,13 @@ def openevolve_python(venv: Path, version: str) -> Path:
 
 
 @contextmanager
-def workspace(evaluator_name: str, evaluator: str,
-              latency_s: float) -> Iterator[tuple[Path, StubModel]]:
-    """A folder with the program and ``evaluator`` (as ``evaluator_name``), and a stub model."""
+def workspace(evaluator_name: str, evaluator: str, latency_s: float
+              ) -> Iterator[tuple[Path, StubModel | RemoteStub]]:
+    """A folder with the program and ``evaluator`` (as ``evaluator_name``), and a stub model
+    (in a process of its own unless ``STUB["thread"]``)."""
+    serve = stub_model if STUB["thread"] else stub_process
     with tempfile.TemporaryDirectory(prefix="loop-vs-openevolve-") as tmp, \
-            stub_model(latency_s) as model:
+            serve(latency_s) as model:
         work = Path(tmp)
         (work / "program.py").write_text(PROGRAM)
         (work / evaluator_name).write_text(evaluator)
@@ -169,7 +177,10 @@ def main() -> None:
     parser.add_argument("--venv", type=Path, default=None,
                         help="OpenEvolve's virtualenv (created if missing; default: a temp dir)")
     parser.add_argument("--no-cold", action="store_true", help="skip the cold-path rows")
+    parser.add_argument("--stub-thread", action="store_true",
+                        help="serve the stub model from a thread of this process")
     args = parser.parse_args()
+    STUB["thread"] = args.stub_thread
     with tempfile.TemporaryDirectory(prefix="openevolve-venv-") as tmp:
         python = openevolve_python(args.venv or Path(tmp) / "venv", args.openevolve_version)
         paths = {"warm": True} if args.no_cold else {"warm": True, "cold": False}
