@@ -7,10 +7,16 @@ and player 1 its policy ``j``; the games are zero-sum, so ``payoffs[1] == -payof
 the PSRO iteration (0 for the initial populations). It returns ``[mixture_0, mixture_1]``: one
 non-negative vector per player, of length ``n0`` and ``n1``, summing to 1.
 
-The knobs of the block start neutral (uniform): ``rm_effort`` > 0 runs regret matching on the
-empirical game for ``int(100 * rm_effort)`` steps and keeps its average strategy; ``blend`` > 0
-mixes in a softmax (``temperature``) over each policy's value against the other mixture. The
-result is clipped at 0 and normalized on the way out.
+The knobs of ``meta_solver``'s block start neutral (uniform): ``rm_effort`` > 0 runs regret
+matching on the empirical game for ``int(100 * rm_effort)`` steps (alternating: player 0, then
+player 1 against player 0's new mixture) and keeps its weighted average; ``blend`` > 0 mixes
+in a softmax (``temperature``) over each policy's value against the other mixture. The result
+is clipped at 0 and normalized on the way out.
+
+Regret matching is written as three hooks, the shape of the ``cfr`` task's: how a step's
+advantages (``inst``) enter the cumulative regret, how regrets become a mixture, and each
+step's weight in the average (``t`` is the step, 1.0, 2.0, ...). Each starts as plain regret
+matching with a uniform average.
 """
 
 import numpy as np
@@ -33,18 +39,48 @@ def normalize(x):
     return x / total if total > 0 else np.ones(len(x)) / len(x)
 
 
+def update_regret(regret, inst, t):
+    """The cumulative regret after step ``t``; ``inst`` is each policy's advantage now."""
+    # EVOLVE-BLOCK-START
+    new = regret + inst
+    # EVOLVE-BLOCK-END
+    return new
+
+
+def regret_to_mixture(regret, inst, t):
+    """The next mixture: in proportion to positive regret (uniform when there is none)."""
+    # EVOLVE-BLOCK-START
+    positive = np.maximum(regret, 0.0)
+    # EVOLVE-BLOCK-END
+    return normalize(positive)
+
+
+def average_weight(t):
+    """Step ``t``'s weight in the average mixture."""
+    # EVOLVE-BLOCK-START
+    weight = 1.0
+    # EVOLVE-BLOCK-END
+    return weight
+
+
 def regret_matching(payoffs, start, effort):
-    """Average strategies of ``int(100 * effort)`` simultaneous regret-matching steps."""
+    """The weighted average mixtures of ``int(100 * effort)`` alternating regret-matching
+    steps from ``start`` (``start`` itself when there are none)."""
+    steps = max(0, int(100 * effort))
+    if steps == 0:
+        return [m.copy() for m in start]
     current = [m.copy() for m in start]
-    total = [m.copy() for m in start]
     regret = [np.zeros_like(m) for m in start]
-    for _ in range(max(0, int(100 * effort))):
-        v = values(payoffs, current)
+    total = [np.zeros_like(m) for m in start]
+    for step in range(1, steps + 1):
+        t = float(step)
         for p in range(2):
-            regret[p] += v[p] - v[p] @ current[p]
-            current[p] = normalize(regret[p])
-            total[p] += current[p]
-    return [normalize(t) for t in total]
+            v = values(payoffs, current)[p]
+            inst = v - v @ current[p]
+            regret[p] = np.asarray(update_regret(regret[p], inst, t), dtype=np.float64)
+            current[p] = regret_to_mixture(regret[p], inst, t)
+            total[p] = total[p] + max(float(average_weight(t)), 0.0) * current[p]
+    return [normalize(m) for m in total]
 
 
 def meta_solver(payoffs, iteration):
