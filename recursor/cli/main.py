@@ -164,7 +164,6 @@ def run(
     """Start a campaign: the built-in CFR campaign when no file is given, or your own program,
     `recursor run initial.py evaluate.py` (or --program initial.py --evaluator evaluate.py)."""
     from recursor.cli.run_args import one_of, read_run_inputs
-    from recursor.orchestrator.graph import run_campaign
 
     given = read_run_inputs(files, config_file, program, evaluator)
     campaign, program, evaluator = given.campaign, given.program, given.evaluator
@@ -188,6 +187,10 @@ def run(
     target = directory or Path("campaigns") / f"{config.name}-{stamp}"
     console.print(Text.assemble("campaign ", rich_text(config.name, "bold"), " in ",
                                 rich_text(target)))
+    # imported once the inputs are known to be good: the graph (langgraph) takes most of a
+    # second, which a mistyped file's one-line error need not wait for
+    from recursor.orchestrator.graph import run_campaign
+
     try:
         with _stoppable():
             summary = run_campaign(config, target, _reporter(quiet))
