@@ -21,6 +21,7 @@ import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 
 MARKER = "# EVOLVE-BLOCK-START"
 
@@ -55,15 +56,19 @@ def _handler(model: StubModel) -> type[BaseHTTPRequestHandler]:
         def log_message(self, *args: object) -> None:
             pass
 
-        def do_GET(self) -> None:  # the figures, for a stub in a process of its own
-            with model._lock:
-                body = json.dumps({"answered": model.answered, "busy_s": model.busy_s,
-                                   "first_request": model.first_request}).encode()
+        def _send(self, reply: dict[str, Any]) -> None:
+            body = json.dumps(reply).encode()
             self.send_response(200)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
             self.wfile.write(body)
+
+        def do_GET(self) -> None:  # the figures, for a stub in a process of its own
+            with model._lock:
+                figures = {"answered": model.answered, "busy_s": model.busy_s,
+                           "first_request": model.first_request}
+            self._send(figures)
 
         def do_POST(self) -> None:
             started = time.monotonic()
@@ -72,17 +77,12 @@ def _handler(model: StubModel) -> type[BaseHTTPRequestHandler]:
             self.rfile.read(int(self.headers.get("Content-Length", 0)))
             time.sleep(model.latency_s)
             content = model.answer()
-            body = json.dumps({
+            self._send({
                 "id": "stub", "object": "chat.completion", "created": int(time.time()),
                 "model": "stub", "choices": [{"index": 0, "finish_reason": "stop", "message": {
                     "role": "assistant", "content": content}}],
                 "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
-            }).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
+            })
             model.spent(time.monotonic() - started)
 
     return Handler
