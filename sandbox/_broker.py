@@ -9,6 +9,10 @@ sends the evaluator its ends (stdin to write, stdout and stderr to read) and sta
 through the backend's ``launch``, as a sandbox run of its own with the other ends as its
 standard streams. When the run is over (every process of it dead), the broker says how it
 ended. When the evaluation ends, every run still going is killed before the sandbox returns.
+A process the evaluator forks (a ``multiprocessing`` worker) gets a channel of its own, asked
+for by the evaluator's side just before the fork (``op: channel``): one stream per process,
+so several workers' requests and replies never interleave (at most :data:`MAX_CHANNELS` open
+at once; the runs they start count against the evaluation's one limit).
 
 Everything the evaluator sends is checked as untrusted input (the evaluator is the user's code,
 and a mistake of its own could let a candidate drive it): the command, file paths and sizes,
@@ -47,6 +51,8 @@ MAX_FILE_BYTES = 64 << 20
 MAX_ENV = 64
 MAX_ENV_VALUE = 4096
 MIN_MEMORY_MB = 16
+# channels open at once: the evaluator's own and one per live process forked from it
+MAX_CHANNELS = 64
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
 
 
@@ -196,6 +202,30 @@ def write_files(root: Path, files: dict[str, bytes]) -> None:
             os.close(fd)
 
 
+class _Stream:
+    """One channel's host end: sends one message at a time, and never after it is closed (a
+    run's last reply may come after its process's channel ended)."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self._lock = threading.Lock()
+        self._closed = False
+
+    def send(self, message: dict[str, Any], fds: tuple[int, ...] = ()) -> None:
+        with self._lock, contextlib.suppress(OSError):
+            if not self._closed:
+                _wire.send(self.sock, message, fds)
+
+    def shutdown(self) -> None:
+        with contextlib.suppress(OSError):
+            self.sock.shutdown(socket.SHUT_RDWR)
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            self.sock.close()
+
+
 class CandidateBroker:
     """Serves one evaluation's candidate channel (see the module docstring)."""
 
@@ -206,23 +236,32 @@ class CandidateBroker:
         self._caps = spec.limits or request.limits
         self._deadline = time.monotonic() + request.limits.wall_time_s
         host, guest = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        self._sock = host
         self.guest_fd = guest.detach()  # handed to the evaluator's sandbox, then released
         self._guest: int | None = self.guest_fd
         os.set_inheritable(self.guest_fd, False)
         self._slots = threading.BoundedSemaphore(max(1, spec.max_parallel))
         self._lock = threading.Lock()
-        self._runs: dict[int, tuple[Cancel, threading.Thread]] = {}
+        # a run is known by its channel and the id the evaluator's process gave it
+        self._runs: dict[tuple[int, int], tuple[Cancel, threading.Thread]] = {}
         self._started = 0
         self._ended: list[str] = []
         self._closing = False
         self._scratch = Path(tempfile.mkdtemp(prefix="recursor-candidates-"))
-        self._thread = threading.Thread(target=self._serve, name="recursor-broker",
-                                        daemon=True)
+        # channel number -> its stream and the thread serving it; 0 is the evaluator's own
+        self._channels: dict[int, tuple[_Stream, threading.Thread]] = {}
+        self._opened = self._numbered = 0
+        self._first = self._channel_thread(0, host)
+
+    def _channel_thread(self, number: int, sock: socket.socket) -> threading.Thread:
+        stream = _Stream(sock)
+        thread = threading.Thread(target=self._serve, args=(number, stream),
+                                  name=f"recursor-broker-{number}", daemon=True)
+        self._channels[number] = (stream, thread)
+        return thread
 
     def start(self) -> None:
         """Serve the channel in a thread (after the evaluator holds ``guest_fd``)."""
-        self._thread.start()
+        self._first.start()
 
     def release_guest_end(self) -> None:
         """Close this process's copy of the evaluator's end (the sandbox holds it now); a
@@ -247,79 +286,132 @@ class CandidateBroker:
         with self._lock:
             self._closing = True
             runs = list(self._runs.values())
+            channels = list(self._channels.values())
         for cancel, _ in runs:
             cancel.set()
-        with contextlib.suppress(OSError):
-            self._sock.shutdown(socket.SHUT_RDWR)
-        self._thread.join(timeout=10)
+        for stream, _ in channels:
+            stream.shutdown()
+        deadline = time.monotonic() + 10
+        for _, thread in channels:
+            if thread.ident is not None:
+                thread.join(timeout=max(0.0, deadline - time.monotonic()))
+        deadline = time.monotonic() + 60
         for _, thread in runs:
-            thread.join(timeout=60)
-        self._sock.close()
+            thread.join(timeout=max(0.0, deadline - time.monotonic()))
+        for stream, _ in channels:
+            stream.close()
         shutil.rmtree(self._scratch, ignore_errors=True)
 
-    def _serve(self) -> None:
+    def _serve(self, number: int, stream: _Stream) -> None:
         limit = min(_wire.MAX_MESSAGE, MAX_FILE_BYTES * 2)
         while True:
             try:
-                message, fds = _wire.receive(self._sock, limit)
+                message, fds = _wire.receive(stream.sock, limit)
             except (OSError, ValueError, _wire.ChannelClosed):
                 # a broken or malformed stream ends the channel; the evaluator hears so at once
-                with contextlib.suppress(OSError):
-                    self._sock.shutdown(socket.SHUT_RDWR)
+                stream.shutdown()
+                if number:
+                    self._forget(number, stream)
                 return
             for fd in fds:  # the evaluator has no descriptor to give
                 os.close(fd)
             ident = message.get("id")
             if not isinstance(ident, int) or isinstance(ident, bool):
                 continue
-            if message.get("op") == "kill":
-                self._kill(ident)
-            elif message.get("op") == "start":
-                self._start(ident, message)
+            try:
+                self._handle(number, stream, ident, message)
+            except Exception as exc:  # noqa: BLE001 - the channel goes on; the evaluator hears
+                stream.send({"op": "refused", "id": ident,
+                             "error": f"the sandbox could not do it: {exc}"[:2000]})
 
-    def _reply(self, message: dict[str, Any], fds: tuple[int, ...] = ()) -> None:
-        with contextlib.suppress(OSError):
-            _wire.send(self._sock, message, fds)
+    def _handle(self, number: int, stream: _Stream, ident: int,
+                message: dict[str, Any]) -> None:
+        if message.get("op") == "kill":
+            self._kill((number, ident))
+        elif message.get("op") == "start":
+            self._start(number, stream, ident, message)
+        elif message.get("op") == "channel":
+            self._open_channel(stream, ident)
 
-    def _kill(self, ident: int) -> None:
+    def _forget(self, number: int, stream: _Stream) -> None:
+        """A forked process's channel closed (the process ended): its runs are killed (no one
+        is left to read them) and its slot is free again."""
         with self._lock:
-            run = self._runs.get(ident)
+            self._opened -= 1
+            self._channels.pop(number, None)
+            orphans = [cancel for key, (cancel, _) in self._runs.items() if key[0] == number]
+        for cancel in orphans:
+            cancel.set()
+        stream.close()
+
+    def _open_channel(self, stream: _Stream, ident: int) -> None:
+        """A new channel for a process about to be forked: its end goes back on ``stream``."""
+        with self._lock:
+            if self._closing or self._opened >= MAX_CHANNELS - 1:
+                why = ("the evaluation is over" if self._closing else
+                       f"{MAX_CHANNELS} candidate channels are open, this evaluation's limit")
+                stream.send({"op": "refused", "id": ident, "error": why})
+                return
+            host, guest = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+            self._opened += 1
+            self._numbered += 1
+            number = self._numbered
+            thread = self._channel_thread(number, host)
+        with guest:
+            try:
+                thread.start()
+            except RuntimeError:  # no thread to serve it: the slot is free again
+                self._forget(number, self._channels[number][0])
+                raise
+            stream.send({"op": "channel", "id": ident}, (guest.fileno(),))
+
+    def _kill(self, key: tuple[int, int]) -> None:
+        with self._lock:
+            run = self._runs.get(key)
         if run is not None:
             run[0].set()
 
-    def _start(self, ident: int, message: dict[str, Any]) -> None:
+    def _start(self, number: int, stream: _Stream, ident: int,
+               message: dict[str, Any]) -> None:
+        key = (number, ident)
         try:
             asked = parse_request(message, self._caps)
             with self._lock:
                 if self._closing:
                     raise BadRequest("the evaluation is over")
-                if ident in self._runs:
+                if key in self._runs:
                     raise BadRequest(f"run id {ident} is in use")
                 if self._started >= self._spec.max_runs:
                     raise BadRequest(f"this evaluation already made {self._spec.max_runs} "
                                      "candidate runs, its limit")
                 self._started += 1
-            workspace = self._workspace_for(ident, asked.files)
+            try:
+                workspace = self._workspace_for(key, asked.files)
+            except OSError as exc:
+                with self._lock:
+                    self._started -= 1
+                raise BadRequest(f"the run's workspace could not be made: {exc}") from None
         except BadRequest as exc:
-            self._reply({"op": "refused", "id": ident, "error": str(exc)})
+            stream.send({"op": "refused", "id": ident, "error": str(exc)})
             return
         pipes = [os.pipe() for _ in range(3)]  # (read, write) each
         guest_ends = (pipes[0][1], pipes[1][0], pipes[2][0])
         stdio: Stdio = (pipes[0][0], pipes[1][1], pipes[2][1])
-        self._reply({"op": "started", "id": ident}, guest_ends)
+        stream.send({"op": "started", "id": ident}, guest_ends)
         for fd in guest_ends:
             os.close(fd)
         cancel = Cancel()
-        thread = threading.Thread(target=self._run, args=(ident, asked, workspace, stdio, cancel),
-                                  name=f"recursor-candidate-{ident}", daemon=True)
+        thread = threading.Thread(target=self._run,
+                                  args=(key, stream, asked, workspace, stdio, cancel),
+                                  name=f"recursor-candidate-{number}-{ident}", daemon=True)
         with self._lock:
-            self._runs[ident] = (cancel, thread)
+            self._runs[key] = (cancel, thread)
             if self._closing:
                 cancel.set()
         thread.start()
 
-    def _workspace_for(self, ident: int, files: dict[str, bytes]) -> Path:
-        root = self._scratch / str(ident)
+    def _workspace_for(self, key: tuple[int, int], files: dict[str, bytes]) -> Path:
+        root = self._scratch / f"{key[0]}-{key[1]}"
         if self._workspace is not None:
             shutil.copytree(self._workspace, root, symlinks=True)
         else:
@@ -333,8 +425,9 @@ class CandidateBroker:
                                                                  self._caps.wall_time_s)),
                        memory_mb=asked.memory_mb or self._caps.memory_mb)
 
-    def _run(self, ident: int, asked: _Asked, workspace: Path, stdio: Stdio,
-             cancel: Cancel) -> None:
+    def _run(self, key: tuple[int, int], stream: _Stream, asked: _Asked, workspace: Path,
+             stdio: Stdio, cancel: Cancel) -> None:
+        ident = key[1]
         started = time.monotonic()
         try:
             with self._slots:
@@ -354,10 +447,10 @@ class CandidateBroker:
             _close_all(stdio)  # the evaluator's reads now end (every writer is gone)
             shutil.rmtree(workspace, ignore_errors=True)
         with self._lock:
-            self._runs.pop(ident, None)
+            self._runs.pop(key, None)
             self._ended.append(str(reply["status"]))
         cancel.close()
-        self._reply(reply)
+        stream.send(reply)
 
 
 def _close_all(fds: Stdio) -> None:

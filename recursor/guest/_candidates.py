@@ -29,6 +29,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import os
+import select
 import socket
 import stat
 import threading
@@ -90,6 +91,8 @@ class _Channel:
     """The evaluator's end of the sandbox's candidate channel (one per process)."""
 
     def __init__(self, fd: int) -> None:
+        if not stat.S_ISSOCK(os.fstat(fd).st_mode):
+            raise OSError(f"descriptor {fd} is not the sandbox's socket")
         os.set_inheritable(fd, False)
         self.pid = os.getpid()  # a forked child must not share the stream (nor its reader)
         self._sock = socket.socket(fileno=fd)
@@ -99,6 +102,7 @@ class _Channel:
         self._ended: dict[int, dict[str, Any]] = {}
         self._closed: str | None = None
         self._next = 0
+        self._abandoned: set[int] = set()  # channel requests whose reply came too late
         threading.Thread(target=self._read, name="recursor-candidates", daemon=True).start()
 
     def _read(self) -> None:
@@ -109,7 +113,7 @@ class _Channel:
                 with self._cond:
                     if message.get("op") == "ended" and isinstance(ident, int):
                         self._ended[ident] = message
-                    elif isinstance(ident, int):
+                    elif isinstance(ident, int) and ident and ident not in self._abandoned:
                         self._replies[ident] = (message, fds)
                     else:
                         for fd in fds:
@@ -150,6 +154,27 @@ class _Channel:
         with contextlib.suppress(OSError), self._send_lock:
             _wire.send(self._sock, {"op": "kill", "id": ident})
 
+    def open_another(self, timeout: float) -> int | str:
+        """A new channel's descriptor, for a process about to be forked; why not, else."""
+        with self._cond:
+            if self._closed:
+                return self._closed
+            self._next += 1
+            ident = self._next
+        try:
+            with self._send_lock:
+                _wire.send(self._sock, {"op": "channel", "id": ident})
+        except OSError as exc:
+            return f"the candidate channel broke: {exc}"
+        with self._cond:
+            self._cond.wait_for(lambda: ident in self._replies or self._closed is not None,
+                                timeout)
+            if ident not in self._replies:
+                self._abandoned.add(ident)  # its reply's descriptor is closed on arrival
+                return self._closed or f"the sandbox did not answer within {timeout:g} s"
+            reply, fds = self._replies.pop(ident)
+        return _new_channel(reply, fds)
+
     def ended(self, ident: int, timeout: float | None) -> dict[str, Any] | None:
         with self._cond:
             self._cond.wait_for(lambda: ident in self._ended or self._closed is not None,
@@ -161,13 +186,100 @@ class _Channel:
         return self._closed
 
 
+def _new_channel(reply: dict[str, Any], fds: list[int]) -> int | str:
+    """The descriptor an ``op: channel`` reply carries, or why there is none."""
+    if reply.get("op") == "channel" and len(fds) == 1:
+        os.set_inheritable(fds[0], False)
+        return fds[0]
+    for fd in fds:
+        os.close(fd)
+    return str(reply.get("error") or "the sandbox refused a channel")
+
+
+def _ask_unopened(fd: int, timeout: float) -> int | str:
+    """A new channel, asked for on this process's stream before anything here reads it (so
+    the next message is the reply): one request with id 0, which a :class:`_Channel` never
+    uses and drops if it comes late, and no reader thread in this process."""
+    if not stat.S_ISSOCK(os.fstat(fd).st_mode):
+        return f"descriptor {fd} is not the sandbox's socket"
+    sock = socket.socket(fileno=os.dup(fd))
+    try:
+        _wire.send(sock, {"op": "channel", "id": 0})
+        ready, _, _ = select.select([sock], [], [], timeout)
+        if not ready:
+            return f"the sandbox did not answer within {timeout:g} s"
+        reply, fds = _wire.receive(sock)
+    except (OSError, ValueError, _wire.ChannelClosed) as exc:
+        return f"the candidate channel broke: {exc}"
+    finally:
+        sock.close()
+    return _new_channel(reply, fds)
+
+
 _channel: _Channel | None = None
-_channel_lock = threading.Lock()
+_channel_lock = threading.RLock()  # re-entrant: a fork from a signal handler takes it too
+_FORK_WAIT_S = 30.0
+# A forked process gets a channel of its own, asked for by its parent just before the fork
+# (os.register_at_fork, below): several workers on one stream would interleave their messages.
+_for_child: int | str | None = None  # in the parent, during a fork: its descriptor, or why not
+_child_fd: int | str | None = None  # in a forked process: its channel not yet opened, or why not
+
+
+def _before_fork() -> None:
+    global _for_child
+    _channel_lock.acquire()  # held across the fork: the child gets it in a known state
+    try:
+        raw = os.environ.get(CANDIDATES_ENV, "")
+        if _channel is not None and _channel.pid == os.getpid():
+            _for_child = _channel.open_another(_FORK_WAIT_S)
+        elif _channel is None and isinstance(_child_fd, int):  # a forked process's own
+            _for_child = _ask_unopened(_child_fd, _FORK_WAIT_S)
+        elif _channel is None and _child_fd is None and raw.isdigit():  # the evaluator's
+            _for_child = _ask_unopened(int(raw), _FORK_WAIT_S)
+    except Exception as exc:  # noqa: BLE001 - a fork must go on; the child will say why
+        _for_child = f"no channel could be made for it: {exc}"
+
+
+def _after_fork_in_parent() -> None:
+    global _for_child
+    given, _for_child = _for_child, None
+    if isinstance(given, int):
+        os.close(given)
+    _channel_lock.release()
+
+
+def _after_fork_in_child() -> None:
+    global _channel, _channel_lock, _child_fd, _for_child
+    inherited, _channel = _channel, None
+    if inherited is not None:
+        inherited._sock.close()  # the parent's stream: never this process's to read
+    elif isinstance(_child_fd, int):
+        os.close(_child_fd)  # the parent's own, not yet opened there
+    in_sandbox = os.environ.get(CANDIDATES_ENV, "").isdigit()
+    if inherited is None and _child_fd is None and in_sandbox:
+        with contextlib.suppress(OSError):  # the evaluator's stream, not yet opened there
+            os.close(int(os.environ[CANDIDATES_ENV]))
+    if _for_child is None and in_sandbox:  # never fall back on the evaluator's stream
+        _for_child = "its parent process had no channel to ask for one with"
+    _child_fd, _for_child = _for_child, None
+    _channel_lock = threading.RLock()  # the parent's is held across the fork
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(before=_before_fork, after_in_parent=_after_fork_in_parent,
+                        after_in_child=_after_fork_in_child)
 
 
 def _the_channel() -> _Channel | HostChannel:
-    global _channel
+    global _channel, _child_fd
     with _channel_lock:
+        if _channel is None and _child_fd is not None:
+            given, _child_fd = _child_fd, None
+            if isinstance(given, str):
+                _child_fd = given  # every later call says the same
+                raise CandidateUnavailable(f"this forked process has no candidate channel: "
+                                           f"{given}")
+            _channel = _Channel(given)
         if _channel is None:
             raw = os.environ.get(CANDIDATES_ENV, "")
             if not raw.isdigit() and os.environ.get(HOST_RUN_ENV) == "1":
@@ -183,8 +295,9 @@ def _the_channel() -> _Channel | HostChannel:
                 raise CandidateUnavailable(f"the candidate channel is unusable: {exc}") from exc
         if _channel.pid != os.getpid():
             raise CandidateUnavailable(
-                "the candidate channel belongs to the evaluator's own process: start candidate "
-                "runs from it (threads are fine), not from a forked child")
+                "the candidate channel belongs to another process: this one was forked without "
+                "Python's fork hooks (os.fork and multiprocessing run them); start candidate "
+                "runs from the evaluator's process, its threads or its os.fork children")
         return _channel
 
 

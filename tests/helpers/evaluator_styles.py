@@ -1,7 +1,7 @@
 """Evaluators in the styles new users write (written here): the candidate loaded in a
 ``multiprocessing`` worker (forked, spawned, or in a ``ProcessPoolExecutor`` with the spawn
-context) for a timeout, run by a script started with ``asyncio``, a bare number returned,
-numpy numbers among the metrics. Each scores
+context) for a timeout, in pools of three workers calling it at once, run by a script started
+with ``asyncio``, a bare number returned, numpy numbers among the metrics. Each scores
 ``solve`` on the cases x -> 3x (1.0 when all are right)."""
 
 from __future__ import annotations
@@ -54,6 +54,33 @@ def evaluate(program_path):
     return {"score": _share(answers)}
 '''
 
+# the evaluator calls the candidate itself, then from three workers at once (each worker's
+# calls on a candidate channel of its own), fork and spawn pools alike
+POOL_OF_THREE = _LOAD + '''
+import concurrent.futures
+import multiprocessing
+
+
+def _solve_one(path, x):
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("program", path)
+    program = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(program)
+    return program.solve(x)
+
+
+def evaluate(program_path):
+    first = _solve_all(program_path)
+    answers = []
+    for method in ("fork", "spawn"):
+        context = multiprocessing.get_context(method)
+        with concurrent.futures.ProcessPoolExecutor(max_workers=3, mp_context=context) as pool:
+            futures = [pool.submit(_solve_one, program_path, x) for x in (1, 2, 5)]
+            answers.append([f.result(timeout=60) for f in futures])
+    agree = all(a == first for a in answers)
+    return {"score": _share(first) if agree else 0.0}
+'''
+
 BARE_NUMBER = _LOAD + '''
 
 def evaluate(program_path):
@@ -102,6 +129,7 @@ def evaluate(program_path):
 '''
 
 STYLES = {"forked worker": FORKED, "spawned worker": SPAWNED, "spawn pool": POOL,
+          "pools of three": POOL_OF_THREE,
           "bare number": BARE_NUMBER, "numpy numbers": NUMPY_NUMBERS,
           "asyncio subprocess": ASYNC_SUBPROCESS}
 

@@ -40,3 +40,21 @@ def test_an_evaluator_s_compiler_shell_and_binaries_run_as_candidate_runs(
         archive.close()
     assert start is not None and start.metrics == {"score": 0.0, "evaluator_folder_seen": 0.0}
     assert nodes["triples"].score == 1.0, nodes["triples"].error
+
+
+@pytest.mark.parametrize("sandbox", ["process", "docker"])
+def test_workers_of_a_pool_call_the_candidate_at_once(tmp_path: Path, sandbox: str,
+                                                      request: pytest.FixtureRequest) -> None:
+    """Three pool workers (fork and spawn contexts) calling the candidate at once, after the
+    evaluator called it itself: each process gets a candidate channel of its own (before,
+    their messages interleaved on one stream and the evaluation failed), and every call
+    still runs where the evaluator's folder is not."""
+    if sandbox == "docker":
+        request.getfixturevalue("docker_image")  # the base image, built once if missing
+    nodes, archive = folder_campaign(tmp_path, {"evaluate.py": STYLES["pools of three"]},
+                                     "evaluate.py", ["triples", "peeks"], sandbox=sandbox,
+                                     bodies=BODIES)
+    archive.close()
+    assert nodes["start"].status == "done", nodes["start"].error
+    assert nodes["triples"].score == 1.0, nodes["triples"].error
+    assert nodes["peeks"].status == "done" and nodes["peeks"].score == 0.0, nodes["peeks"].error

@@ -150,3 +150,89 @@ def test_candidate_runs_through_the_process_sandbox(tmp_path: Path) -> None:
     # the run still going when the evaluation ended was killed before run() returned
     assert _marked(marker) == []
     assert "killed" in result.candidate_statuses and "timeout" in result.candidate_statuses
+
+
+FORKING_EVALUATOR = '''
+import json, os, sys
+from recursor.guest import CandidateUnavailable, run_candidate, start_candidate
+
+out = {"parent": run_candidate(["true"]).status}
+# a forked process starts a long run and ends without waiting: its run ends with its channel
+r, w = os.pipe()
+pid = os.fork()
+if pid == 0:
+    start_candidate([sys.executable, "-c", "import time; time.sleep(300)", sys.argv[1]])
+    os.write(w, b"x")
+    os._exit(0)
+os.read(r, 1)
+os.waitpid(pid, 0)
+out["after"] = run_candidate(["sleep", "0.5"]).status
+# seventy processes alive at once, each on a channel of its own while the sandbox allows one
+done_r, done_w = os.pipe()
+go_r, go_w = os.pipe()
+children = []
+for _ in range(70):
+    pid = os.fork()
+    if pid == 0:
+        try:
+            said = run_candidate(["true"]).status
+        except CandidateUnavailable as exc:
+            said = str(exc)
+            # a process forked from one that has no channel has none either (and never
+            # falls back on the descriptor number the evaluator's stream had)
+            if os.fork() == 0:
+                try:
+                    heard = run_candidate(["true"]).status
+                except CandidateUnavailable as exc:
+                    heard = str(exc)
+                os.write(done_w, ("g" + json.dumps(heard) + "\\n").encode())
+                os._exit(0)
+            os.wait()
+        os.write(done_w, ("c" + json.dumps(said) + "\\n").encode())
+        os.read(go_r, 1)
+        os._exit(0)
+    children.append(pid)
+lines = b""
+while lines.count(b"\\nc") + lines.startswith(b"c") < 70:
+    lines += os.read(done_r, 65536)
+os.write(go_w, b"x" * 70)
+for pid in children:
+    os.waitpid(pid, 0)
+said = [line[1:] for line in lines.decode().splitlines()]
+out["children"] = [json.loads(x) for x, line in zip(said, lines.decode().splitlines())
+                   if line.startswith("c")]
+out["grandchildren"] = [json.loads(x) for x, line in zip(said, lines.decode().splitlines())
+                        if line.startswith("g")]
+print(json.dumps(out), flush=True)
+'''
+
+
+def test_each_forked_process_has_a_channel_of_its_own(tmp_path: Path) -> None:
+    """A forked process's requests go on a channel of its own (so a pool's workers never
+    interleave theirs); its runs end when it does; at most MAX_CHANNELS are open at once, and
+    a process forked past that hears why when it asks for a run."""
+    from recursor.sandbox._broker import MAX_CHANNELS
+
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    marker = f"orphaned-{uuid.uuid4().hex}"
+    box = ProcessSandbox()
+    try:
+        result = box.run(SandboxRequest(
+            command=[sys.executable, "-P", "-c", FORKING_EVALUATOR, marker],
+            workspace=workspace, limits=SandboxLimits(wall_time_s=120, max_processes=1024),
+            candidates=CandidateRuns(max_runs=100, max_parallel=4)))
+    finally:
+        box.close()
+    assert result.status is RunStatus.OK, result.stderr[-3000:]
+    out = json.loads(result.stdout.strip().splitlines()[-1])
+    assert out["parent"] == "ok" and out["after"] == "ok"
+    # the orphan was killed when its process's channel closed, before the next run ended
+    assert result.candidate_statuses[:3] == ("ok", "killed", "ok")
+    said = out["children"]
+    refused = [s for s in said if s != "ok"]
+    assert said.count("ok") == MAX_CHANNELS - 1 and len(refused) == 70 - (MAX_CHANNELS - 1)
+    assert all("no candidate channel" in s and "limit" in s for s in refused), refused
+    assert len(out["grandchildren"]) == len(refused)
+    assert all("no candidate channel" in s and "parent process had no channel" in s
+               for s in out["grandchildren"]), out["grandchildren"]
