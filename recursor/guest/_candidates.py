@@ -34,6 +34,7 @@ import socket
 import stat
 import threading
 import time
+import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
@@ -218,6 +219,7 @@ def _ask_unopened(fd: int, timeout: float) -> int | str:
 
 _channel: _Channel | None = None
 _channel_lock = threading.RLock()  # re-entrant: a fork from a signal handler takes it too
+_live_runs: weakref.WeakSet[CandidateProcess] = weakref.WeakSet()
 _FORK_WAIT_S = 30.0
 # A forked process gets a channel of its own, asked for by its parent just before the fork
 # (os.register_at_fork, below): several workers on one stream would interleave their messages.
@@ -248,9 +250,28 @@ def _after_fork_in_parent() -> None:
     _channel_lock.release()
 
 
+def _drop_inherited(inherited: _Channel | None) -> None:
+    """In a forked process: the parent's runs' pipes and any descriptor waiting in its replies
+    are not this process's. A pipe still open is pointed at /dev/null (``dup2``: its object
+    here may close that number later), so a candidate waiting for its stdin to end is not kept
+    waiting by this copy; a waiting descriptor (no object holds it) is closed."""
+    pipes = [fd for run in list(_live_runs) for handle, fd in run._pipes if not handle.closed]
+    waiting = [fd for _, fds in inherited._replies.values() for fd in fds] if inherited else []
+    if pipes:
+        null = os.open(os.devnull, os.O_RDWR)
+        for fd in pipes:
+            with contextlib.suppress(OSError):
+                os.dup2(null, fd, inheritable=False)
+        os.close(null)
+    for fd in waiting:
+        with contextlib.suppress(OSError):
+            os.close(fd)
+
+
 def _after_fork_in_child() -> None:
     global _channel, _channel_lock, _child_fd, _for_child
     inherited, _channel = _channel, None
+    _drop_inherited(inherited)
     if inherited is not None:
         inherited._sock.close()  # the parent's stream: never this process's to read
     elif isinstance(_child_fd, int):
@@ -328,7 +349,8 @@ class _Drain(threading.Thread):
 
     def __init__(self, pipe: IO[bytes], limit: int) -> None:
         super().__init__(daemon=True)
-        self._pipe, self._limit = pipe, limit
+        self.pipe = self._pipe = pipe
+        self._limit = limit
         self._fd = pipe.fileno()
         self._chunks: list[bytes] = []
         self.kept, self.truncated = 0, False
@@ -364,6 +386,8 @@ class CandidateProcess:
         self._stderr = _Drain(os.fdopen(fds[2], "rb"), stderr_bytes)
         self._stderr.start()
         self._result: CandidateRun | None = None
+        self._pipes = ((self.stdin, fds[0]), (self.stdout, fds[1]), (self._stderr.pipe, fds[2]))
+        _live_runs.add(self)
 
     @property
     def stderr(self) -> bytes:

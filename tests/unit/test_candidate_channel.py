@@ -236,3 +236,41 @@ def test_each_forked_process_has_a_channel_of_its_own(tmp_path: Path) -> None:
     assert len(out["grandchildren"]) == len(refused)
     assert all("no candidate channel" in s and "parent process had no channel" in s
                for s in out["grandchildren"]), out["grandchildren"]
+
+
+STDIN_EVALUATOR = '''
+import json, os, time
+from recursor.guest import start_candidate
+
+with start_candidate(["cat"]) as proc:
+    pid = os.fork()  # a process forked while the run reads its stdin
+    if pid == 0:
+        time.sleep(8)
+        os._exit(0)
+    proc.stdin.write(b"fed")
+    proc.stdin.close()
+    started = time.monotonic()
+    out = proc.stdout.read()
+    ended = proc.wait()
+    waited = time.monotonic() - started
+os.waitpid(pid, 0)
+print(json.dumps({"out": out.decode(), "status": ended.status, "waited_s": waited}))
+'''
+
+
+def test_a_forked_process_keeps_no_copy_of_a_run_s_pipes(tmp_path: Path) -> None:
+    """The run's stdin ends when the evaluator closes it, though a process forked from the
+    evaluator meanwhile is still alive (its copy of the pipe is pointed at /dev/null)."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    box = ProcessSandbox()
+    try:
+        result = box.run(SandboxRequest(
+            command=[sys.executable, "-P", "-c", STDIN_EVALUATOR], workspace=workspace,
+            limits=SandboxLimits(wall_time_s=60), candidates=CandidateRuns(max_runs=2)))
+    finally:
+        box.close()
+    assert result.status is RunStatus.OK, result.stderr[-3000:]
+    out = json.loads(result.stdout.strip().splitlines()[-1])
+    assert out["out"] == "fed" and out["status"] == "ok"
+    assert out["waited_s"] < 4, out  # not the forked process's 8 s
