@@ -215,10 +215,11 @@ def resume(
 ) -> None:
     """Continue a stopped, killed or finished campaign (``--max-evals`` raises its budget;
     ``--set`` and ``--search-policy`` switch its search policy, recorded as a new version)."""
+    overrides, reason = _resume_overrides(max_evals, sets or [], search_policy)
+    # imported once the changes asked for are known to be good (see ``run``)
     from recursor.orchestrator.context import open_context
     from recursor.orchestrator.graph import execute
 
-    overrides, reason = _resume_overrides(max_evals, sets or [], search_policy)
     ctx = open_context(directory, _reporter(quiet), overrides=overrides or None,
                        reason=reason)
     try:
