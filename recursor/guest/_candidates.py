@@ -210,7 +210,7 @@ class _Drain(threading.Thread):
 
     def __init__(self, pipe: IO[bytes], limit: int) -> None:
         super().__init__(daemon=True)
-        self.pipe = self._pipe = pipe
+        self.pipe = pipe
         self._limit = limit
         self._fd = pipe.fileno()
         self._chunks: list[bytes] = []
@@ -226,7 +226,7 @@ class _Drain(threading.Thread):
                     self._chunks.append(chunk)
                     self.kept += len(chunk)
         with contextlib.suppress(OSError):
-            self._pipe.close()
+            self.pipe.close()
 
     def data(self) -> bytes:
         return b"".join(self._chunks)
