@@ -93,12 +93,24 @@ def test_the_harness_cannot_find_the_answer_key(campaign: Any) -> None:
 
 
 def test_the_snooping_harness_works_when_a_world_file_is_readable(campaign: Any) -> None:
-    """Positive control: the held-out file placed in the workspace is found and used."""
+    """Positive control: the held-out file placed in the workspace is found and used.
+
+    The world seed is private and random, and entity names come from one pool, so now and then
+    (about 1 world in 40) two held-out universes ask the same question with different answers;
+    the snoop's answer key is keyed by the question's text and can hold only one of them. Every
+    question whose text has one answer must be right."""
     _, cache, _ = campaign
     leaked = (cache / "worlds" / "heldout.json").read_text()
     outcome = _heldout(cache, _files(SNOOP, **{"leaked.json": leaked}), campaign)
     assert outcome.ok, (outcome.error, outcome.stderr[-3000:])
-    assert outcome.metrics["success"] == 1.0 and outcome.metrics["mean_steps"] == 1.0
+    assert outcome.metrics["mean_steps"] == 1.0
+    answers: dict[tuple[str, tuple[str, ...]], set[str]] = {}
+    questions = [q for u in world_file(cache, "heldout") for q in u.questions]
+    for q in questions:
+        answers.setdefault((q.start, q.chain), set()).add(q.answer)
+    unambiguous = {q.qid for q in questions if len(answers[(q.start, q.chain)]) == 1}
+    assert len(unambiguous) >= len(questions) // 2, "most questions have one answer"
+    assert {qid: outcome.instances[qid] for qid in unambiguous} == dict.fromkeys(unambiguous, 1.0)
 
 
 def world_file(cache: Path, split: str) -> list[world.Universe]:
