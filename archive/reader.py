@@ -388,6 +388,12 @@ class ArchiveReader:
             return conn.execute(query.limit(1)).first() is not None
 
     @retried
+    def stream_logs(self, stream: str) -> list[LogEntry]:
+        """Every node's entries of ``stream`` (e.g. ``behaviour``), oldest first."""
+        query = select(*_LOG).where(LogRow.stream == stream)
+        return self._all(LogEntry, query.order_by(LogRow.id))
+
+    @retried
     def logs_all(self) -> list[LogEntry]:
         """Every log entry of the archive, oldest first."""
         return self._all(LogEntry, select(*_LOG).order_by(LogRow.id))

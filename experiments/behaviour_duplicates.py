@@ -25,8 +25,10 @@ Kuhn poker for 10 iterations, so the 10-iteration probe costs nothing extra.
 from __future__ import annotations
 
 import argparse
+import statistics
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -64,9 +66,10 @@ def probe_plan(cache: Path, probe: str) -> EvaluationPlan:
                           limits=SandboxLimits(wall_time_s=40, memory_mb=1024))
 
 
-def rows_for(directory: Path, iterations: list[str], sandbox: ProcessSandbox
-             ) -> list[dict[str, Any]]:
-    """Per evaluated candidate: wasted, promoted, best, and per probe length, refused."""
+def rows_for(directory: Path, iterations: list[str], sandbox: ProcessSandbox,
+             timings: dict[str, list[float]] | None = None) -> list[dict[str, Any]]:
+    """Per evaluated candidate: wasted, promoted, best, and per probe length, refused.
+    ``timings`` (when given) gets each probe's sandbox run times, in seconds."""
     manifest = read_manifest(directory)
     archive = Archive(manifest["archive_url"])
     try:
@@ -82,8 +85,12 @@ def rows_for(directory: Path, iterations: list[str], sandbox: ProcessSandbox
         scores: set[Any] = set()
         rows = []
         for node in done:
-            prints = {i: _fingerprint(store.read(node.commit or ""), plans[i], sandbox)
-                      for i in iterations}
+            prints = {}
+            for i in iterations:
+                started = time.perf_counter()
+                prints[i] = _fingerprint(store.read(node.commit or ""), plans[i], sandbox)
+                if timings is not None:
+                    timings.setdefault(i, []).append(time.perf_counter() - started)
             if node.round > 0:
                 rows.append({"wasted": score_key(node.score or 0.0) in scores,
                              "lost": node.id in promoted or node.id == best,
@@ -105,7 +112,8 @@ def _fingerprint(files: dict[str, str], plan: EvaluationPlan, sandbox: ProcessSa
     return tuple(sorted((game, score_key(value)) for game, value in outcome.instances.items()))
 
 
-def report(rows: list[dict[str, Any]], iterations: list[str]) -> list[str]:
+def report(rows: list[dict[str, Any]], iterations: list[str],
+           timings: dict[str, list[float]] | None = None) -> list[str]:
     wasted = sum(r["wasted"] for r in rows)
     lines = [f"{len(rows)} evaluated candidates, {wasted} wasted (the same dev score as an "
              "earlier evaluated node)", "",
@@ -114,6 +122,10 @@ def report(rows: list[dict[str, Any]], iterations: list[str]) -> list[str]:
     for i in iterations:
         refused = [r for r in rows if r[i]]
         lines.append(refusal_line(i, refused, wasted, sum(r["lost"] for r in refused)))
+    if timings:
+        lines += ["", "| probe | median sandbox run (s) |", "|---|---|"]
+        lines += [f"| {i} | {statistics.median(timings[i]):.3f} |" for i in iterations
+                  if timings.get(i)]
     return lines
 
 
@@ -130,6 +142,7 @@ def main(argv: list[str] | None = None) -> int:
     iterations = [f"{both}:{int(i)}" for i in args.iterations.split(",") if i]
     iterations += [p for p in args.probes.split(",") if p]
     rows: list[dict[str, Any]] = []
+    timings: dict[str, list[float]] = {}
     sandbox = ProcessSandbox()
     try:
         with tempfile.TemporaryDirectory(prefix="recursor-behaviour-") as tmp:
@@ -138,14 +151,14 @@ def main(argv: list[str] | None = None) -> int:
                 config.seed, config.budget.max_evals = seed, args.max_evals
                 directory = Path(tmp) / f"seed-{seed}"
                 run_campaign(config, directory, NullReporter())
-                found = rows_for(directory, iterations, sandbox)
+                found = rows_for(directory, iterations, sandbox, timings)
                 print(f"  seed {seed}: {len(found)} candidates, "
                       f"{sum(r['wasted'] for r in found)} wasted", file=sys.stderr, flush=True)
                 rows += found
     finally:
         sandbox.close()
     print(f"default cfr campaign, {args.max_evals} evaluations, seeds {args.seeds} (pooled)\n")
-    print("\n".join(report(rows, iterations)))
+    print("\n".join(report(rows, iterations, timings)))
     return 0
 
 

@@ -48,6 +48,7 @@ from recursor.orchestrator.schedule import check_schedule
 from recursor.orchestrator.trial import ProposalCheck
 
 if TYPE_CHECKING:
+    from recursor.orchestrator.behaviour import BehaviourIndex
     from recursor.orchestrator.near_duplicates import Index
 from recursor.proposers import (
     AlternateChoice,
@@ -113,6 +114,7 @@ class CampaignContext:
     lock: CampaignLock | None = None  # this process's hold on the directory
     closers: list[Callable[[], None]] = field(default_factory=list)  # run by close(), first
     near_duplicates: Index | None = None  # built on first use (near_duplicates.py)
+    behaviour: BehaviourIndex | None = None  # built on first use (behaviour.py)
 
     def scope(self, editable: Sequence[str] | None = None,
               search_set: Sequence[str] = ()) -> Scope:
@@ -153,6 +155,18 @@ def _check_components(config: CampaignConfig, task: Task) -> None:
                           f"(allowed: {', '.join(known)})")
     if config.schedule is not None:
         check_schedule(config.schedule, task)
+
+
+def _behaviour_checked(config: CampaignConfig, task: Task, cache_dir: Path) -> bool:
+    """Whether the proposal check runs the task's behaviour run (``near_duplicates:
+    {behaviour: true}``); a task without one is refused with the reason."""
+    if not config.near_duplicates.behaviour:
+        return False
+    if task.behaviour_plan(cache_dir) is None:
+        raise ConfigError(f"near_duplicates.behaviour: the task {task.name!r} has no behaviour "
+                          "run to compare proposals by (the cfr task has one); remove the "
+                          "setting, or use near_duplicates.enabled to compare their code")
+    return True
 
 
 def create_campaign_dir(directory: Path, config: CampaignConfig) -> tuple[str, str]:
@@ -263,7 +277,8 @@ def open_context(directory: Path, reporter: Reporter,
         elif overrides:
             archive.set_campaign_config(campaign_id, config_to_dict(config))
         sandbox = given.sandbox or build_sandbox(config.sandbox, hidden_paths=[directory])
-        check = ProposalCheck(task, sandbox, config.sandbox, cache_dir)
+        check = ProposalCheck(task, sandbox, config.sandbox, cache_dir,
+                              behaviour=_behaviour_checked(config, task, cache_dir))
         ctx = CampaignContext(campaign_id, directory, config, archive, store, task, sandbox,
                               {}, AlternateChoice(["none"], config.seed), reporter, cache_dir,
                               check, lock=lock)

@@ -38,6 +38,7 @@ from recursor.archive import Node, PopulationPolicy, members_of
 from recursor.config import BudgetConfig
 from recursor.orchestrator import goodhart, objective, proposer_training, stall
 from recursor.orchestrator import retune as retune_step
+from recursor.orchestrator.behaviour import refuse_behaviour_duplicate
 from recursor.orchestrator.context import CampaignContext, Scope
 from recursor.orchestrator.duplicates import answer_duplicate, fingerprint
 from recursor.orchestrator.judging import SplitScorer, judge_node
@@ -218,6 +219,8 @@ def materialize(ctx: CampaignContext, node: Node, editable: Sequence[str]) -> No
         if error is not None:
             ctx.archive.add_log(node.id, "trial.stdout", checked.stdout)
             ctx.archive.add_log(node.id, "trial.stderr", checked.stderr)
+        else:
+            error = refuse_behaviour_duplicate(ctx, node, checked)
     updated = ctx.archive.mark_materialized(node.id, commit, patch, invalid=error,
                                             fingerprint=wanted)
     if error is not None:

@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from recursor.archive import Evaluation, Node
 from recursor.config import CampaignConfig
 from recursor.orchestrator import objective
+from recursor.orchestrator.behaviour import note_behaviour_run
 from recursor.orchestrator.context import CampaignContext
 from recursor.orchestrator.evaluation import ARTIFACTS, EvaluationOutcome, run_evaluation
 from recursor.orchestrator.near_duplicates import note_run
@@ -165,6 +166,7 @@ def _finish_node(ctx: CampaignContext, node_id: str, rows: Sequence[Evaluation],
                                        errors[-1].content if errors else failed.run_status,
                                        wall_s=wall_s)
     note_run(ctx, node)
+    note_behaviour_run(ctx, node)
     if node.round > 0:
         ctx.reporter.node(describe(node))
 

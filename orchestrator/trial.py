@@ -7,6 +7,11 @@ one per campaign and hands it both to the built-in proposers (as their validity 
 keep retrying until a mutant survives the trial) and to the ``materialize`` step (which checks
 every proposal, whatever proposed it). Verdicts are cached by the files' content, so a proposal
 a proposer already checked is not run twice.
+
+Where the campaign refuses behavioural duplicates (``near_duplicates: {behaviour: true}``) the
+task's :meth:`~recursor.tasks.Task.behaviour_plan` runs in the trial's place, and the result
+carries the candidate's behaviour: a digest of that run's per-instance values
+(``orchestrator/behaviour.py`` compares it).
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from recursor.archive.selection import score_key
 from recursor.config import SandboxConfig
 from recursor.orchestrator.evaluation import interpret, plan_request, write_workspace
 from recursor.sandbox import Sandbox, SandboxLimits, limits_for
@@ -36,6 +42,7 @@ class CheckResult:
     stdout: str = ""
     stderr: str = ""
     wall_s: float = 0.0
+    behaviour: str | None = None  # the behaviour run's digest (None: no behaviour run)
 
 
 def trial_limits(config: SandboxConfig, trial: SandboxLimits) -> SandboxLimits:
@@ -47,6 +54,13 @@ def trial_limits(config: SandboxConfig, trial: SandboxLimits) -> SandboxLimits:
         max_processes=min(campaign.max_processes, trial.max_processes),
         output_bytes=min(campaign.output_bytes, trial.output_bytes),
         disk_mb=min(campaign.disk_mb, trial.disk_mb))
+
+
+def behaviour_digest(instances: Mapping[str, float]) -> str:
+    """The digest of a behaviour run's per-instance values, each to the 10 significant digits
+    selection counts as one score."""
+    items = sorted((str(name), score_key(float(value))) for name, value in instances.items())
+    return hashlib.sha256(repr(items).encode()).hexdigest()[:32]
 
 
 def files_digest(files: Mapping[str, str]) -> str:
@@ -61,15 +75,16 @@ class ProposalCheck:
 
     Contract: never executes anything from ``files`` outside ``sandbox``; never raises for
     anything the candidate does (a crash, hang or garbage in the trial is a reason). Without a
-    sandbox or a trial plan only the static check applies. Thread-safe.
+    sandbox or a trial plan only the static check applies. With ``behaviour`` the task's
+    behaviour run replaces its trial. Thread-safe.
     """
 
     def __init__(self, task: Task, sandbox: Sandbox | None = None,
                  sandbox_config: SandboxConfig | None = None,
-                 cache_dir: Path | None = None) -> None:
+                 cache_dir: Path | None = None, behaviour: bool = False) -> None:
         if sandbox is not None and (sandbox_config is None or cache_dir is None):
             raise ValueError("a sandboxed trial needs the campaign's sandbox config and cache")
-        self.task, self.sandbox = task, sandbox
+        self.task, self.sandbox, self.behaviour = task, sandbox, behaviour
         self.sandbox_config, self.cache_dir = sandbox_config, cache_dir
         self._cache: OrderedDict[str, CheckResult] = OrderedDict()
         self._lock = threading.Lock()
@@ -96,7 +111,8 @@ class ProposalCheck:
     def _trial(self, files: Mapping[str, str]) -> CheckResult:
         if self.sandbox is None or self.sandbox_config is None or self.cache_dir is None:
             return CheckResult(None)
-        plan = self.task.trial_plan(self.cache_dir)
+        plan = (self.task.behaviour_plan(self.cache_dir) if self.behaviour
+                else self.task.trial_plan(self.cache_dir))
         if plan is None:
             return CheckResult(None)
         with tempfile.TemporaryDirectory(prefix="recursor-trial-") as tmp:
@@ -110,7 +126,9 @@ class ProposalCheck:
         outcome = interpret(result, self.task.objective.metric)
         error = None if outcome.run_status is RunStatus.OK else (
             f"trial run {outcome.run_status.value}: {outcome.error or 'no reason given'}")
-        return CheckResult(error, outcome.stdout, outcome.stderr, outcome.wall_s)
+        behaviour = (behaviour_digest(outcome.instances)
+                     if self.behaviour and error is None and outcome.instances else None)
+        return CheckResult(error, outcome.stdout, outcome.stderr, outcome.wall_s, behaviour)
 
 
-__all__ = ["CheckResult", "ProposalCheck", "files_digest", "trial_limits"]
+__all__ = ["CheckResult", "ProposalCheck", "behaviour_digest", "files_digest", "trial_limits"]

@@ -97,6 +97,15 @@ class Task(abc.ABC):
         Its verdict follows the evaluation contract; an ``error`` makes the proposal invalid."""
         return None
 
+    def behaviour_plan(self, cache_dir: Path) -> EvaluationPlan | None:
+        """An optional sandboxed run that stands for the trial where a campaign refuses
+        behavioural duplicates (``near_duplicates: {behaviour: true}``): it must reject what
+        the trial rejects, and its verdict's ``instances`` are the candidate's behaviour, so
+        two candidates whose instances agree (to 10 significant digits) are taken to score the
+        same on dev. Only a deterministic task can have one; None (the default): the
+        task has none, and the setting is refused at the start."""
+        return None
+
     @abc.abstractmethod
     def evaluation(self, split: Split, cache_dir: Path) -> EvaluationPlan:
         """The sandboxed command that evaluates ``/workspace`` on ``split``."""

@@ -429,6 +429,10 @@ class NearDuplicateConfig(_Model):
     shingle: int = Field(4, ge=1, le=32, description="tokens per shingle")
     permutations: int = Field(64, ge=8, le=1024, description="MinHash signature length "
                               "(which nodes are compared exactly)")
+    behaviour: bool = Field(False, description="also refuse a proposal that behaves as an "
+                            "evaluated node on the task's behaviour run (which then replaces "
+                            "its trial; only tasks that define one, such as cfr); independent "
+                            "of 'enabled'")
 
 
 class BudgetConfig(_Model):

@@ -15,10 +15,16 @@ cannot say is simulated this way:
 
 The code is read from the campaign's folder (its git store) once per campaign and setting, in
 the process that starts the simulations (forked workers inherit it).
+
+``near_duplicates: {behaviour: true}`` is simulated from the behaviour each node logged when
+its campaign ran with that setting (``orchestrator/behaviour.py``): a recorded node is refused
+when its behaviour equals that of a node whose dev evaluation ran earlier in the simulated run.
+A campaign that ran without the setting logged no behaviour, and cannot be simulated with it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -102,4 +108,46 @@ class NearRun:
         self.ids.append(node_id)
 
 
-__all__ = ["NearData", "NearRun"]
+class BehaviourRun:
+    """One simulated run's behaviours of the recorded nodes whose dev evaluation ran."""
+
+    def __init__(self, behaviours: Mapping[str, str]) -> None:
+        self.behaviours = behaviours
+        self.seen: set[str] = set()
+
+    def refuses(self, node_id: str) -> bool:
+        behaviour = self.behaviours.get(node_id)
+        return behaviour is not None and behaviour in self.seen
+
+    def add(self, node_id: str) -> None:
+        behaviour = self.behaviours.get(node_id)
+        if behaviour is not None:
+            self.seen.add(behaviour)
+
+
+class Checks:
+    """The run's refusal checks together: a node is refused when one of them refuses it."""
+
+    def __init__(self, runs: Sequence[NearRun | BehaviourRun]) -> None:
+        self.runs = list(runs)
+
+    def refuses(self, node_id: str) -> bool:
+        return any(run.refuses(node_id) for run in self.runs)
+
+    def add(self, node_id: str) -> None:
+        for run in self.runs:
+            run.add(node_id)
+
+
+def recorded_behaviours(campaign: RecordedCampaign) -> dict[str, str]:
+    """Node id -> logged behaviour; ConfigError when the campaign logged none."""
+    found = {n.id: n.behaviour for n in campaign.nodes if n.behaviour is not None}
+    if not found:
+        raise ConfigError(f"replay: simulating near_duplicates.behaviour compares the "
+                          f"behaviour each node logged when its campaign ran with that "
+                          f"setting; campaign {campaign.name} logged none (it ran without "
+                          "it), so it cannot be simulated with it")
+    return found
+
+
+__all__ = ["BehaviourRun", "Checks", "NearData", "NearRun", "recorded_behaviours"]

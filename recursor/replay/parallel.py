@@ -65,7 +65,7 @@ def run_seeds(sims: Sequence[Simulator], policy: Policy, seeds: Sequence[int], b
     the runs into that many contiguous blocks run in forked processes."""
     global _job
     for sim in sims:  # read once here, not in every worker
-        sim.prepare(policy)
+        sim.checks(policy)
     jobs = [(s, seed) for s in range(len(sims)) for seed in seeds]
     workers = min(workers, len(jobs))
     if workers <= 1 or "fork" not in multiprocessing.get_all_start_methods():

@@ -37,6 +37,7 @@ class RecordedNode:
     commit: str | None = None  # its files in the campaign's store (when it has them)
     ran: bool = False  # its dev evaluation ran (near-duplicate checks compare with it)
     refused_near: bool = False  # refused as a near duplicate: its own outcome is unknown
+    behaviour: str | None = None  # its logged behaviour (near_duplicates.behaviour), if any
 
 
 @dataclass
@@ -103,7 +104,7 @@ def to_json(campaign: RecordedCampaign) -> dict[str, Any]:
             "promoted": sorted(campaign.promoted),
             "nodes": [[n.id, n.parent_id, n.round, n.slot, n.proposer, n.ok, n.score,
                        n.spends, n.cost, dict(n.metrics), dict(n.instances), n.commit, n.ran,
-                       n.refused_near]
+                       n.refused_near, n.behaviour]
                       for n in campaign.nodes]}
 
 
@@ -126,7 +127,8 @@ def from_json(data: Any, label: str) -> RecordedCampaign:
 
 def _from_row(row: Sequence[Any]) -> RecordedNode:
     """A node of :func:`to_json`'s list (nine fields; then its dev metrics and instances, its
-    commit, whether its dev evaluation ran and whether it was refused as a near duplicate)."""
+    commit, whether its dev evaluation ran, whether it was refused as a near duplicate and its
+    logged behaviour)."""
     i, p, r, s, name, ok, score, spends, cost = row[:9]
     metrics = {str(k): float(v) for k, v in (row[9] if len(row) > 9 else {}).items()}
     instances = {str(k): float(v) for k, v in (row[10] if len(row) > 10 else {}).items()}
@@ -136,7 +138,8 @@ def _from_row(row: Sequence[Any]) -> RecordedNode:
                         cost=float(cost), metrics=metrics, instances=instances,
                         commit=None if len(row) <= 11 or row[11] is None else str(row[11]),
                         ran=bool(row[12]) if len(row) > 12 else bool(ok),
-                        refused_near=bool(row[13]) if len(row) > 13 else False)
+                        refused_near=bool(row[13]) if len(row) > 13 else False,
+                        behaviour=None if len(row) <= 14 or row[14] is None else str(row[14]))
 
 
 def load_campaign(directory: Path) -> RecordedCampaign:
@@ -173,6 +176,7 @@ def load_from_archive(url: str, campaign_id: str | None = None,
         promoted = {p.node_id for p in archive.promotions(row.id)}
         devs = {e.node_id: e for e in archive.evaluations(
             [n.id for n in rows if n.status == "done"], split=Split.DEV)}
+        logged = {e.node_id: e.content for e in archive.stream_logs("behaviour")}
     finally:
         archive.close()
     rows = [n for n in rows if n.proposer not in ANALYSIS_PROPOSERS]  # not the search's
@@ -181,13 +185,21 @@ def load_from_archive(url: str, campaign_id: str | None = None,
                           "while it ran (a Goodhart switch, or objective.splits at resume): "
                           "its scores under two objectives do not compare, so it cannot be "
                           "replayed")
-    nodes = [_recorded(n, devs.get(n.id)) for n in rows]
+    found = _behaviours(logged)
+    nodes = [_recorded(n, devs.get(n.id), found.get(n.id)) for n in rows]
     objective = task_objective(config.task)
     return RecordedCampaign(label or f"{row.name} ({row.id})", config, objective, nodes,
                             proposer_names(config, [n.proposer for n in nodes]), promoted)
 
 
-def _recorded(row: Any, dev: Any) -> RecordedNode:
+def _behaviours(logged: Mapping[str, str]) -> dict[str, str]:
+    from recursor.orchestrator.behaviour import behaviours
+
+    return behaviours(logged)
+
+
+def _recorded(row: Any, dev: Any, behaviour: str | None = None) -> RecordedNode:
+    from recursor.orchestrator.behaviour import REFUSED as BEHAVES
     from recursor.orchestrator.near_duplicates import REFUSED, ran_on_dev
 
     duplicate = bool(row.duplicate_of)
@@ -199,7 +211,8 @@ def _recorded(row: Any, dev: Any) -> RecordedNode:
                         metrics=dict(dev.metrics) if ok and dev is not None else {},
                         instances=dict(dev.instances) if ok and dev is not None else {},
                         commit=row.commit, ran=ran_on_dev(row),
-                        refused_near=not ok and (row.error or "").startswith(REFUSED))
+                        refused_near=not ok and (row.error or "").startswith((REFUSED, BEHAVES)),
+                        behaviour=behaviour)
 
 
 __all__ = ["FORMAT", "RecordedCampaign", "RecordedNode", "from_json", "load_campaign",

@@ -11,9 +11,9 @@ otherwise. With ``ordered=True`` recorded children are taken in creation order, 
 makes replaying a campaign's own settings and seed reproduce it exactly; otherwise they are
 drawn at random (from ``Random(f"{seed}-outcomes")``).
 
-A policy with ``near_duplicates`` enabled refuses recorded nodes as the controller would
-(:mod:`recursor.replay.near`). Wall-time, token and money budgets and paused proposers are not
-simulated.
+A policy with ``near_duplicates`` enabled (or its ``behaviour``) refuses recorded nodes as the
+controller would (:mod:`recursor.replay.near`). Wall-time, token and money budgets and paused
+proposers are not simulated.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from recursor.orchestrator import loop
 from recursor.proposers import ProposerChoicePolicy, build_proposer_choice
 from recursor.replay.fast import Picker, below, chooser, fast_picker, seed_from_text
 from recursor.replay.model import OutcomeModel
-from recursor.replay.near import NearData, NearRun
+from recursor.replay.near import BehaviourRun, Checks, NearData, NearRun, recorded_behaviours
 from recursor.replay.record import RecordedCampaign, RecordedNode
 from recursor.types import Objective
 
@@ -61,7 +61,8 @@ def policy_from_config(name: str, config: CampaignConfig,
     choice, near = config.proposer_choice, config.near_duplicates
     return Policy(name, build_selection(config.selection),
                   lambda names, seed: build_proposer_choice(choice, names, seed),
-                  config.concurrency, dict(fragment or {}), near if near.enabled else None)
+                  config.concurrency, dict(fragment or {}),
+                  near if near.enabled or near.behaviour else None)
 
 
 @dataclass
@@ -116,17 +117,31 @@ class Simulator:
         # recorded nodes refused as near duplicates: a setting that does not refuse them
         # gets their outcome from the model
         self.refused_any = any(n.refused_near for n in campaign.nodes)
+        self.behaviours: dict[str, str] | None = None  # read on first use (recorded_behaviours)
 
     def prepare(self, policy: Policy) -> NearData | None:
         """What ``policy`` needs read from the record before it runs (the code its
         near-duplicate setting compares), read once per setting; None when it needs nothing."""
         config = policy.near_duplicates
-        if config is None:
+        if config is None or not config.enabled:
             return None
         key = (config.shingle, config.permutations)
         if key not in self.near:
             self.near[key] = NearData.build(self.campaign, config)
         return self.near[key]
+
+    def checks(self, policy: Policy) -> Checks | None:
+        """The refusal checks of one simulated run under ``policy`` (None: it refuses
+        nothing)."""
+        config, data = policy.near_duplicates, self.prepare(policy)
+        runs: list[NearRun | BehaviourRun] = []
+        if config is not None and data is not None:
+            runs.append(NearRun(data, config.threshold))
+        if config is not None and config.behaviour:
+            if self.behaviours is None:
+                self.behaviours = recorded_behaviours(self.campaign)
+            runs.append(BehaviourRun(self.behaviours))
+        return Checks(runs) if runs else None
 
     def run(self, policy: Policy, seed: int, budget: int, ordered: bool = False,
             max_unevaluated: int | None = None, details: bool = True) -> Trace:
@@ -204,9 +219,7 @@ class _Run:
         self.best_score, self.spent = score, 0.0
         self.attempted = self.unevaluated = self.created = 0
         self.trace = Trace([], [], [], [], [])
-        data = sim.prepare(policy)
-        self.near = None if data is None or policy.near_duplicates is None else NearRun(
-            data, policy.near_duplicates.threshold)
+        self.near = sim.checks(policy)
         if self.near is not None and root.ran:
             self.near.add(root.id)
 

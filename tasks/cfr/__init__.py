@@ -37,6 +37,10 @@ MAX_SOURCE_CHARS = 500_000  # the evaluator refuses hook files over 1 MiB anyway
 TRIAL_GAME = "kuhn_poker"
 TRIAL_ITERATIONS = 10
 TRIAL_TIMEOUT_S = 5
+# The behaviour probe (behaviour_plan, for near_duplicates.behaviour): the synthetic game of
+# probe_game.py and Kuhn poker at the evaluation's own iterations (docs/search.md: why).
+BEHAVIOUR_GAMES = ("kuhn_poker", "cfr_probe")
+BEHAVIOUR_TIMEOUT_S = 10
 
 DESCRIPTION = """\
 Improve a counterfactual-regret-minimization (CFR) algorithm for two-player zero-sum
@@ -134,6 +138,19 @@ class CFRTask(Task):
         return EvaluationPlan(
             command=command, mounts=[Mount(tree, f"{CACHE_TARGET}/{tree.name}")],
             limits=SandboxLimits(wall_time_s=TRIAL_TIMEOUT_S + 10.0, memory_mb=1024))
+
+    def behaviour_plan(self, cache_dir: Path) -> EvaluationPlan:
+        """The trial's job on the synthetic probe game at the evaluation's iterations: its
+        exploitability there is the candidate's behaviour (``probe_game.py``)."""
+        command = trusted_module_command(
+            "recursor.tasks.cfr.evaluate", "--workspace", "/workspace", "--games",
+            ",".join(BEHAVIOUR_GAMES), "--cache", CACHE_TARGET, "--iterations",
+            str(self.iterations), "--timeout", str(BEHAVIOUR_TIMEOUT_S))
+        trees = [games.cache_path(Path(cache_dir), game) for game in BEHAVIOUR_GAMES]
+        return EvaluationPlan(
+            command=command,
+            mounts=[Mount(tree, f"{CACHE_TARGET}/{tree.name}") for tree in trees],
+            limits=SandboxLimits(wall_time_s=BEHAVIOUR_TIMEOUT_S + 10.0, memory_mb=1024))
 
     def evaluation(self, split: Split, cache_dir: Path) -> EvaluationPlan:
         command = trusted_module_command(

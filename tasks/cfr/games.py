@@ -50,6 +50,7 @@ FORMAT_VERSION = 1
 
 TERMINAL = -2
 CHANCE = -1
+PROBE_SPEC = "recursor_probe"  # the game string of probe_game.ProbeGame
 
 GAMES: dict[str, str] = {
     "kuhn_poker": "kuhn_poker",
@@ -59,6 +60,8 @@ GAMES: dict[str, str] = {
     "liars_dice_5": "liars_dice(dice_sides=5)",
     "goofspiel_4": "turn_based_simultaneous_game(game=goofspiel(num_cards=4))",
     "dark_hex_2": "dark_hex(board_size=2)",
+    # in no split: the synthetic behaviour probe (probe_game.py), built without OpenSpiel
+    "cfr_probe": PROBE_SPEC,
 }
 SPLITS: dict[str, tuple[str, ...]] = {
     "dev": ("kuhn_poker", "leduc_poker"),
@@ -160,11 +163,20 @@ def build_tree(game: str) -> GameTree:
     Raises ValueError for games the engine does not handle (simultaneous moves, infosets whose
     histories have different depths).
     """
+    if game_string(game) == PROBE_SPEC:
+        from recursor.tasks.cfr.probe_game import ProbeGame
+
+        return _tree_of(ProbeGame(), PROBE_SPEC)
     import pyspiel  # lazy: only building needs OpenSpiel
 
     game_obj = pyspiel.load_game(game_string(game))
     if game_obj.get_type().dynamics != pyspiel.GameType.Dynamics.SEQUENTIAL:
         raise ValueError(f"{game} is not sequential; wrap it in turn_based_simultaneous_game")
+    return _tree_of(game_obj, game_string(game))
+
+
+def _tree_of(game_obj: Any, name: str) -> GameTree:
+    """The :class:`GameTree` of a game object with OpenSpiel's state interface."""
     nodes, infosets = _walk(game_obj)
     num_players, num_actions = game_obj.num_players(), game_obj.num_distinct_actions()
     ordered = sorted(infosets, key=lambda k: infosets[k][0])  # stable: by player, first seen
@@ -181,7 +193,7 @@ def build_tree(game: str) -> GameTree:
             depth_of[i] = depth_of[record["parent"]] + 1
     players = [infosets[k][0] for k in ordered]
     return GameTree(
-        name=game_string(game),
+        name=name,
         num_players=num_players,
         num_actions=num_actions,
         node_player=np.array([r["player"] for r in nodes], dtype=np.int64),

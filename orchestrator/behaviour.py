@@ -1,0 +1,152 @@
+"""Refusing a proposal that behaves as an evaluated node, before its evaluation.
+
+With ``near_duplicates: {behaviour: true}`` the campaign's proposal check runs the task's
+behaviour run (:meth:`~recursor.tasks.Task.behaviour_plan`) in place of its trial: it rejects
+what the trial rejects, and its per-instance values, to the 10 significant digits selection
+counts as one score, are the candidate's *behaviour* (``trial.behaviour_digest``). A proposal
+whose behaviour equals that of a node whose dev evaluation ran is refused unevaluated, recorded
+failed (run status ``invalid``) with that node's id; the comparison is logged for every probed
+proposal (stream ``behaviour``: the digest, the node it matched, whether it was refused), so a
+replay can simulate the setting and a resumed campaign rebuilds its index from the archive.
+
+What it is for: edits that change the code but not what it computes (a weight that a
+normalization cancels, a clip that never binds), which text similarity cannot tell from real
+changes. It is sound only for a deterministic task whose behaviour run exercises what its dev
+evaluation does; the cfr task's plays the synthetic ``probe_game`` at the evaluation's own
+iterations (docs/search.md, "A behaviour probe", has what it refuses and what it misses).
+
+Which nodes a proposal is compared with: as for the structural check, every node of the
+campaign whose dev evaluation ran, as the controller knew them when the proposal was checked
+(in rounds mode, every earlier round's). A node with no logged behaviour (the root, or every
+node of a campaign that turned the setting on at a resume) is probed once, when the index is
+first built.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Mapping
+
+from recursor.archive import Node
+from recursor.orchestrator.context import CampaignContext
+from recursor.orchestrator.near_duplicates import ran_on_dev
+from recursor.orchestrator.trial import CheckResult
+
+LOG_STREAM = "behaviour"
+REFUSED = "behaves as"  # how a refused node's error begins
+_BUILDING = threading.Lock()
+
+
+class BehaviourIndex:
+    """The behaviour of every node whose dev evaluation ran (the first such node per
+    behaviour), and the behaviour of proposals checked but not yet evaluated."""
+
+    def __init__(self) -> None:
+        self.first: dict[str, str] = {}  # behaviour -> the first node with it that ran
+        self.checked: dict[str, str] = {}  # node id -> behaviour, until its evaluation ran
+        self._lock = threading.Lock()
+
+    def add(self, node_id: str, behaviour: str) -> None:
+        with self._lock:
+            self.first.setdefault(behaviour, node_id)
+
+    def same_as(self, behaviour: str) -> str | None:
+        with self._lock:
+            return self.first.get(behaviour)
+
+    def remember(self, node_id: str, behaviour: str) -> None:
+        with self._lock:
+            self.checked[node_id] = behaviour
+
+    def take(self, node_id: str) -> str | None:
+        with self._lock:
+            return self.checked.pop(node_id, None)
+
+
+def enabled(ctx: CampaignContext) -> bool:
+    return ctx.config.near_duplicates.behaviour
+
+
+def logged_behaviour(ctx: CampaignContext, node_id: str) -> str | None:
+    """The behaviour logged for ``node_id`` (its last ``behaviour`` entry), if any."""
+    for entry in reversed(ctx.archive.logs(node_id, LOG_STREAM)):
+        try:
+            found = json.loads(entry.content).get("behaviour")
+        except (ValueError, AttributeError):
+            continue
+        if isinstance(found, str):
+            return found
+    return None
+
+
+def _probe(ctx: CampaignContext, node: Node) -> str | None:
+    """Run the behaviour check on an evaluated node's files and log what it found."""
+    checked = ctx.check.result(ctx.store.read(node.commit or ""))
+    if checked.behaviour is not None:
+        _log(ctx, node.id, checked.behaviour, None, refused=False)
+    return checked.behaviour
+
+
+def _log(ctx: CampaignContext, node_id: str, behaviour: str, same_as: str | None,
+         refused: bool) -> None:
+    ctx.archive.add_log(node_id, LOG_STREAM, json.dumps(
+        {"behaviour": behaviour, "same_as": same_as, "refused": refused}))
+
+
+def _index(ctx: CampaignContext) -> BehaviourIndex:
+    """The campaign's index, built from the archive on first use (then kept up to date by
+    :func:`note_behaviour_run`)."""
+    with _BUILDING:
+        if ctx.behaviour is None:
+            index = BehaviourIndex()
+            for node in ctx.archive.nodes(ctx.campaign_id):
+                if ran_on_dev(node):
+                    found = logged_behaviour(ctx, node.id) or _probe(ctx, node)
+                    if found is not None:
+                        index.add(node.id, found)
+            ctx.behaviour = index
+        return ctx.behaviour
+
+
+def refuse_behaviour_duplicate(ctx: CampaignContext, node: Node,
+                               checked: CheckResult) -> str | None:
+    """Why ``node`` is not evaluated, when behavioural duplicates are refused and a node whose
+    dev evaluation ran behaved the same; the comparison is logged either way."""
+    if not enabled(ctx) or checked.error is not None or checked.behaviour is None:
+        return None
+    index = _index(ctx)
+    other = index.same_as(checked.behaviour)
+    refused = other is not None and other != node.id
+    _log(ctx, node.id, checked.behaviour, other, refused)
+    if not refused:
+        index.remember(node.id, checked.behaviour)
+        return None
+    return (f"{REFUSED} {other} on the task's behaviour run (the same values to 10 "
+            "significant digits): not evaluated")
+
+
+def note_behaviour_run(ctx: CampaignContext, node: Node) -> None:
+    """``node`` finished its dev evaluation: later proposals are compared with it too."""
+    if ctx.behaviour is None or not ran_on_dev(node):
+        return
+    found = ctx.behaviour.take(node.id) or logged_behaviour(ctx, node.id)
+    if found is not None:
+        ctx.behaviour.add(node.id, found)
+
+
+def behaviours(entries: Mapping[str, str]) -> dict[str, str]:
+    """Node id -> behaviour from each node's last ``behaviour`` log content (replay)."""
+    out = {}
+    for node_id, content in entries.items():
+        try:
+            found = json.loads(content).get("behaviour")
+        except (ValueError, AttributeError):
+            continue
+        if isinstance(found, str):
+            out[node_id] = found
+    return out
+
+
+__all__ = ["BehaviourIndex", "LOG_STREAM", "REFUSED", "behaviours", "logged_behaviour",
+           "note_behaviour_run", "refuse_behaviour_duplicate"]
