@@ -388,9 +388,11 @@ class ArchiveReader:
             return conn.execute(query.limit(1)).first() is not None
 
     @retried
-    def stream_logs(self, stream: str) -> list[LogEntry]:
-        """Every node's entries of ``stream`` (e.g. ``behaviour``), oldest first."""
-        query = select(*_LOG).where(LogRow.stream == stream)
+    def stream_logs(self, campaign_id: str, stream: str) -> list[LogEntry]:
+        """The entries of ``stream`` (e.g. ``behaviour``) of one campaign's nodes, oldest
+        first."""
+        query = (select(*_LOG).join(NodeRow, NodeRow.id == LogRow.node_id)
+                 .where(NodeRow.campaign_id == campaign_id, LogRow.stream == stream))
         return self._all(LogEntry, query.order_by(LogRow.id))
 
     @retried

@@ -15,11 +15,18 @@ changes. It is sound only for a deterministic task whose behaviour run exercises
 evaluation does; the cfr task's plays the synthetic ``probe_game`` at the evaluation's own
 iterations (docs/search.md, "A behaviour probe", has what it refuses and what it misses).
 
-Which nodes a proposal is compared with: as for the structural check, every node of the
-campaign whose dev evaluation ran, as the controller knew them when the proposal was checked
-(in rounds mode, every earlier round's). A node with no logged behaviour (the root, or every
-node of a campaign that turned the setting on at a resume) is probed once, when the index is
-first built.
+Which nodes a proposal is compared with: every node of the campaign's search (not the
+simplification pass's) whose dev evaluation ended with a score, as the controller knew them
+when the proposal was checked (in rounds mode, every earlier round's). A node that failed on
+dev is never a twin: its behaviour run told nothing about its dev run. A node with no logged
+behaviour (the root, or the nodes of a campaign that turned the setting on at a resume) is
+probed once, before the next comparison.
+
+What it trusts: that the same behaviour on the probe means the same dev score. The values are
+computed by the trusted evaluator from the policies the candidate's run returned, but a
+candidate *can* tell the probe from the dev games (by their shapes) and play them differently:
+a hostile node that plays an algorithm well on the probe and badly on dev blocks later
+proposals of that algorithm. Use the setting where proposals are not adversarial.
 """
 
 from __future__ import annotations
@@ -30,8 +37,8 @@ from collections.abc import Mapping
 
 from recursor.archive import Node
 from recursor.orchestrator.context import CampaignContext
-from recursor.orchestrator.near_duplicates import ran_on_dev
 from recursor.orchestrator.trial import CheckResult
+from recursor.types import ANALYSIS_PROPOSERS, NodeStatus
 
 LOG_STREAM = "behaviour"
 REFUSED = "behaves as"  # how a refused node's error begins
@@ -45,7 +52,17 @@ class BehaviourIndex:
     def __init__(self) -> None:
         self.first: dict[str, str] = {}  # behaviour -> the first node with it that ran
         self.checked: dict[str, str] = {}  # node id -> behaviour, until its evaluation ran
+        self.unprobed: list[str] = []  # twins-to-be with no behaviour yet (probed before use)
         self._lock = threading.Lock()
+
+    def later(self, node_id: str) -> None:
+        with self._lock:
+            self.unprobed.append(node_id)
+
+    def due(self) -> list[str]:
+        with self._lock:
+            due, self.unprobed = self.unprobed, []
+        return due
 
     def add(self, node_id: str, behaviour: str) -> None:
         with self._lock:
@@ -66,6 +83,13 @@ class BehaviourIndex:
 
 def enabled(ctx: CampaignContext) -> bool:
     return ctx.config.near_duplicates.behaviour
+
+
+def can_be_twin(node: Node) -> bool:
+    """A search node whose dev evaluation ended with a score (not a duplicate answered from
+    its twin, not a simplification)."""
+    return (node.status == NodeStatus.DONE and node.score is not None and node.commit is not None
+            and not node.duplicate_of and node.proposer not in ANALYSIS_PROPOSERS)
 
 
 def logged_behaviour(ctx: CampaignContext, node_id: str) -> str | None:
@@ -95,18 +119,26 @@ def _log(ctx: CampaignContext, node_id: str, behaviour: str, same_as: str | None
 
 
 def _index(ctx: CampaignContext) -> BehaviourIndex:
-    """The campaign's index, built from the archive on first use (then kept up to date by
-    :func:`note_behaviour_run`)."""
+    """The campaign's index, built from the archive on first use and kept up to date by
+    :func:`note_behaviour_run`; nodes noted without a behaviour are probed here, before the
+    next comparison (in the caller's thread: never on the event loop)."""
     with _BUILDING:
-        if ctx.behaviour is None:
-            index = BehaviourIndex()
+        index = ctx.behaviour
+        if index is None:
+            # published first: a node whose evaluation ends while this runs is noted in it
+            index = ctx.behaviour = BehaviourIndex()
             for node in ctx.archive.nodes(ctx.campaign_id):
-                if ran_on_dev(node):
-                    found = logged_behaviour(ctx, node.id) or _probe(ctx, node)
-                    if found is not None:
+                if can_be_twin(node):
+                    found = logged_behaviour(ctx, node.id)
+                    if found is None:
+                        index.later(node.id)
+                    else:
                         index.add(node.id, found)
-            ctx.behaviour = index
-        return ctx.behaviour
+        for node_id in index.due():
+            found = _probe(ctx, ctx.archive.node(node_id))
+            if found is not None:
+                index.add(node_id, found)
+        return index
 
 
 def refuse_behaviour_duplicate(ctx: CampaignContext, node: Node,
@@ -127,12 +159,19 @@ def refuse_behaviour_duplicate(ctx: CampaignContext, node: Node,
 
 
 def note_behaviour_run(ctx: CampaignContext, node: Node) -> None:
-    """``node`` finished its dev evaluation: later proposals are compared with it too."""
-    if ctx.behaviour is None or not ran_on_dev(node):
+    """``node`` finished its dev evaluation: later proposals are compared with it too (one
+    with no behaviour yet is probed before the next comparison)."""
+    index = ctx.behaviour
+    if index is None:
         return
-    found = ctx.behaviour.take(node.id) or logged_behaviour(ctx, node.id)
-    if found is not None:
-        ctx.behaviour.add(node.id, found)
+    found = index.take(node.id)
+    if not can_be_twin(node):
+        return
+    found = found or logged_behaviour(ctx, node.id)
+    if found is None:
+        index.later(node.id)
+    else:
+        index.add(node.id, found)
 
 
 def behaviours(entries: Mapping[str, str]) -> dict[str, str]:

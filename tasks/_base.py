@@ -99,11 +99,12 @@ class Task(abc.ABC):
 
     def behaviour_plan(self, cache_dir: Path) -> EvaluationPlan | None:
         """An optional sandboxed run that stands for the trial where a campaign refuses
-        behavioural duplicates (``near_duplicates: {behaviour: true}``): it must reject what
-        the trial rejects, and its verdict's ``instances`` are the candidate's behaviour, so
-        two candidates whose instances agree (to 10 significant digits) are taken to score the
-        same on dev. Only a deterministic task can have one; None (the default): the
-        task has none, and the setting is refused at the start."""
+        behavioural duplicates (``near_duplicates: {behaviour: true}``): it rejects at least
+        what the trial rejects (more only where the evaluation would fail too), and its
+        verdict's ``instances`` are the candidate's behaviour, so two candidates whose
+        instances agree (to 10 significant digits) are taken to score the same on dev. Only a
+        deterministic task can have one; None (the default): the task has none, and the
+        setting is refused at the start."""
         return None
 
     @abc.abstractmethod

@@ -18,8 +18,12 @@ the process that starts the simulations (forked workers inherit it).
 
 ``near_duplicates: {behaviour: true}`` is simulated from the behaviour each node logged when
 its campaign ran with that setting (``orchestrator/behaviour.py``): a recorded node is refused
-when its behaviour equals that of a node whose dev evaluation ran earlier in the simulated run.
-A campaign that ran without the setting logged no behaviour, and cannot be simulated with it.
+when its behaviour equals that of a node whose dev evaluation ended with a score earlier in the
+simulated run. A campaign that ran without the setting logged no behaviour, and cannot be
+simulated with it; one that turned it on or off at a resume logged only part, and the nodes
+without a behaviour are never refused. A proposal its behaviour run rejected stays rejected
+in a replay without the setting (the controller would have run its trial, and then likely
+its failing evaluation).
 """
 
 from __future__ import annotations
@@ -109,10 +113,11 @@ class NearRun:
 
 
 class BehaviourRun:
-    """One simulated run's behaviours of the recorded nodes whose dev evaluation ran."""
+    """One simulated run's behaviours of the recorded nodes whose dev evaluation ended with a
+    score (``twins``: the only nodes the controller compares with)."""
 
-    def __init__(self, behaviours: Mapping[str, str]) -> None:
-        self.behaviours = behaviours
+    def __init__(self, behaviours: Mapping[str, str], twins: set[str]) -> None:
+        self.behaviours, self.twins = behaviours, twins
         self.seen: set[str] = set()
 
     def refuses(self, node_id: str) -> bool:
@@ -121,7 +126,7 @@ class BehaviourRun:
 
     def add(self, node_id: str) -> None:
         behaviour = self.behaviours.get(node_id)
-        if behaviour is not None:
+        if behaviour is not None and node_id in self.twins:
             self.seen.add(behaviour)
 
 

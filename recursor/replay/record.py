@@ -176,7 +176,7 @@ def load_from_archive(url: str, campaign_id: str | None = None,
         promoted = {p.node_id for p in archive.promotions(row.id)}
         devs = {e.node_id: e for e in archive.evaluations(
             [n.id for n in rows if n.status == "done"], split=Split.DEV)}
-        logged = {e.node_id: e.content for e in archive.stream_logs("behaviour")}
+        logged = {e.node_id: e.content for e in archive.stream_logs(row.id, "behaviour")}
     finally:
         archive.close()
     rows = [n for n in rows if n.proposer not in ANALYSIS_PROPOSERS]  # not the search's

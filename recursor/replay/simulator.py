@@ -118,6 +118,7 @@ class Simulator:
         # gets their outcome from the model
         self.refused_any = any(n.refused_near for n in campaign.nodes)
         self.behaviours: dict[str, str] | None = None  # read on first use (recorded_behaviours)
+        self.twins: set[str] = set()  # the nodes a behaviour is compared with (done, scored)
 
     def prepare(self, policy: Policy) -> NearData | None:
         """What ``policy`` needs read from the record before it runs (the code its
@@ -140,7 +141,8 @@ class Simulator:
         if config is not None and config.behaviour:
             if self.behaviours is None:
                 self.behaviours = recorded_behaviours(self.campaign)
-            runs.append(BehaviourRun(self.behaviours))
+                self.twins = {n.id for n in self.campaign.nodes if n.ok}
+            runs.append(BehaviourRun(self.behaviours, self.twins))
         return Checks(runs) if runs else None
 
     def run(self, policy: Policy, seed: int, budget: int, ordered: bool = False,

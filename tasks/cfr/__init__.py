@@ -40,7 +40,8 @@ TRIAL_TIMEOUT_S = 5
 # The behaviour probe (behaviour_plan, for near_duplicates.behaviour): the synthetic game of
 # probe_game.py and Kuhn poker at the evaluation's own iterations (docs/search.md: why).
 BEHAVIOUR_GAMES = ("kuhn_poker", "cfr_probe")
-BEHAVIOUR_TIMEOUT_S = 10
+BEHAVIOUR_TIMEOUT_S = 10  # per 100 iterations (about 0.05 s of work), at most the evaluation's
+EVALUATION_TIMEOUT_S = 100
 
 DESCRIPTION = """\
 Improve a counterfactual-regret-minimization (CFR) algorithm for two-player zero-sum
@@ -141,22 +142,25 @@ class CFRTask(Task):
 
     def behaviour_plan(self, cache_dir: Path) -> EvaluationPlan:
         """The trial's job on the synthetic probe game at the evaluation's iterations: its
-        exploitability there is the candidate's behaviour (``probe_game.py``)."""
+        exploitability there is the candidate's behaviour (``probe_game.py``). Its time limit
+        grows with the iterations, up to the evaluation's."""
+        timeout = min(EVALUATION_TIMEOUT_S,
+                      BEHAVIOUR_TIMEOUT_S * max(1.0, self.iterations / REFERENCE_ITERATIONS))
         command = trusted_module_command(
             "recursor.tasks.cfr.evaluate", "--workspace", "/workspace", "--games",
             ",".join(BEHAVIOUR_GAMES), "--cache", CACHE_TARGET, "--iterations",
-            str(self.iterations), "--timeout", str(BEHAVIOUR_TIMEOUT_S))
+            str(self.iterations), "--timeout", str(timeout))
         trees = [games.cache_path(Path(cache_dir), game) for game in BEHAVIOUR_GAMES]
         return EvaluationPlan(
             command=command,
             mounts=[Mount(tree, f"{CACHE_TARGET}/{tree.name}") for tree in trees],
-            limits=SandboxLimits(wall_time_s=BEHAVIOUR_TIMEOUT_S + 10.0, memory_mb=1024))
+            limits=SandboxLimits(wall_time_s=timeout + 10.0, memory_mb=1024))
 
     def evaluation(self, split: Split, cache_dir: Path) -> EvaluationPlan:
         command = trusted_module_command(
             "recursor.tasks.cfr.evaluate", "--workspace", "/workspace", "--split",
             Split(split).value, "--cache", CACHE_TARGET, "--iterations", str(self.iterations),
-            "--timeout", "100")
+            "--timeout", str(EVALUATION_TIMEOUT_S))
         # only this split's game trees: a dev evaluation never sees held-out or test games
         trees = [games.cache_path(Path(cache_dir), game) for game in games.SPLITS[Split(split)]]
         return EvaluationPlan(

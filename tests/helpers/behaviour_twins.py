@@ -31,3 +31,25 @@ class BehaviourTwins(Proposer):
             return Proposal(ChangeKind.ALGORITHM, f"weight {weight:.1f}", {HOOK_FILE: new})
         old, changed = CHANGES[(self.count // 2 - 1) % len(CHANGES)]
         return Proposal(ChangeKind.ALGORITHM, changed, {HOOK_FILE: source.replace(old, changed)})
+
+
+class PoisonThenHonest(Proposer):
+    """First a change that plays the probe as the honest change does but runs out of memory on
+    Leduc (the only game with three actions), then the honest change: a node that failed on
+    dev must not be the honest one's twin."""
+
+    name = "poison-then-honest"
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def propose(self, context: ProposalContext) -> Proposal:
+        self.count += 1
+        source = context.parent.files[HOOK_FILE].replace(*CHANGES[0])
+        if self.count == 1:
+            source = source.replace(
+                "    regret = cum_regret + inst_regret",
+                "    if legal.shape[1] == 3:\n        np.ones(1 << 31).sum()\n"
+                "    regret = cum_regret + inst_regret", 1)
+            return Proposal(ChangeKind.ALGORITHM, "poisoned", {HOOK_FILE: source})
+        return Proposal(ChangeKind.ALGORITHM, "honest", {HOOK_FILE: source})

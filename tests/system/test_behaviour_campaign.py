@@ -23,24 +23,25 @@ ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "your-task"
 
 
-def _config(near: dict[str, Any], task: dict[str, Any] | None = None) -> Any:
+def _config(near: dict[str, Any], task: dict[str, Any] | None = None,
+            proposer: str = "BehaviourTwins", evals: int = 4) -> Any:
     return parse_config({
         "name": "behaviour", "seed": 1, "concurrency": 1,
         "task": task or {"kind": "cfr"},
         "proposers": [{"kind": "plugin",
-                       "class_path": "tests.helpers.behaviour_twins:BehaviourTwins"}],
+                       "class_path": f"tests.helpers.behaviour_twins:{proposer}"}],
         "selection": {"kind": "greedy"}, "near_duplicates": near,
-        "budget": {"max_evals": 4}})
+        "budget": {"max_evals": evals}})
 
 
-def _run(directory: Path, near: dict[str, Any]) -> list[dict[str, Any]]:
-    run_campaign(_config(near), directory)
+def _run(directory: Path, near: dict[str, Any], **options: Any) -> list[dict[str, Any]]:
+    run_campaign(_config(near, **options), directory)
     archive = Archive.in_directory(directory)
     try:
         campaign = archive.campaigns()[0].id
         nodes = sorted(archive.nodes(campaign), key=lambda n: (n.round, n.slot))
         return [{"id": n.id, "rationale": n.rationale or "", "status": n.status,
-                 "error": n.error, "score": n.score,
+                 "error": n.error, "score": n.score, "run_status": n.run_status,
                  "dev": bool(archive.evaluations([n.id])),
                  "logs": [json.loads(e.content) for e in archive.logs(n.id, "behaviour")]}
                 for n in nodes]
@@ -112,6 +113,19 @@ def test_a_campaign_that_logged_no_behaviour_cannot_be_replayed_with_it(unchecke
     policy = build_policy(campaign.config, {"near_duplicates": {"behaviour": True}}, "b")
     with pytest.raises(ConfigError, match="logged none"):
         Simulator(campaign).run(policy, 1, 4, ordered=True)
+
+
+def test_a_node_that_failed_on_dev_is_nobody_s_twin(tmp_path: Path) -> None:
+    """A change that plays the probe as an honest one would but fails on dev (out of memory on
+    Leduc) is evaluated and fails; the honest change that follows behaves the same on the
+    probe and is evaluated all the same: a failed node's behaviour says nothing of dev."""
+    _, poisoned, honest = _run(tmp_path / "poison", {"behaviour": True},
+                               proposer="PoisonThenHonest", evals=2)
+    assert poisoned["rationale"] == "poisoned" and poisoned["status"] == "failed"
+    assert poisoned["run_status"] == "oom", poisoned  # its dev run ran, and failed
+    assert honest["rationale"] == "honest" and honest["status"] == "done"
+    assert honest["logs"][0]["behaviour"] == poisoned["logs"][0]["behaviour"]
+    assert honest["logs"][0]["same_as"] is None and not honest["logs"][0]["refused"]
 
 
 def test_a_task_without_a_behaviour_run_is_refused_at_the_start(tmp_path: Path) -> None:
