@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from recursor.archive.selection import score_key
+from recursor.archive import score_key
 from recursor.config import SandboxConfig
 from recursor.orchestrator.evaluation import interpret, plan_request, write_workspace
 from recursor.sandbox import Sandbox, SandboxLimits, limits_for

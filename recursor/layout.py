@@ -69,7 +69,8 @@ CONTAINER_AGENT: tuple[str, ...] = ("recursor.sandbox.agent", "recursor.sandbox.
 GUEST_PARTS: dict[str, tuple[str, ...]] = {
     "cfr": ("recursor.tasks.cfr.evaluate", "recursor.tasks.cfr.child",
             "recursor.tasks.cfr.engine", "recursor.tasks.cfr.sequence",
-            "recursor.tasks.cfr.games", "recursor.tasks.cfr._protocol"),
+            "recursor.tasks.cfr.games", "recursor.tasks.cfr.probe_game",
+            "recursor.tasks.cfr._protocol"),
     "program": ("recursor.tasks.program.runner", "recursor.tasks.program.guard",
                 "recursor.tasks.program.verdict", "recursor.tasks.program.cascade",
                 "recursor.tasks.program.remote", "recursor.tasks.program.wire",
@@ -81,7 +82,8 @@ GUEST_PARTS: dict[str, tuple[str, ...]] = {
     "psro": ("recursor.tasks.psro.evaluate", "recursor.tasks.psro.child",
              "recursor.tasks.psro.channel", "recursor.tasks.psro.engine",
              "recursor.tasks.psro.games", "recursor.tasks.psro._protocol",
-             "recursor.tasks.cfr.games"),  # the game trees psro shares with cfr
+             "recursor.tasks.cfr.games",  # the game trees psro shares with cfr
+             "recursor.tasks.cfr.probe_game"),
     "worlds": ("recursor.tasks.worlds.evaluate", "recursor.tasks.worlds.child",
                "recursor.tasks.worlds.challenge",
                "recursor.tasks.worlds.data", "recursor.tasks.worlds.episodes",
