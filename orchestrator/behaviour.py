@@ -92,14 +92,20 @@ def can_be_twin(node: Node) -> bool:
             and not node.duplicate_of and node.proposer not in ANALYSIS_PROPOSERS)
 
 
+def _parsed(content: str) -> str | None:
+    """The behaviour in one ``behaviour`` log entry's content (None: none readable)."""
+    try:
+        found = json.loads(content).get("behaviour")
+    except (ValueError, AttributeError):
+        return None
+    return found if isinstance(found, str) else None
+
+
 def logged_behaviour(ctx: CampaignContext, node_id: str) -> str | None:
-    """The behaviour logged for ``node_id`` (its last ``behaviour`` entry), if any."""
+    """The behaviour logged for ``node_id`` (its last readable ``behaviour`` entry), if any."""
     for entry in reversed(ctx.archive.logs(node_id, LOG_STREAM)):
-        try:
-            found = json.loads(entry.content).get("behaviour")
-        except (ValueError, AttributeError):
-            continue
-        if isinstance(found, str):
+        found = _parsed(entry.content)
+        if found is not None:
             return found
     return None
 
@@ -176,15 +182,8 @@ def note_behaviour_run(ctx: CampaignContext, node: Node) -> None:
 
 def behaviours(entries: Mapping[str, str]) -> dict[str, str]:
     """Node id -> behaviour from each node's last ``behaviour`` log content (replay)."""
-    out = {}
-    for node_id, content in entries.items():
-        try:
-            found = json.loads(content).get("behaviour")
-        except (ValueError, AttributeError):
-            continue
-        if isinstance(found, str):
-            out[node_id] = found
-    return out
+    found = {node_id: _parsed(content) for node_id, content in entries.items()}
+    return {node_id: value for node_id, value in found.items() if value is not None}
 
 
 __all__ = ["BehaviourIndex", "LOG_STREAM", "REFUSED", "behaviours", "logged_behaviour",
