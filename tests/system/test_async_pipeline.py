@@ -112,14 +112,19 @@ def test_an_async_campaign_runs_to_its_budget_within_the_in_flight_bound(
 
 def test_a_candidate_waiting_for_its_judgement_holds_no_slot(
         tmp_path: Path, evaluator: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Judging is slow here (0.6 s each, one at a time): with two in flight, proposals go on
-    while evaluated candidates wait to be judged, never more than two at once, and no
-    candidate starts while two wait for their judgement."""
+    """Judging is slow here (0.6 s each, one at a time): with two in flight, candidates start
+    while evaluated ones wait to be judged, never more than two at once, and no candidate
+    starts while two wait for their judgement."""
     from recursor.orchestrator import loop
 
-    real_judge, real_propose = loop.judge_one, SeededMargin.propose
+    real_judge, real_judge_step, real_propose = loop.judge_one, loop.judge, SeededMargin.propose
     judging: list[tuple[float, float]] = []
     proposing: list[tuple[float, float]] = []
+    # per candidate: when it took an evaluation slot, when its run was over, when its judge
+    # step ended
+    evaluating: dict[int, float] = {}
+    run_over: dict[int, float] = {}
+    judged: dict[int, float] = {}
 
     def timed(into: list[tuple[float, float]], call: Any, *args: Any) -> Any:
         started = time.monotonic()
@@ -131,7 +136,14 @@ def test_a_candidate_waiting_for_its_judgement_holds_no_slot(
     def slow_judge(ctx: Any, node: Node) -> None:
         timed(judging, lambda: (time.sleep(0.6), real_judge(ctx, node)))
 
+    async def judge_step(ctx: Any, nodes: Any) -> str | None:
+        try:
+            return await real_judge_step(ctx, nodes)
+        finally:
+            judged.update((node.round, time.monotonic()) for node in nodes)
+
     monkeypatch.setattr(loop, "judge_one", slow_judge)
+    monkeypatch.setattr(loop, "judge", judge_step)
     monkeypatch.setattr(SeededMargin, "propose",
                         lambda self, context: timed(proposing, real_propose, self, context))
     # how many evaluated candidates waited for their judgement when each candidate started
@@ -144,7 +156,19 @@ def test_a_candidate_waiting_for_its_judgement_holds_no_slot(
         waiting_at_start.append(len(self.ran))
         real_launch(self, seq, proposed=proposed)
 
+    real_take, real_run_over = Pipeline._take_evaluation_slot, Pipeline._run_over
+
+    async def take(self: Pipeline, seq: int) -> None:
+        await real_take(self, seq)
+        evaluating[seq] = time.monotonic()
+
+    def ran(self: Pipeline, seq: int) -> None:
+        run_over.setdefault(seq, time.monotonic())
+        real_run_over(self, seq)
+
     monkeypatch.setattr(Pipeline, "_launch", launch)
+    monkeypatch.setattr(Pipeline, "_run_over", ran)
+    monkeypatch.setattr(Pipeline, "_take_evaluation_slot", take)
     SeededMargin.peak = 0
     summary = run_campaign(parse_config(_config(evaluator, 6, 2, delay_s=0.3)), tmp_path / "c")
     assert summary.stop_reason == "evaluation budget reached (6)"
@@ -153,8 +177,12 @@ def test_a_candidate_waiting_for_its_judgement_holds_no_slot(
     # did depends on the machine's load)
     assert max(waiting_at_start) <= 1, waiting_at_start
     assert len(judging) == 6 and len(proposing) == 6
-    # some proposal ran while a judgement was under way
-    assert any(p0 < j1 and j0 < p1 for p0, p1 in proposing for j0, j1 in judging)
+    # a candidate took the evaluation slot another's run gave back before that one was
+    # judged: the slot did not wait for the judgement (whether a proposal call also overlapped
+    # a judgement depends on the machine's load)
+    assert any(run_over[seq] <= t < judged[seq] for seq in run_over
+               for other, t in evaluating.items() if other != seq), (
+        evaluating, run_over, judged)
     archive, cid = _open(tmp_path / "c")
     try:
         nodes = [n for n in archive.nodes(cid) if n.round > 0]
