@@ -13,14 +13,17 @@ What it is for: edits that change the code but not what it computes (a weight th
 normalization cancels, a clip that never binds), which text similarity cannot tell from real
 changes. It is sound only for a deterministic task whose behaviour run exercises what its dev
 evaluation does; the cfr task's plays the synthetic ``probe_game`` at the evaluation's own
-iterations (docs/search.md, "A behaviour probe", has what it refuses and what it misses).
+iterations (docs/search.md, "Behavioural duplicates", has what it refuses and what it
+misses).
 
 Which nodes a proposal is compared with: every node of the campaign's search (not the
 simplification pass's) whose dev evaluation ended with a score, as the controller knew them
 when the proposal was checked (in rounds mode, every earlier round's). A node that failed on
 dev is never a twin: its behaviour run told nothing about its dev run. A node with no logged
 behaviour (the root, or the nodes of a campaign that turned the setting on at a resume) is
-probed once, before the next comparison.
+probed once, before the next comparison. A proposal whose behaviour run failed (the task's fallback
+run then decided: ``trial.ProposalCheck``) has no behaviour and is evaluated; as a twin-to-be it is
+probed again once per process (its verdict is cached by content), and stays out of the index.
 
 What it trusts: that the same behaviour on the probe means the same dev score. The values are
 computed by the trusted evaluator from the policies the candidate's run returned, but a
@@ -45,12 +48,23 @@ REFUSED = "behaves as"  # how a refused node's error begins
 _BUILDING = threading.Lock()
 
 
+def _place(node_id: str) -> tuple[float, float]:
+    """(round, slot) of a node id ``<campaign>-<round>-<slot>``; an id of another form last."""
+    try:
+        round_, slot = node_id.rsplit("-", 2)[1:]
+        return float(int(round_)), float(int(slot))
+    except ValueError:
+        return float("inf"), float("inf")
+
+
 class BehaviourIndex:
-    """The behaviour of every node whose dev evaluation ran (the first such node per
-    behaviour), and the behaviour of proposals checked but not yet evaluated."""
+    """The behaviour of every node whose dev evaluation ran (per behaviour, the earliest such
+    node by round and slot, whatever order their evaluations ended in, so a refusal names the
+    same twin in every run and after a resume), and the behaviour of proposals checked but
+    not yet evaluated."""
 
     def __init__(self) -> None:
-        self.first: dict[str, str] = {}  # behaviour -> the first node with it that ran
+        self.first: dict[str, str] = {}  # behaviour -> the earliest node with it that ran
         self.checked: dict[str, str] = {}  # node id -> behaviour, until its evaluation ran
         self.unprobed: list[str] = []  # twins-to-be with no behaviour yet (probed before use)
         self._lock = threading.Lock()
@@ -66,7 +80,9 @@ class BehaviourIndex:
 
     def add(self, node_id: str, behaviour: str) -> None:
         with self._lock:
-            self.first.setdefault(behaviour, node_id)
+            known = self.first.get(behaviour)
+            if known is None or _place(node_id) < _place(known):
+                self.first[behaviour] = node_id
 
     def same_as(self, behaviour: str) -> str | None:
         with self._lock:

@@ -11,7 +11,10 @@ a proposer already checked is not run twice.
 Where the campaign refuses behavioural duplicates (``near_duplicates: {behaviour: true}``) the
 task's :meth:`~recursor.tasks.Task.behaviour_plan` runs in the trial's place, and the result
 carries the candidate's behaviour: a digest of that run's per-instance values
-(``orchestrator/behaviour.py`` compares it).
+(``orchestrator/behaviour.py`` compares it). Where the behaviour run fails (a candidate that
+overflows on a probe game's payoffs may still be valid on dev), the task's
+:meth:`~recursor.tasks.Task.behaviour_fallback_plan` (by default its trial) runs and decides;
+a proposal it passes has no behaviour and is evaluated.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from recursor.archive import score_key
 from recursor.config import SandboxConfig
 from recursor.orchestrator.evaluation import interpret, plan_request, write_workspace
 from recursor.sandbox import Sandbox, SandboxLimits, limits_for
-from recursor.tasks import Task
+from recursor.tasks import EvaluationPlan, Task
 from recursor.types import RunStatus
 
 MAX_CACHED = 1024
@@ -109,10 +112,26 @@ class ProposalCheck:
         return outcome
 
     def _trial(self, files: Mapping[str, str]) -> CheckResult:
+        """The behaviour run where the campaign asks for one; where it fails, the task's
+        fallback run decides (a candidate that fails only the behaviour run, e.g. on a probe
+        game's larger payoffs, is valid and has no behaviour)."""
         if self.sandbox is None or self.sandbox_config is None or self.cache_dir is None:
             return CheckResult(None)
-        plan = (self.task.behaviour_plan(self.cache_dir) if self.behaviour
-                else self.task.trial_plan(self.cache_dir))
+        if not self.behaviour:
+            return self._run(files, self.task.trial_plan(self.cache_dir), behaviour=False)
+        probed = self._run(files, self.task.behaviour_plan(self.cache_dir), behaviour=True)
+        if probed.error is None:
+            return probed
+        trial = self._run(files, self.task.behaviour_fallback_plan(self.cache_dir),
+                          behaviour=False)
+        note = f"{probed.error}; the fallback run decided instead (no behaviour)\n"
+        return CheckResult(trial.error, trial.stdout, note + trial.stderr,
+                           probed.wall_s + trial.wall_s, None)
+
+    def _run(self, files: Mapping[str, str], plan: EvaluationPlan | None,
+             behaviour: bool) -> CheckResult:
+        """``plan`` run on ``files`` in the sandbox; with ``behaviour`` its digest too."""
+        assert self.sandbox is not None and self.sandbox_config is not None
         if plan is None:
             return CheckResult(None)
         with tempfile.TemporaryDirectory(prefix="recursor-trial-") as tmp:
@@ -125,10 +144,11 @@ class ProposalCheck:
                 plan_request(plan, Path(tmp), self.sandbox_config, limits))
         outcome = interpret(result, self.task.objective.metric)
         error = None if outcome.run_status is RunStatus.OK else (
-            f"trial run {outcome.run_status.value}: {outcome.error or 'no reason given'}")
-        behaviour = (behaviour_digest(outcome.instances)
-                     if self.behaviour and error is None and outcome.instances else None)
-        return CheckResult(error, outcome.stdout, outcome.stderr, outcome.wall_s, behaviour)
+            f"{'behaviour' if behaviour else 'trial'} run {outcome.run_status.value}: "
+            f"{outcome.error or 'no reason given'}")
+        digest = (behaviour_digest(outcome.instances)
+                  if behaviour and error is None and outcome.instances else None)
+        return CheckResult(error, outcome.stdout, outcome.stderr, outcome.wall_s, digest)
 
 
 __all__ = ["CheckResult", "ProposalCheck", "behaviour_digest", "files_digest", "trial_limits"]

@@ -99,13 +99,19 @@ class Task(abc.ABC):
 
     def behaviour_plan(self, cache_dir: Path) -> EvaluationPlan | None:
         """An optional sandboxed run that stands for the trial where a campaign refuses
-        behavioural duplicates (``near_duplicates: {behaviour: true}``): it rejects at least
-        what the trial rejects (more only where the evaluation would fail too), and its
-        verdict's ``instances`` are the candidate's behaviour, so two candidates whose
-        instances agree (to 10 significant digits) are taken to score the same on dev. Only a
-        deterministic task can have one; None (the default): the task has none, and the
-        setting is refused at the start."""
+        behavioural duplicates (``near_duplicates: {behaviour: true}``): where it passes, it
+        should pass the trial too, and its verdict's ``instances`` are the candidate's
+        behaviour, so two candidates whose instances agree (to 10 significant digits) are
+        taken to score the same on dev; where it fails, :meth:`behaviour_fallback_plan` runs
+        and decides, and the proposal has no behaviour. Only a deterministic task can have
+        one; None (the default): the task has none, and the setting is refused at the start."""
         return None
+
+    def behaviour_fallback_plan(self, cache_dir: Path) -> EvaluationPlan | None:
+        """The run that decides whether a proposal is valid where its behaviour run failed
+        (that run may play more than the dev evaluation does): one that fails only where the
+        dev evaluation would. Default: the trial."""
+        return self.trial_plan(cache_dir)
 
     @abc.abstractmethod
     def evaluation(self, split: Split, cache_dir: Path) -> EvaluationPlan:

@@ -21,9 +21,11 @@ its campaign ran with that setting (``orchestrator/behaviour.py``): a recorded n
 when its behaviour equals that of a node whose dev evaluation ended with a score earlier in the
 simulated run. A campaign that ran without the setting logged no behaviour, and cannot be
 simulated with it; one that turned it on or off at a resume logged only part, and the nodes
-without a behaviour are never refused. A proposal its behaviour run rejected stays rejected
-in a replay without the setting (the controller would have run its trial, and then likely
-its failing evaluation).
+without a behaviour are never refused. A proposal the check rejected under the setting stays
+rejected in a replay without it: where the behaviour run fails, the task's fallback run (for
+cfr, Kuhn poker at the evaluation's iterations) decides, and it fails only where the dev
+evaluation would (before 2026-12-07 a failed behaviour run alone rejected a proposal, which its
+dev evaluation would not always have done).
 """
 
 from __future__ import annotations

@@ -141,16 +141,26 @@ class CFRTask(Task):
             limits=SandboxLimits(wall_time_s=TRIAL_TIMEOUT_S + 10.0, memory_mb=1024))
 
     def behaviour_plan(self, cache_dir: Path) -> EvaluationPlan:
-        """The trial's job on the synthetic probe game at the evaluation's iterations: its
-        exploitability there is the candidate's behaviour (``probe_game.py``). Its time limit
-        grows with the iterations, up to the evaluation's."""
+        """The trial's job on Kuhn poker and the synthetic probe game at the evaluation's
+        iterations: its exploitabilities there are the candidate's behaviour
+        (``probe_game.py``). Its time limit grows with the iterations, up to the
+        evaluation's."""
+        return self._full_length_plan(cache_dir, BEHAVIOUR_GAMES)
+
+    def behaviour_fallback_plan(self, cache_dir: Path) -> EvaluationPlan:
+        """Where the behaviour run failed: Kuhn poker alone, at the evaluation's iterations. It
+        fails only where the dev evaluation (which plays Kuhn at those iterations) would; a
+        failure on the probe game alone (its payoffs reach 40, Leduc's 13) rejects nothing."""
+        return self._full_length_plan(cache_dir, (TRIAL_GAME,))
+
+    def _full_length_plan(self, cache_dir: Path, names: Sequence[str]) -> EvaluationPlan:
         timeout = min(EVALUATION_TIMEOUT_S,
                       BEHAVIOUR_TIMEOUT_S * max(1.0, self.iterations / REFERENCE_ITERATIONS))
         command = trusted_module_command(
             "recursor.tasks.cfr.evaluate", "--workspace", "/workspace", "--games",
-            ",".join(BEHAVIOUR_GAMES), "--cache", CACHE_TARGET, "--iterations",
+            ",".join(names), "--cache", CACHE_TARGET, "--iterations",
             str(self.iterations), "--timeout", str(timeout))
-        trees = [games.cache_path(Path(cache_dir), game) for game in BEHAVIOUR_GAMES]
+        trees = [games.cache_path(Path(cache_dir), game) for game in names]
         return EvaluationPlan(
             command=command,
             mounts=[Mount(tree, f"{CACHE_TARGET}/{tree.name}") for tree in trees],
