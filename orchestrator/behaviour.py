@@ -45,7 +45,6 @@ from recursor.types import ANALYSIS_PROPOSERS, NodeStatus
 
 LOG_STREAM = "behaviour"
 REFUSED = "behaves as"  # how a refused node's error begins
-_BUILDING = threading.Lock()
 
 
 def _place(node_id: str) -> tuple[float, float]:
@@ -144,7 +143,7 @@ def _index(ctx: CampaignContext) -> BehaviourIndex:
     """The campaign's index, built from the archive on first use and kept up to date by
     :func:`note_behaviour_run`; nodes noted without a behaviour are probed here, before the
     next comparison (in the caller's thread: never on the event loop)."""
-    with _BUILDING:
+    with ctx.behaviour_lock:  # this campaign's: other campaigns in the process go on
         index = ctx.behaviour
         if index is None:
             # published first: a node whose evaluation ends while this runs is noted in it

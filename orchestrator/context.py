@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import re
 import secrets
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -115,6 +116,8 @@ class CampaignContext:
     closers: list[Callable[[], None]] = field(default_factory=list)  # run by close(), first
     near_duplicates: Index | None = None  # built on first use (near_duplicates.py)
     behaviour: BehaviourIndex | None = None  # built on first use (behaviour.py)
+    # held while that index is built or its unprobed nodes are probed (behaviour.py)
+    behaviour_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def scope(self, editable: Sequence[str] | None = None,
               search_set: Sequence[str] = ()) -> Scope:
