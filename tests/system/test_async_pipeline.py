@@ -15,6 +15,7 @@ import sys
 import threading
 import time
 from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -110,79 +111,89 @@ def test_an_async_campaign_runs_to_its_budget_within_the_in_flight_bound(
     assert json.loads((directory / CLOCK_FILE).read_text())["active_s"] > 0
 
 
-def test_a_candidate_waiting_for_its_judgement_holds_no_slot(
-        tmp_path: Path, evaluator: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Judging is slow here (0.6 s each, one at a time): with two in flight, candidates start
-    while evaluated ones wait to be judged, never more than two at once, and no candidate
-    starts while two wait for their judgement."""
+@dataclass
+class PipelineTimes:
+    """What :func:`_time_the_pipeline` saw: the judge and propose calls' intervals; per
+    candidate, when it took an evaluation slot, when its run was over and when its judge step
+    ended; how many evaluated candidates waited for their judgement when each one started."""
+
+    judging: list[tuple[float, float]] = field(default_factory=list)
+    proposing: list[tuple[float, float]] = field(default_factory=list)
+    evaluating: dict[int, float] = field(default_factory=dict)
+    run_over: dict[int, float] = field(default_factory=dict)
+    judged: dict[int, float] = field(default_factory=dict)
+    waiting_at_start: list[int] = field(default_factory=list)
+
+
+def _timed(into: list[tuple[float, float]], call: Any, *args: Any) -> Any:
+    started = time.monotonic()
+    try:
+        return call(*args)
+    finally:
+        into.append((started, time.monotonic()))
+
+
+def _time_the_pipeline(monkeypatch: pytest.MonkeyPatch, judge_s: float) -> PipelineTimes:
+    """Slow every judgement by ``judge_s`` and time the pipeline's steps."""
     from recursor.orchestrator import loop
+    from recursor.orchestrator.pipeline import Pipeline
 
+    times = PipelineTimes()
     real_judge, real_judge_step, real_propose = loop.judge_one, loop.judge, SeededMargin.propose
-    judging: list[tuple[float, float]] = []
-    proposing: list[tuple[float, float]] = []
-    # per candidate: when it took an evaluation slot, when its run was over, when its judge
-    # step ended
-    evaluating: dict[int, float] = {}
-    run_over: dict[int, float] = {}
-    judged: dict[int, float] = {}
-
-    def timed(into: list[tuple[float, float]], call: Any, *args: Any) -> Any:
-        started = time.monotonic()
-        try:
-            return call(*args)
-        finally:
-            into.append((started, time.monotonic()))
+    real_launch, real_take = Pipeline._launch, Pipeline._take_evaluation_slot
+    real_run_over = Pipeline._run_over
 
     def slow_judge(ctx: Any, node: Node) -> None:
-        timed(judging, lambda: (time.sleep(0.6), real_judge(ctx, node)))
+        _timed(times.judging, lambda: (time.sleep(judge_s), real_judge(ctx, node)))
 
     async def judge_step(ctx: Any, nodes: Any) -> str | None:
         try:
             return await real_judge_step(ctx, nodes)
         finally:
-            judged.update((node.round, time.monotonic()) for node in nodes)
+            times.judged.update((node.round, time.monotonic()) for node in nodes)
+
+    def launch(self: Pipeline, seq: int, *, proposed: bool | None) -> None:
+        times.waiting_at_start.append(len(self.ran))
+        real_launch(self, seq, proposed=proposed)
+
+    async def take(self: Pipeline, seq: int) -> None:
+        await real_take(self, seq)
+        times.evaluating[seq] = time.monotonic()
+
+    def ran(self: Pipeline, seq: int) -> None:
+        times.run_over.setdefault(seq, time.monotonic())
+        real_run_over(self, seq)
 
     monkeypatch.setattr(loop, "judge_one", slow_judge)
     monkeypatch.setattr(loop, "judge", judge_step)
     monkeypatch.setattr(SeededMargin, "propose",
-                        lambda self, context: timed(proposing, real_propose, self, context))
-    # how many evaluated candidates waited for their judgement when each candidate started
-    from recursor.orchestrator.pipeline import Pipeline
-
-    waiting_at_start: list[int] = []
-    real_launch = Pipeline._launch
-
-    def launch(self: Pipeline, seq: int, *, proposed: bool | None) -> None:
-        waiting_at_start.append(len(self.ran))
-        real_launch(self, seq, proposed=proposed)
-
-    real_take, real_run_over = Pipeline._take_evaluation_slot, Pipeline._run_over
-
-    async def take(self: Pipeline, seq: int) -> None:
-        await real_take(self, seq)
-        evaluating[seq] = time.monotonic()
-
-    def ran(self: Pipeline, seq: int) -> None:
-        run_over.setdefault(seq, time.monotonic())
-        real_run_over(self, seq)
-
+                        lambda self, context: _timed(times.proposing, real_propose, self,
+                                                     context))
     monkeypatch.setattr(Pipeline, "_launch", launch)
     monkeypatch.setattr(Pipeline, "_run_over", ran)
     monkeypatch.setattr(Pipeline, "_take_evaluation_slot", take)
+    return times
+
+
+def test_a_candidate_waiting_for_its_judgement_holds_no_slot(
+        tmp_path: Path, evaluator: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Judging is slow here (0.6 s each, one at a time): with two in flight, candidates start
+    while evaluated ones wait to be judged, never more than two at once, and no candidate
+    starts while two wait for their judgement."""
+    times = _time_the_pipeline(monkeypatch, judge_s=0.6)
     SeededMargin.peak = 0
     summary = run_campaign(parse_config(_config(evaluator, 6, 2, delay_s=0.3)), tmp_path / "c")
     assert summary.stop_reason == "evaluation budget reached (6)"
     assert SeededMargin.peak == 2
     # no candidate started while two waited for their judgement (how many started while one
     # did depends on the machine's load)
-    assert max(waiting_at_start) <= 1, waiting_at_start
-    assert len(judging) == 6 and len(proposing) == 6
+    assert max(times.waiting_at_start) <= 1, times.waiting_at_start
+    assert len(times.judging) == 6 and len(times.proposing) == 6
     # a candidate took the evaluation slot another's run gave back before that one was
     # judged: the slot did not wait for the judgement (whether a proposal call also overlapped
     # a judgement depends on the machine's load)
-    assert any(run_over[seq] <= t < judged[seq] for seq in run_over
-               for other, t in evaluating.items() if other != seq), (
-        evaluating, run_over, judged)
+    assert any(times.run_over[seq] <= t < times.judged[seq] for seq in times.run_over
+               for other, t in times.evaluating.items() if other != seq), times
     archive, cid = _open(tmp_path / "c")
     try:
         nodes = [n for n in archive.nodes(cid) if n.round > 0]
