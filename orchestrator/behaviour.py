@@ -47,15 +47,6 @@ LOG_STREAM = "behaviour"
 REFUSED = "behaves as"  # how a refused node's error begins
 
 
-def _place(node_id: str) -> tuple[float, float]:
-    """(round, slot) of a node id ``<campaign>-<round>-<slot>``; an id of another form last."""
-    try:
-        round_, slot = node_id.rsplit("-", 2)[1:]
-        return float(int(round_)), float(int(slot))
-    except ValueError:
-        return float("inf"), float("inf")
-
-
 class BehaviourIndex:
     """The behaviour of every node whose dev evaluation ran (per behaviour, the earliest such
     node by round and slot, whatever order their evaluations ended in, so a refusal names the
@@ -63,7 +54,8 @@ class BehaviourIndex:
     not yet evaluated."""
 
     def __init__(self) -> None:
-        self.first: dict[str, str] = {}  # behaviour -> the earliest node with it that ran
+        # behaviour -> (round, slot, id) of the earliest node with it that ran
+        self.first: dict[str, tuple[int, int, str]] = {}
         self.checked: dict[str, str] = {}  # node id -> behaviour, until its evaluation ran
         self.unprobed: list[str] = []  # twins-to-be with no behaviour yet (probed before use)
         self._lock = threading.Lock()
@@ -77,15 +69,15 @@ class BehaviourIndex:
             due, self.unprobed = self.unprobed, []
         return due
 
-    def add(self, node_id: str, behaviour: str) -> None:
+    def add(self, node: Node, behaviour: str) -> None:
         with self._lock:
-            known = self.first.get(behaviour)
-            if known is None or _place(node_id) < _place(known):
-                self.first[behaviour] = node_id
+            place = (node.round, node.slot, node.id)
+            self.first[behaviour] = min(self.first.get(behaviour, place), place)
 
     def same_as(self, behaviour: str) -> str | None:
         with self._lock:
-            return self.first.get(behaviour)
+            found = self.first.get(behaviour)
+        return None if found is None else found[2]
 
     def remember(self, node_id: str, behaviour: str) -> None:
         with self._lock:
@@ -154,11 +146,12 @@ def _index(ctx: CampaignContext) -> BehaviourIndex:
                     if found is None:
                         index.later(node.id)
                     else:
-                        index.add(node.id, found)
+                        index.add(node, found)
         for node_id in index.due():
-            found = _probe(ctx, ctx.archive.node(node_id))
+            twin = ctx.archive.node(node_id)
+            found = _probe(ctx, twin)
             if found is not None:
-                index.add(node_id, found)
+                index.add(twin, found)
         return index
 
 
@@ -192,7 +185,7 @@ def note_behaviour_run(ctx: CampaignContext, node: Node) -> None:
     if found is None:
         index.later(node.id)
     else:
-        index.add(node.id, found)
+        index.add(node, found)
 
 
 def behaviours(entries: Mapping[str, str]) -> dict[str, str]:

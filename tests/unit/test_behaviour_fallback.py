@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from recursor.archive import Node
 from recursor.config import ProcessSandboxConfig
 from recursor.orchestrator.behaviour import BehaviourIndex
 from recursor.orchestrator.trial import ProposalCheck
@@ -86,9 +87,14 @@ def test_an_honest_candidate_has_a_behaviour(sandbox: ProcessSandbox, cfr_cache:
 
 
 def test_the_index_names_the_earliest_twin_whatever_order_evaluations_end_in() -> None:
+    def node(node_id: str) -> Node:
+        _, round_, slot = node_id.split("-")
+        return Node(id=node_id, campaign_id="abcdef", parent_id=None, round=int(round_),
+                    slot=int(slot), kind="algorithm", proposer="test")
+
     index = BehaviourIndex()
-    for node in ("abcdef-012-1", "abcdef-002-10", "abcdef-002-3", "abcdef-010-0"):
-        index.add(node, "same")
+    for node_id in ("abcdef-012-1", "abcdef-002-10", "abcdef-002-3", "abcdef-010-0"):
+        index.add(node(node_id), "same")
     assert index.same_as("same") == "abcdef-002-3"
-    index.add("abcdef-001-0", "same")
+    index.add(node("abcdef-001-0"), "same")
     assert index.same_as("same") == "abcdef-001-0"
