@@ -37,11 +37,13 @@ from recursor.errors import RecursorError
 from recursor.orchestrator import loop
 from recursor.orchestrator.context import CampaignContext, Scope
 from recursor.orchestrator.evaluation import plan_request, write_workspace
-from recursor.orchestrator.proposing import propose_one
+from recursor.orchestrator.inert import ATTEMPTS, LOG_STREAM, Built, InertCheck, refusal
+from recursor.orchestrator.proposing import context_for, propose_one
 from recursor.orchestrator.schedule import Phase, component_paths, policy_task
+from recursor.proposers import NodeView, ProposalContext
 from recursor.sandbox import limits_for
 from recursor.tasks import PolicyTask
-from recursor.types import NodeStatus, RunStatus
+from recursor.types import ChangeKind, NodeStatus, RunStatus
 
 
 class RoutingError(ValueError):
@@ -181,14 +183,22 @@ def build_corpus(ctx: CampaignContext, files: Mapping[str, str], cycle: int, see
     return rows, verdict, None
 
 
+def training_method(ctx: CampaignContext, files: Mapping[str, str], method: str) -> str:
+    """``method``, or SFT when it is ``grpo`` and ``files`` name no trained policy to start
+    from."""
+    base = policy_task(ctx.task).policy_checkpoint(files, ctx.cache_dir)
+    return method if base is not None else "sft"
+
+
 def train_policy(ctx: CampaignContext, files: Mapping[str, str], cycle: int, seed: int,
-                 node_id: str, method: str = "sft") -> Trained:
-    """Build the corpus for ``files``, route it, train, install; never raises for candidates.
-    ``grpo`` (from the workspace's policy) needs one; without it, SFT."""
+                 node_id: str, method: str = "sft", built: Built | None = None) -> Trained:
+    """Build the corpus for ``files`` (unless ``built`` already, at this cycle and seed),
+    route it, train, install; never raises for candidates. ``grpo`` (from the workspace's
+    policy) needs one; without it, SFT."""
     task = policy_task(ctx.task)
     base = task.policy_checkpoint(files, ctx.cache_dir)
-    method = method if base is not None else "sft"
-    rows, verdict, error = build_corpus(ctx, files, cycle, seed, method)
+    method = training_method(ctx, files, method)
+    rows, verdict, error = built or build_corpus(ctx, files, cycle, seed, method)
     if rows is None:
         return Trained(None, error, verdict)
     adopted = routing_id(task, files)
@@ -253,12 +263,15 @@ def initial_files(ctx: CampaignContext) -> dict[str, str]:
 @dataclasses.dataclass
 class _Slot:
     """A training slot whose inputs are fixed: its node (failed already when its proposal
-    failed), the files it trains under, its edits and what they are."""
+    failed), the files it trains under, its edits and what they are; the corpus already
+    built for them, and the inert proposals asked before them (``inert.py``)."""
 
     node: Node
     files: dict[str, str]
     edits: dict[str, str]
     what: str
+    built: Built | None = None
+    inert: list[dict[str, Any]] = dataclasses.field(default_factory=list)
 
 
 def training_concurrency(ctx: CampaignContext, slots: int) -> int:
@@ -290,7 +303,7 @@ async def train_round(ctx: CampaignContext, round_: int, parents: list[str], cyc
     if not todo:
         return
     before = ctx.archive.counts(ctx.campaign_id, 1, round_).nodes  # proposals so far
-    prepared = [await _prepare_slot(ctx, round_, slot, parent, phase, scope, before)
+    prepared = [await _prepare_slot(ctx, round_, slot, parent, phase, scope, before, cycle)
                 for slot, parent in todo]
     limit = await asyncio.to_thread(training_concurrency, ctx, len(prepared))
     if limit > 1:
@@ -312,9 +325,11 @@ async def train_round(ctx: CampaignContext, round_: int, parents: list[str], cyc
 
 
 async def _prepare_slot(ctx: CampaignContext, round_: int, slot: int, parent_id: str,
-                        phase: Phase, scope: Scope, proposed_before: int) -> _Slot:
+                        phase: Phase, scope: Scope, proposed_before: int, cycle: int) -> _Slot:
     """The slot's node and training inputs: the parent's files, with a proposed change first
-    when ``phase.proposes(slot)``."""
+    when ``phase.proposes(slot)``. A proposal that changes only the corpus components and
+    leaves the corpus as the parent's is inert: the proposer is asked again, up to
+    :data:`~recursor.orchestrator.inert.ATTEMPTS` times (``inert.py``)."""
     parent = ctx.archive.node(parent_id)
     base = ctx.store.read(parent.commit or "")
     node = Node(id=ctx.node_id(round_, slot), campaign_id=ctx.campaign_id,
@@ -322,17 +337,71 @@ async def _prepare_slot(ctx: CampaignContext, round_: int, slot: int, parent_id:
                 kind=phase.kind(ctx.task), status=NodeStatus.PENDING)
     if not phase.proposes(slot):
         return _Slot(node, dict(base), {}, "the incumbent recipe and curriculum")
-    proposed = await _proposed_edits(ctx, round_, slot, parent_id, phase, scope,
-                                     loop.choice_step(proposed_before, slot))
-    node = dataclasses.replace(node, proposer=f"trainer+{proposed.proposer}",
-                               tokens=proposed.tokens, cost=proposed.cost)
-    if proposed.status == NodeStatus.FAILED:
-        node = dataclasses.replace(node, status=NodeStatus.FAILED, error=proposed.error)
-        return _Slot(node, dict(base), {}, "")
-    edits = dict((proposed.proposal or {})["files"])
-    node = dataclasses.replace(node, proposal={"files": edits,
-                                               "metadata": (proposed.proposal or {})["metadata"]})
-    return _Slot(node, {**base, **edits}, edits, proposed.rationale or "a proposed recipe")
+    seed = _training_seed(ctx, node)
+    check = InertCheck(
+        functools.partial(_build_at, ctx, cycle=cycle, seed=seed, method=phase.method()),
+        lambda rows, files: route(rows, routing_id(policy_task(ctx.task), files)), dict(base),
+        _corpus_paths(ctx))
+    scope = dataclasses.replace(scope, paths=component_paths(ctx.task, phase.proposed(ctx.task)))
+    context = context_for(ctx, round_, slot, parent_id, scope)
+    inert: list[dict[str, Any]] = []
+    for attempt in range(ATTEMPTS):
+        asked = _asked_again(context, inert, attempt)
+        proposed = await _proposed_edits(ctx, round_, slot, parent_id, scope,
+                                         loop.choice_step(proposed_before, slot), asked)
+        node = dataclasses.replace(node, proposer=f"trainer+{proposed.proposer}",
+                                   tokens=node.tokens + proposed.tokens,
+                                   cost=node.cost + proposed.cost)
+        if proposed.status == NodeStatus.FAILED:
+            failed = dataclasses.replace(node, status=NodeStatus.FAILED, error=proposed.error)
+            return _Slot(failed, dict(base), {}, "", inert=inert)
+        edits = dict((proposed.proposal or {})["files"])
+        same, built = await asyncio.to_thread(check.check, edits)
+        if not same:
+            node = dataclasses.replace(node, proposal={
+                "files": edits, "metadata": (proposed.proposal or {})["metadata"]})
+            return _Slot(node, {**base, **edits}, edits,
+                         proposed.rationale or "a proposed recipe", built, inert)
+        inert.append({"proposer": proposed.proposer, "rationale": proposed.rationale,
+                      "files": edits})
+        ctx.reporter.message(f"{node.id}: proposal {attempt + 1} of {ATTEMPTS} leaves the "
+                             "training corpus as the parent's (inert)")
+    failed = dataclasses.replace(node, status=NodeStatus.FAILED, run_status=RunStatus.INVALID,
+                                 error=refusal(len(inert)))
+    return _Slot(failed, dict(base), {}, "", inert=inert)
+
+
+def _training_seed(ctx: CampaignContext, node: Node) -> int:
+    return ctx.config.seed + node.round * 100 + node.slot
+
+
+def _build_at(ctx: CampaignContext, files: Mapping[str, str], *, cycle: int, seed: int,
+              method: str) -> Built:
+    return build_corpus(ctx, files, cycle, seed, training_method(ctx, files, method))
+
+
+def _corpus_paths(ctx: CampaignContext) -> list[str]:
+    """The files of the task's components that shape only the training corpus: those of the
+    data and curriculum kinds."""
+    return [p for c in ctx.task.components()
+            if c.kind in (ChangeKind.DATA, ChangeKind.CURRICULUM) for p in c.paths]
+
+
+def _asked_again(context: ProposalContext, inert: list[dict[str, Any]],
+                 attempt: int) -> ProposalContext:
+    """``context`` for the ``attempt``-th ask: a seed of its own, and the inert proposals
+    shown as failures (a proposer that reads them learns why)."""
+    if attempt == 0:
+        return context
+    failures = [NodeView(id=f"{context.parent.id}~inert{i}", parent_id=context.parent.id,
+                         kind=context.parent.kind, proposer=str(tried["proposer"]),
+                         status=NodeStatus.FAILED, score=None, metrics={},
+                         files={**context.parent.files, **tried["files"]},
+                         rationale=str(tried["rationale"] or ""),
+                         error="inert: the training corpus came out the same as the parent's")
+                for i, tried in enumerate(inert)]
+    return dataclasses.replace(context, seed=context.seed + 7919 * attempt,
+                               recent_failures=[*failures, *context.recent_failures])
 
 
 async def _train_slot(ctx: CampaignContext, pool: ThreadPoolExecutor, slot: _Slot, cycle: int,
@@ -340,11 +409,13 @@ async def _train_slot(ctx: CampaignContext, pool: ThreadPoolExecutor, slot: _Slo
     """Train ``slot``'s policy in a thread of ``pool`` (once one is free): its node, pending
     with the new policy, or failed with the reason."""
     node = slot.node
+    if slot.inert:
+        ctx.archive.add_log(node.id, LOG_STREAM, json.dumps(slot.inert, sort_keys=True))
     if node.status == NodeStatus.FAILED:
         return node
     trained = await asyncio.get_running_loop().run_in_executor(pool, functools.partial(
-        train_policy, ctx, slot.files, cycle, ctx.config.seed + node.round * 100 + node.slot,
-        node.id, phase.method()))
+        train_policy, ctx, slot.files, cycle, _training_seed(ctx, node), node.id,
+        phase.method(), slot.built))
     ctx.archive.add_log(node.id, "training", json.dumps(trained.evidence, sort_keys=True,
                                                         default=str))
     if trained.policy_file is None:
@@ -359,17 +430,15 @@ async def _train_slot(ctx: CampaignContext, pool: ThreadPoolExecutor, slot: _Slo
 
 
 async def _proposed_edits(ctx: CampaignContext, round_: int, slot: int, parent_id: str,
-                          phase: Phase, scope: Scope, choice_step: int) -> Node:
-    """A proposal limited to what ``phase`` lets a training slot's proposer edit (the trainer
-    writes the policy), failed when it edits anything else."""
-    editable = component_paths(ctx.task, phase.proposed(ctx.task))
-    node = await propose_one(ctx, round_, slot, parent_id, choice_step,
-                             dataclasses.replace(scope, paths=editable))
-    outside = sorted(p for p in (node.proposal or {}).get("files", {}) if p not in editable)
+                          scope: Scope, choice_step: int, context: ProposalContext) -> Node:
+    """A proposal limited to ``scope.paths`` (what the phase lets a training slot's proposer
+    edit: the trainer writes the policy), failed when it edits anything else."""
+    node = await propose_one(ctx, round_, slot, parent_id, choice_step, scope, context)
+    outside = sorted(p for p in (node.proposal or {}).get("files", {}) if p not in scope.paths)
     if node.status != NodeStatus.FAILED and outside:
         return dataclasses.replace(
             node, status=NodeStatus.FAILED,
-            error=f"proposal edits {', '.join(outside)} (editable: {', '.join(editable)})")
+            error=f"proposal edits {', '.join(outside)} (editable: {', '.join(scope.paths)})")
     return node
 
 

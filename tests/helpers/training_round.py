@@ -2,8 +2,8 @@
 (tests/system/test_coevolution_ray.py) and the benchmark (benchmarks/coevolution_ray.py).
 
 The round has three slots on the seed: slot 0 retrains the seed recipe, slot 1 gets the seed
-recipe with a comment (it trains), slot 2 gets a recipe that selects nothing (its training
-fails at the corpus, a recorded failure). Each training job's interval comes from the archive:
+recipe at a smaller size (a corpus of its own: it trains), slot 2 gets a recipe that selects
+nothing (its training fails at the corpus, a recorded failure). Each training job's interval comes from the archive:
 it ended when it was recorded and ran for its record's ``wall_s``.
 """
 
@@ -36,6 +36,7 @@ from tests.helpers.ray_cluster import LocalCluster, free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 SEED_RECIPE = (ROOT / "tasks" / "worlds" / "seed" / "recipe.py").read_text()
+SMALLER = SEED_RECIPE.replace("SIZE = 400", "SIZE = 5")
 NOTHING = SEED_RECIPE + "\n\ndef select(trajectories, rng):\n    return []\n"
 TASK = {"kind": "worlds", "universes": {"train": 2, "dev": 1, "heldout": 1, "test": 1},
         "questions": 8, "world_seed": 5, "policy": {"sft": {"max_steps": 10}}}
@@ -73,7 +74,7 @@ class DashboardCluster(LocalCluster):
 
 
 class RecipeEdits(Proposer):
-    """The first proposal is the seed recipe with a comment, the second selects nothing."""
+    """The first proposal is the seed recipe at a smaller size, the second selects nothing."""
 
     name = "recipes"
 
@@ -83,8 +84,7 @@ class RecipeEdits(Proposer):
     def propose(self, context: ProposalContext) -> Proposal:
         self.calls += 1
         if self.calls == 1:
-            return Proposal(kind=ChangeKind.DATA, rationale="commented",
-                            files={"recipe.py": "# the seed recipe, commented\n" + SEED_RECIPE})
+            return Proposal(kind=ChangeKind.DATA, rationale="smaller", files={"recipe.py": SMALLER})
         return Proposal(kind=ChangeKind.DATA, rationale="nothing", files={"recipe.py": NOTHING})
 
 
