@@ -314,7 +314,10 @@ async def train_round(ctx: CampaignContext, round_: int, parents: list[str], cyc
     tasks = [asyncio.create_task(_train_slot(ctx, pool, one, cycle, phase)) for one in prepared]
     try:
         for task in tasks:
-            loop.record_node(ctx, await task)
+            node, logs = await task
+            loop.record_node(ctx, node)
+            for stream, content in logs:  # after the node: a log row names a stored node
+                ctx.archive.add_log(node.id, stream, content)
     except asyncio.CancelledError:
         for task in tasks:
             task.cancel()
@@ -356,7 +359,10 @@ async def _prepare_slot(ctx: CampaignContext, round_: int, slot: int, parent_id:
             failed = dataclasses.replace(node, status=NodeStatus.FAILED, error=proposed.error)
             return _Slot(failed, dict(base), {}, "", inert=inert)
         edits = dict((proposed.proposal or {})["files"])
-        same, built = await asyncio.to_thread(check.check, edits)
+        try:
+            same, built = await asyncio.to_thread(check.check, edits)
+        except Exception:  # noqa: BLE001 - the sandbox failed: the slot's training meets it
+            same, built = False, None  # again and raises it in turn, after earlier slots
         if not same:
             node = dataclasses.replace(node, proposal={
                 "files": edits, "metadata": (proposed.proposal or {})["metadata"]})
@@ -399,34 +405,33 @@ def _asked_again(context: ProposalContext, inert: list[dict[str, Any]],
                          files={**context.parent.files, **tried["files"]},
                          rationale=str(tried["rationale"] or ""),
                          error="inert: the training corpus came out the same as the parent's")
-                for i, tried in enumerate(inert)]
+                for i, tried in reversed(list(enumerate(inert)))]  # newest first, as the rest
     return dataclasses.replace(context, seed=context.seed + 7919 * attempt,
                                recent_failures=[*failures, *context.recent_failures])
 
 
 async def _train_slot(ctx: CampaignContext, pool: ThreadPoolExecutor, slot: _Slot, cycle: int,
-                      phase: Phase) -> Node:
+                      phase: Phase) -> tuple[Node, list[tuple[str, str]]]:
     """Train ``slot``'s policy in a thread of ``pool`` (once one is free): its node, pending
-    with the new policy, or failed with the reason."""
+    with the new policy or failed with the reason, and its logs (stream, content) to write
+    once the node is stored."""
     node = slot.node
-    if slot.inert:
-        ctx.archive.add_log(node.id, LOG_STREAM, json.dumps(slot.inert, sort_keys=True))
+    logs = [(LOG_STREAM, json.dumps(slot.inert, sort_keys=True))] if slot.inert else []
     if node.status == NodeStatus.FAILED:
-        return node
+        return node, logs
     trained = await asyncio.get_running_loop().run_in_executor(pool, functools.partial(
         train_policy, ctx, slot.files, cycle, _training_seed(ctx, node), node.id,
         phase.method(), slot.built))
-    ctx.archive.add_log(node.id, "training", json.dumps(trained.evidence, sort_keys=True,
-                                                        default=str))
+    logs.append(("training", json.dumps(trained.evidence, sort_keys=True, default=str)))
     if trained.policy_file is None:
         return dataclasses.replace(node, status=NodeStatus.FAILED,
-                                   run_status=RunStatus.INVALID, error=trained.error)
+                                   run_status=RunStatus.INVALID, error=trained.error), logs
     edits = {**slot.edits, policy_task(ctx.task).policy_path: trained.policy_file}
     return dataclasses.replace(
         node, proposal={"files": edits, "metadata": {"training": trained.evidence}},
         rationale=(f"policy trained ({trained.evidence['method']}, cycle {cycle}) on "
                    f"{trained.evidence['rows']} rows "
-                   f"under harness {trained.evidence['harness']}, with {slot.what}"))
+                   f"under harness {trained.evidence['harness']}, with {slot.what}")), logs
 
 
 async def _proposed_edits(ctx: CampaignContext, round_: int, slot: int, parent_id: str,

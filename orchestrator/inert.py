@@ -1,14 +1,14 @@
 """Inert corpus changes: a training slot's proposal that edits only what shapes the training
-corpus (the task's ``PolicyTask.corpus_components``: for ``worlds`` the recipe, curriculum and
-challenger) and yet yields exactly the training rows its parent's files yield, at the slot's
-cycle and seed, changes nothing the policy learns from.
+corpus (the files of the task's components of the ``data`` and ``curriculum`` kinds: for
+``worlds`` the recipe, curriculum and challenger) and yet yields exactly the training rows its
+parent's files yield, at the slot's cycle and seed, changes nothing the policy learns from.
 
 Training it anyway would retrain the incumbent with a new seed, and a gain from that seed
 would be promoted as a data change. So :class:`InertCheck` builds the parent's corpus once per
 slot and compares each proposal's with it; the training round asks again (up to
 :data:`ATTEMPTS` proposals, the earlier ones named to the proposer as failures) and records
 the slot as failed, with every inert proposal logged, when none changes the corpus. A corpus
-that cannot be built on either side is never called inert: the training reports that error.
+that cannot be built, or that is empty, is never called inert: the training reports why.
 """
 
 from __future__ import annotations
@@ -74,10 +74,10 @@ class InertCheck:
 
     def _content(self, built: Built, files: Mapping[str, str]) -> list[tuple[str, ...]] | None:
         rows, _, error = built
-        if rows is None or error is not None:
+        if not rows or error is not None:
             return None
         try:
-            return training_content(self.routed(rows, files))
+            return training_content(self.routed(rows, files)) or None
         except ValueError:  # a routing error: the training will report it
             return None
 

@@ -2,7 +2,8 @@
 not trained: the proposer is asked again, told why, and the slot trains the first proposal
 that changes the corpus; when every ask is inert the slot is a recorded failure with each
 proposal logged and no training job. Real worlds corpora in the process sandbox, a real
-(tiny) training through the local executor."""
+(tiny) training through the local executor; the first test's archive is PostgreSQL, whose
+foreign keys refuse a log row written before its node is stored."""
 
 from __future__ import annotations
 
@@ -46,10 +47,13 @@ class Recipes(Proposer):
                         files={"recipe.py": recipe})
 
 
-def _one_data_slot(directory: Path, proposer: Recipes) -> tuple[Node, list[str], int]:
-    """Round 1 of a fresh worlds campaign: one adapted data-search slot on the seed. The
-    slot's node, its logs of the inert stream, and the training jobs it recorded."""
+def _one_data_slot(directory: Path, proposer: Recipes,
+                   archive: str | None = None) -> tuple[Node, dict[str, list[str]], int]:
+    """Round 1 of a fresh worlds campaign (its archive at ``archive``, default SQLite): one
+    adapted data-search slot on the seed. The slot's node, its logs by stream, and the
+    training jobs it recorded."""
     config = parse_config({"name": "inert", "task": TASK, "seed": 3,
+                           **({"archive": {"url": archive}} if archive else {}),
                            "components": ["harness", "policy", "data", "curriculum"],
                            "proposers": [{"kind": "instance", "name": "recipes"}],
                            "schedule": {"cycles": 1, "steps": [
@@ -67,15 +71,18 @@ def _one_data_slot(directory: Path, proposer: Recipes) -> tuple[Node, list[str],
             pool.submit(asyncio.run, train_round(
                 ctx, 1, [root.id], 1, phase, Scope(paths=[], kinds=[ChangeKind.DATA]))).result()
         node = ctx.archive.nodes(ctx.campaign_id, 1)[0]
-        logs = [log.content for log in ctx.archive.logs(node.id) if log.stream == LOG_STREAM]
+        logs: dict[str, list[str]] = {}
+        for log in ctx.archive.logs(node.id):
+            logs.setdefault(log.stream, []).append(log.content)
         return node, logs, len(ctx.archive.jobs(node.id))
     finally:
         ctx.close()
 
 
-def test_an_inert_recipe_is_asked_again_and_the_next_one_trains(tmp_path: Path) -> None:
+def test_an_inert_recipe_is_asked_again_and_the_next_one_trains(tmp_path: Path,
+                                                                postgres_url: str) -> None:
     proposer = Recipes(INERT, SMALLER)
-    node, logs, jobs = _one_data_slot(tmp_path, proposer)
+    node, logs, jobs = _one_data_slot(tmp_path, proposer, postgres_url)
     assert node.status == "pending" and node.proposal is not None, node.error
     assert node.proposal["files"]["recipe.py"] == SMALLER
     assert jobs == 1
@@ -84,8 +91,9 @@ def test_an_inert_recipe_is_asked_again_and_the_next_one_trains(tmp_path: Path) 
     assert second.seed != first.seed  # a new draw, not the same proposal again
     told = [f for f in second.recent_failures if (f.error or "").startswith("inert")]
     assert [f.files["recipe.py"] for f in told] == [INERT]
-    assert [[p["files"]["recipe.py"] for p in json.loads(content)] for content in logs] == \
-        [[INERT]]
+    assert [[p["files"]["recipe.py"] for p in json.loads(content)]
+            for content in logs[LOG_STREAM]] == [[INERT]]
+    assert json.loads(logs["training"][0])["rows"] > 0
 
 
 def test_a_slot_whose_every_proposal_is_inert_fails_untrained(tmp_path: Path) -> None:
@@ -95,4 +103,5 @@ def test_a_slot_whose_every_proposal_is_inert_fails_untrained(tmp_path: Path) ->
     assert (node.error or "").startswith(REFUSED)
     assert jobs == 0
     assert len(proposer.asked) == ATTEMPTS
-    assert [len(json.loads(content)) for content in logs] == [ATTEMPTS]
+    assert [len(json.loads(content)) for content in logs[LOG_STREAM]] == [ATTEMPTS]
+    assert "training" not in logs

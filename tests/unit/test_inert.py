@@ -79,3 +79,9 @@ def test_a_proposal_asked_again_is_not_built_again() -> None:
     assert check.check({"recipe.py": "x\n"})[0] is True
     assert check.check({"recipe.py": "x\n"}) == (True, None)
     assert corpora.built == ["x\n", "SIZE = 400\n"]
+
+
+def test_two_empty_corpora_are_not_inert() -> None:
+    """An empty corpus is the training's error to report ("selected no trajectories")."""
+    corpora = Corpora({"SIZE = 400\n": [], "x\n": []})
+    assert _check(corpora).check({"recipe.py": "x\n"})[0] is False
