@@ -340,11 +340,7 @@ async def _prepare_slot(ctx: CampaignContext, round_: int, slot: int, parent_id:
                 kind=phase.kind(ctx.task), status=NodeStatus.PENDING)
     if not phase.proposes(slot):
         return _Slot(node, dict(base), {}, "the incumbent recipe and curriculum")
-    seed = _training_seed(ctx, node)
-    check = InertCheck(
-        functools.partial(_build_at, ctx, cycle=cycle, seed=seed, method=phase.method()),
-        lambda rows, files: route(rows, routing_id(policy_task(ctx.task), files)), dict(base),
-        _corpus_paths(ctx))
+    check = _inert_check(ctx, base, cycle, _training_seed(ctx, node), phase)
     scope = dataclasses.replace(scope, paths=component_paths(ctx.task, phase.proposed(ctx.task)))
     context = context_for(ctx, round_, slot, parent_id, scope)
     inert: list[dict[str, Any]] = []
@@ -377,6 +373,16 @@ async def _prepare_slot(ctx: CampaignContext, round_: int, slot: int, parent_id:
     return _Slot(failed, dict(base), {}, "", inert=inert)
 
 
+def _inert_check(ctx: CampaignContext, parent: Mapping[str, str], cycle: int, seed: int,
+                 phase: Phase) -> InertCheck:
+    """The comparison of a slot's proposals with ``parent``'s corpus at ``cycle`` and
+    ``seed`` (``inert.py``)."""
+    return InertCheck(
+        functools.partial(_build_at, ctx, cycle=cycle, seed=seed, method=phase.method()),
+        lambda rows, files: route(rows, routing_id(policy_task(ctx.task), files)), dict(parent),
+        _corpus_paths(ctx))
+
+
 def _training_seed(ctx: CampaignContext, node: Node) -> int:
     return ctx.config.seed + node.round * 100 + node.slot
 
@@ -406,7 +412,7 @@ def _asked_again(context: ProposalContext, inert: list[dict[str, Any]],
                          rationale=str(tried["rationale"] or ""),
                          error="inert: the training corpus came out the same as the parent's")
                 for i, tried in reversed(list(enumerate(inert)))]  # newest first, as the rest
-    return dataclasses.replace(context, seed=context.seed + 7919 * attempt,
+    return dataclasses.replace(context, seed=(context.seed + 7919 * attempt) % 2**32,
                                recent_failures=[*failures, *context.recent_failures])
 
 
