@@ -3,8 +3,8 @@
 
 The round has three slots on the seed: slot 0 retrains the seed recipe, slot 1 gets the seed
 recipe at a smaller size (a corpus of its own: it trains), slot 2 gets a recipe that selects
-nothing (its training fails at the corpus, a recorded failure). Each training job's interval comes from the archive:
-it ended when it was recorded and ran for its record's ``wall_s``.
+nothing (its training fails at the corpus, a recorded failure). Each training job's interval
+comes from the archive: it ended when it was recorded and ran for its record's ``wall_s``.
 """
 
 from __future__ import annotations
