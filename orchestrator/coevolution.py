@@ -36,7 +36,7 @@ from recursor.archive import Node
 from recursor.errors import RecursorError
 from recursor.orchestrator import loop
 from recursor.orchestrator.context import CampaignContext, Scope
-from recursor.orchestrator.evaluation import plan_request, write_workspace
+from recursor.orchestrator.evaluation import plan_request, with_last_line, write_workspace
 from recursor.orchestrator.inert import ATTEMPTS, LOG_STREAM, Built, InertCheck, refusal
 from recursor.orchestrator.proposing import context_for, propose_one
 from recursor.orchestrator.schedule import Phase, component_paths, policy_task
@@ -175,6 +175,8 @@ def build_corpus(ctx: CampaignContext, files: Mapping[str, str], cycle: int, see
     verdict = result.result or {}
     if result.status is not RunStatus.OK or verdict.get("error"):
         reason = verdict.get("error") or result.error or result.status.value
+        if not verdict.get("error") and result.status is RunStatus.CRASHED:
+            reason = with_last_line(reason, result.stderr)
         return None, {"stderr": result.stderr[-4000:]}, f"corpus: {reason}"
     try:
         rows = stamp(task.provenance_ids(files), verdict, task.policy_name(files))

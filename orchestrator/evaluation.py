@@ -98,6 +98,19 @@ def read_artifacts(verdict: Mapping[str, Any] | None) -> dict[str, str]:
             if isinstance(v, str)}
 
 
+LAST_LINE_CHARS = 200
+
+
+def with_last_line(error: str, stderr: str) -> str:
+    """``error`` (a crash: "exited with status 1") with the last line the run wrote to stderr,
+    which for an interpreter that died of an exception names it; cut to LAST_LINE_CHARS. The
+    line is the run's text, kept as text: every display escapes it."""
+    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
+    if not lines:
+        return error
+    return f"{error}; its last line on stderr: {lines[-1][:LAST_LINE_CHARS]}"
+
+
 CANDIDATE_FAILURES = {RunStatus.TIMEOUT.value, RunStatus.OOM.value, RunStatus.CRASHED.value}
 
 
@@ -124,6 +137,8 @@ def interpret(result: SandboxResult, metric: str) -> EvaluationOutcome:
             base.run_status, base.error = _rejected(result, verdict), reported
             return base
         base.error = result.error or f"{result.status.value} (exit code {result.exit_code})"
+        if result.status is RunStatus.CRASHED:
+            base.error = with_last_line(base.error, result.stderr)
         if reported is not None:
             base.error += f"; the evaluator reported: {reported}"
         return base
@@ -220,4 +235,4 @@ def _run_plan(task: Task, plan: EvaluationPlan, sandbox: Sandbox,
 
 
 __all__ = ["ARTIFACTS", "EvaluationOutcome", "interpret", "plan_request", "read_artifacts",
-           "run_evaluation", "write_workspace"]
+           "run_evaluation", "with_last_line", "write_workspace"]
