@@ -23,12 +23,12 @@ from pathlib import Path
 from typing import Any
 
 from recursor.archive.store import Archive
-from recursor.config import default_campaign
+from recursor.config import MutationPriorConfig, MutationProposerConfig, default_campaign
 from recursor.orchestrator.context import read_manifest
 from recursor.orchestrator.graph import run_campaign
 from recursor.orchestrator.progress import NullReporter
 from recursor.tasks.cfr import LEDUC_REFERENCES
-from recursor.types import ANALYSIS_PROPOSERS, NodeStatus, Split
+from recursor.types import ANALYSIS_PROPOSERS, CampaignStatus, NodeStatus, Split
 
 LEDUC = "expl_leduc_poker"
 
@@ -53,13 +53,32 @@ def _read(directory: Path) -> dict[str, Any]:
         archive.close()
 
 
-def run_seed(seed: int, max_evals: int | None, base: Path) -> dict[str, Any]:
-    """Run the default campaign with ``seed`` in ``base/seed-N``; its row as a dict."""
+def _finished(directory: Path) -> bool:
+    if not (directory / "campaign.json").exists():
+        return False
+    manifest = read_manifest(directory)
+    archive = Archive(manifest["archive_url"])
+    try:
+        return archive.campaign(manifest["campaign_id"]).status == CampaignStatus.FINISHED
+    finally:
+        archive.close()
+
+
+def run_seed(seed: int, max_evals: int | None, base: Path,
+             prior: MutationPriorConfig | None = None) -> dict[str, Any]:
+    """Run the default campaign with ``seed`` in ``base/seed-N`` (its mutation proposer with
+    ``prior`` when given); its row as a dict. A campaign already finished there is read back,
+    not run again (its wall time is then 0)."""
+    directory = base / f"seed-{seed}"
+    if _finished(directory):
+        return {"seed": seed, **_read(directory), "wall_s": 0.0}
     config = default_campaign()
     config.seed = seed
     if max_evals is not None:
         config.budget.max_evals = max_evals
-    directory = base / f"seed-{seed}"
+    if prior is not None:
+        config.proposers = [MutationProposerConfig(prior=prior) if p.kind == "mutation" else p
+                            for p in config.proposers]
     started = time.monotonic()
     run_campaign(config, directory, NullReporter())
     return {"seed": seed, **_read(directory), "wall_s": time.monotonic() - started}

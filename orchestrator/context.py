@@ -35,6 +35,7 @@ from recursor.archive import (
 )
 from recursor.config import (
     CampaignConfig,
+    MutationProposerConfig,
     absolute_archive_url,
     config_to_dict,
     parse_config,
@@ -59,6 +60,7 @@ from recursor.proposers import (
     build_proposers,
     use_instances,
 )
+from recursor.proposers.mutation.prior import MutationPrior
 from recursor.sandbox import Sandbox, build_sandbox
 from recursor.tasks import Task, build_task
 from recursor.types import ChangeKind
@@ -299,7 +301,8 @@ def _build_search(ctx: CampaignContext, given: Instances, reason: str) -> None:
     version recorded when the config changed it, for ``reason``)."""
     config = ctx.config
     built = (use_instances(config.proposers, given.proposers) if given.proposers is not None
-             else build_proposers(config.proposers, ctx.task, config.seed, ctx.check))
+             else build_proposers(config.proposers, ctx.task, config.seed, ctx.check,
+                                  _mutation_priors(ctx)))
     ctx.proposers = {p.name: p for p in built}
     chooser = given.proposer_choice or build_proposer_choice(
         config.proposer_choice, list(ctx.proposers), config.seed)
@@ -310,6 +313,19 @@ def _build_search(ctx: CampaignContext, given: Instances, reason: str) -> None:
     ctx.policy, switched = search_policy.settle(ctx.archive, ctx.campaign_id, config, reason)
     if switched:
         ctx.reporter.message(f"search policy switched to {ctx.policy.id} ({reason})")
+
+
+def _mutation_priors(ctx: CampaignContext) -> dict[int, MutationPrior]:
+    """The mutation proposers' priors, each read from its pool (by index in the config)."""
+    from recursor.orchestrator.mutation_prior import load_mutation_prior  # it reads manifests
+
+    priors: dict[int, MutationPrior] = {}
+    for index, config in enumerate(ctx.config.proposers):
+        if isinstance(config, MutationProposerConfig) and config.prior is not None:
+            prior = load_mutation_prior(config.prior, ctx.task.name, ctx.task.objective)
+            ctx.reporter.message(f"mutation prior: {prior.summary()}")
+            priors[index] = prior
+    return priors
 
 
 __all__ = ["CHECKPOINTS", "CampaignContext", "Scope", "create_campaign_dir", "open_context",

@@ -23,6 +23,7 @@ from recursor.errors import ConfigError
 from recursor.plugins import KINDS, build_plugin
 from recursor.proposers._base import Proposer
 from recursor.proposers.mutation.primitives import generic_primitives
+from recursor.proposers.mutation.prior import MutationPrior
 from recursor.proposers.mutation.proposer import MutationProposer, ValidityCheck
 from recursor.proposers.optuna_tuner import OptunaProposer
 
@@ -44,18 +45,29 @@ class TaskHooks(Protocol):
 
 
 def build_proposer(config: ProposerConfig, task: TaskHooks, seed: int,
-                   check: ValidityCheck | None = None) -> Proposer:
+                   check: ValidityCheck | None = None,
+                   prior: MutationPrior | None = None) -> Proposer:
     """One proposer; ConfigError when a plug-in cannot be loaded or built.
 
     ``check`` is the validity check the built-in proposers call on every attempt; the
     controller passes its sandboxed one (``recursor.orchestrator.trial.ProposalCheck``). The
-    default, ``task.static_check``, executes nothing.
+    default, ``task.static_check``, executes nothing. ``prior`` is the table a mutation
+    proposer's ``prior`` section asks for, read from its pool by the caller
+    (``recursor.orchestrator.mutation_prior.load_mutation_prior``).
     """
     check = check or task.static_check
     if isinstance(config, MutationProposerConfig):
+        if config.prior is not None and prior is None:
+            raise ConfigError("proposers: a mutation proposer with a `prior` needs its pool "
+                              "read first (the campaign does this; from Python, pass "
+                              "recursor.orchestrator.mutation_prior.load_mutation_prior's "
+                              "result as `prior`)")
         primitives = [*generic_primitives(), *task.mutation_primitives()]
         return MutationProposer(primitives, check, config.max_mutations,
-                                config.max_attempts, seed=seed, crossover=config.crossover)
+                                config.max_attempts, seed=seed, crossover=config.crossover,
+                                prior=prior if config.prior is not None else None,
+                                prior_candidates=config.prior.candidates if config.prior
+                                else 16)
     if isinstance(config, OptunaProposerConfig):
         return OptunaProposer(check, seed=seed)
     if isinstance(config, LLMProposerConfig):
@@ -97,13 +109,14 @@ def _plugin(config: PluginProposerConfig) -> Proposer:
 
 
 def build_proposers(configs: Sequence[ProposerConfig], task: TaskHooks, seed: int,
-                    check: ValidityCheck | None = None) -> list[Proposer]:
+                    check: ValidityCheck | None = None,
+                    priors: Mapping[int, MutationPrior] | None = None) -> list[Proposer]:
     """All proposers, with unique names (a repeated kind gets a ``#2`` suffix); ``check`` as
-    in :func:`build_proposer`."""
+    in :func:`build_proposer`; ``priors``: the mutation priors, by index in ``configs``."""
     out: list[Proposer] = []
     seen: dict[str, int] = {}
-    for config in configs:
-        proposer = build_proposer(config, task, seed, check)
+    for index, config in enumerate(configs):
+        proposer = build_proposer(config, task, seed, check, (priors or {}).get(index))
         count = seen.get(proposer.name, 0) + 1
         seen[proposer.name] = count
         if count > 1:

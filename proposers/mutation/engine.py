@@ -100,12 +100,23 @@ def _draw(sites: list[tuple[ast.AST, MutationPrimitive]],
     return sites.pop(rng.choice(indices))
 
 
-def mutate_once(source: str, primitives: Sequence[MutationPrimitive],
-                rng: random.Random) -> tuple[str, AppliedMutation] | None:
-    """Apply one weighted-random edit inside a block; None when no primitive offers one."""
+Prepared = tuple[list[tuple[ast.AST, MutationPrimitive]], dict[ast.AST, tuple[ast.AST, str]]]
+
+
+def prepare(source: str, primitives: Sequence[MutationPrimitive]) -> Prepared:
+    """What :func:`mutate_once` computes of ``source`` before drawing: its sites and parent
+    map (reusable for several draws on one source: primitives never change a node)."""
     tree = pyast.parse(source)
-    sites = _sites(tree, source, primitives)
-    parents = parent_map(tree)
+    return _sites(tree, source, primitives), parent_map(tree)
+
+
+def mutate_once(source: str, primitives: Sequence[MutationPrimitive],
+                rng: random.Random, prepared: Prepared | None = None
+                ) -> tuple[str, AppliedMutation] | None:
+    """Apply one weighted-random edit inside a block; None when no primitive offers one.
+    ``prepared``: :func:`prepare` of this ``source``, when already made."""
+    sites, parents = prepared or prepare(source, primitives)
+    sites = list(sites)
     while sites:
         node, primitive = _draw(sites, rng)
         replacement = primitive.mutate(node, rng)
@@ -153,6 +164,16 @@ def mutate_at(source: str, primitives: Sequence[MutationPrimitive], rng: random.
     return f"{primitive} offered no replacement at line {line}"
 
 
+def _check_source(source: str) -> None:
+    """ProposerError when ``source`` cannot be mutated at all."""
+    try:
+        pyast.parse(source)
+    except SyntaxError as exc:
+        raise ProposerError(f"cannot mutate a source that does not parse: {exc.msg}") from None
+    if not find_blocks(source):
+        raise ProposerError("the source has no EVOLVE-BLOCK-START/END region to mutate")
+
+
 class MutationEngine:
     """Applies primitives to EVOLVE blocks until a valid, new program comes out."""
 
@@ -166,10 +187,11 @@ class MutationEngine:
         self.max_mutations = max_mutations
         self.max_attempts = max_attempts
 
-    def _attempt(self, source: str, rng: random.Random) -> tuple[str, list[AppliedMutation]]:
+    def _attempt(self, source: str, rng: random.Random, prepared: Prepared | None = None
+                 ) -> tuple[str, list[AppliedMutation]]:
         current, applied = source, []
-        for _ in range(rng.randint(1, self.max_mutations)):
-            step = mutate_once(current, self.primitives, rng)
+        for index in range(rng.randint(1, self.max_mutations)):
+            step = mutate_once(current, self.primitives, rng, prepared if index == 0 else None)
             if step is None:
                 break
             current, mutation = step
@@ -194,12 +216,7 @@ class MutationEngine:
     def mutate(self, source: str, rng: random.Random, is_valid: Validity,
                avoid: Collection[str] = ()) -> MutationResult:
         """A valid mutant of ``source``; raises ProposerError when no attempt gave one."""
-        try:
-            pyast.parse(source)
-        except SyntaxError as exc:
-            raise ProposerError(f"cannot mutate a source that does not parse: {exc.msg}") from None
-        if not find_blocks(source):
-            raise ProposerError("the source has no EVOLVE-BLOCK-START/END region to mutate")
+        _check_source(source)
         reasons: list[str] = []
         for attempt in range(1, self.max_attempts + 1):
             candidate, applied = self._attempt(source, rng)
@@ -210,3 +227,23 @@ class MutationEngine:
         distinct = list(dict.fromkeys(reasons))[:MAX_REASONS]
         raise ProposerError(f"no valid mutant in {self.max_attempts} attempts; reasons: "
                             + " | ".join(r[:200] for r in distinct))
+
+    def mutate_weighted(self, source: str, rng: random.Random, is_valid: Validity,
+                        weigh: Callable[[Sequence[AppliedMutation]], float],
+                        candidates: int, avoid: Collection[str] = ()) -> MutationResult:
+        """Like :meth:`mutate`, but draws ``candidates`` mutants first, orders them by a
+        weighted draw without replacement (``weigh`` of each one's edits) and returns the
+        first valid one; when none is, :meth:`mutate` goes on as usual. Only the chosen
+        mutant is checked before the next, so validity costs what it costs unweighted."""
+        _check_source(source)
+        prepared = prepare(source, self.primitives)
+        drawn = [self._attempt(source, rng, prepared)
+                 for _ in range(min(candidates, self.max_attempts))]
+        keys = [rng.random() ** (1.0 / max(weigh(applied), 1e-12)) if applied else -1.0
+                for _, applied in drawn]
+        order = sorted(range(len(drawn)), key=lambda i: -keys[i])
+        for attempt, index in enumerate(order, start=1):
+            candidate, applied = drawn[index]
+            if self._reject(source, candidate, applied, avoid, is_valid) is None:
+                return MutationResult(candidate, tuple(applied), attempt)
+        return self.mutate(source, rng, is_valid, avoid)

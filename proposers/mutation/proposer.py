@@ -10,7 +10,8 @@ from recursor.errors import ProposerError
 from recursor.mutation import MutationPrimitive
 from recursor.proposers._base import Proposal, ProposalContext, Proposer
 from recursor.proposers.mutation.crossover import crossover
-from recursor.proposers.mutation.engine import MutationEngine
+from recursor.proposers.mutation.engine import AppliedMutation, MutationEngine
+from recursor.proposers.mutation.prior import MutationPrior
 from recursor.proposers.mutation.source import find_blocks, same_program
 from recursor.types import ChangeKind
 
@@ -56,7 +57,9 @@ class MutationProposer(Proposer):
     file of the same path in ``context.history``, and passes ``check`` (called with the
     parent's files, that one replaced). ``editable_paths`` limits which files may change; when
     empty, ``context.editable_paths`` decides. Raises ProposerError when no file is mutable or
-    no valid mutant was found in ``max_attempts`` attempts.
+    no valid mutant was found in ``max_attempts`` attempts. With a ``prior`` (learned from
+    earlier campaigns, :mod:`recursor.proposers.mutation.prior`), each proposal is the first
+    valid one of ``prior_candidates`` mutants drawn in the prior's weighted order.
     """
 
     name = "mutation"
@@ -64,12 +67,15 @@ class MutationProposer(Proposer):
     def __init__(self, primitives: Sequence[MutationPrimitive], check: ValidityCheck,
                  max_mutations: int = 2, max_attempts: int = 50,
                  editable_paths: Sequence[str] = (), seed: int = 0,
-                 crossover: float = 0.0) -> None:
+                 crossover: float = 0.0, prior: MutationPrior | None = None,
+                 prior_candidates: int = 16) -> None:
         self.engine = MutationEngine(primitives, max_mutations, max_attempts)
         self.check = check
         self.editable_paths = tuple(editable_paths)
         self.seed = seed
         self.crossover = crossover
+        self.prior = prior  # None: the unweighted draw, so a seeded tree stays as it was
+        self.prior_candidates = prior_candidates
 
     def propose(self, context: ProposalContext) -> Proposal:
         files = context.parent.files
@@ -88,13 +94,24 @@ class MutationProposer(Proposer):
             crossed = self._cross(context, path, rng, is_valid, seen)
             if crossed is not None:
                 return crossed
-        result = self.engine.mutate(files[path], rng, is_valid, avoid=seen)
+        metadata: dict[str, object] = {}
+        if self.prior is None:
+            result = self.engine.mutate(files[path], rng, is_valid, avoid=seen)
+        else:
+            prior = self.prior
+
+            def weigh(applied: Sequence[AppliedMutation]) -> float:
+                return prior.weight(path, applied)
+
+            result = self.engine.mutate_weighted(files[path], rng, is_valid, weigh,
+                                                 self.prior_candidates, avoid=seen)
+            metadata["prior_weight"] = round(weigh(result.mutations), 6)
         return Proposal(
             kind=proposal_kind(context),
             rationale=f"{path}: {result.describe()}",
             files={path: result.source},
             metadata={"mutations": [m.as_dict() for m in result.mutations], "path": path,
-                      "attempts": result.attempts},
+                      "attempts": result.attempts, **metadata},
         )
 
     def _cross(self, context: ProposalContext, path: str, rng: random.Random,

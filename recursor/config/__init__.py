@@ -50,6 +50,7 @@ from recursor.config.search import (
     InstanceProposerConfig,
     LearnedProposerConfig,
     LLMProposerConfig,
+    MutationPriorConfig,
     MutationProposerConfig,
     NearDuplicateConfig,
     ObjectiveConfig,
@@ -263,10 +264,17 @@ def _loaded(data: Any, path: Path) -> CampaignConfig:
     if config.search_policy is not None:
         config.search_policy = config.search_policy.resolved(Path(path).resolve().parent)
     config.archive = config.archive.resolved(Path(path).resolve().parent)
-    config.proposers = [p.model_copy(update={"train": p.train.resolved(Path(path).resolve()
-                                                                      .parent)})
-                        if isinstance(p, LearnedProposerConfig) and p.train is not None else p
+    config.proposers = [_resolved_proposer(p, Path(path).resolve().parent)
                         for p in config.proposers]
+    return config
+
+
+def _resolved_proposer(config: ProposerConfig, base: Path) -> ProposerConfig:
+    """``config`` with the directories it names (a pool) made absolute against ``base``."""
+    if isinstance(config, LearnedProposerConfig) and config.train is not None:
+        return config.model_copy(update={"train": config.train.resolved(base)})
+    if isinstance(config, MutationProposerConfig) and config.prior is not None:
+        return config.model_copy(update={"prior": config.prior.resolved(base)})
     return config
 
 
@@ -312,6 +320,7 @@ __all__ = [
     "LearnedProposerConfig",
     "LLMProposerConfig",
     "LocalExecutorConfig",
+    "MutationPriorConfig",
     "MutationProposerConfig",
     "OptunaProposerConfig",
     "PROPOSER_CHOICE_ADAPTER",

@@ -23,6 +23,27 @@ from pydantic import (
 from recursor.config._base import _Model, _PluginSource
 
 
+class MutationPriorConfig(_Model):
+    """Which edits to favour, learned from earlier campaigns' archives (docs/search.md, "A
+    mutation prior from earlier campaigns")."""
+
+    pool: list[str] = Field(min_length=1, description="campaign directories, or folders "
+                            "holding campaign directories, whose mutation edits and outcomes "
+                            "are counted; read when the campaign starts or resumes")
+    strength: float = Field(2.0, ge=0, le=10, description="the exponent on an edit's improving "
+                            "rate over the pool's (0: no preference); 2 did better than 1 on "
+                            "cfr (docs/search.md)")
+    candidates: int = Field(16, ge=1, le=256, description="mutants drawn per proposal, of "
+                            "which the prior's weighted draw picks")
+    pseudo_count: float = Field(2.0, gt=0, description="how many edits' worth of evidence an "
+                                "edit needs before its own rate outweighs its site's")
+
+    def resolved(self, base: Path) -> MutationPriorConfig:
+        """This config with relative pool directories made absolute against ``base``."""
+        return self.model_copy(update={"pool": [str((base / Path(d).expanduser()).resolve())
+                                                for d in self.pool]})
+
+
 class MutationProposerConfig(_Model):
     """AST mutation of EVOLVE-BLOCK regions (offline, free)."""
 
@@ -32,6 +53,8 @@ class MutationProposerConfig(_Model):
     crossover: float = Field(0.0, ge=0, le=1, description="the share of proposals that "
                              "cross the parent with one of its context's inspirations "
                              "instead of mutating it (docs/search.md, \"Crossover\")")
+    prior: MutationPriorConfig | None = Field(None, description="favour the edits that "
+                                              "improved in earlier campaigns (off: none)")
 
 
 class OptunaProposerConfig(_Model):
