@@ -54,13 +54,13 @@ if TYPE_CHECKING:
     from recursor.orchestrator.near_duplicates import Index
 from recursor.proposers import (
     AlternateChoice,
+    MutationPrior,
     Proposer,
     ProposerChoicePolicy,
     build_proposer_choice,
     build_proposers,
     use_instances,
 )
-from recursor.proposers.mutation.prior import MutationPrior
 from recursor.sandbox import Sandbox, build_sandbox
 from recursor.tasks import Task, build_task
 from recursor.types import ChangeKind

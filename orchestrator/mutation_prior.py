@@ -17,7 +17,7 @@ from recursor.archive import ArchiveReader, Node
 from recursor.config import MutationPriorConfig
 from recursor.errors import ConfigError
 from recursor.orchestrator.context import MANIFEST, read_manifest
-from recursor.proposers.mutation.prior import EditOutcome, MutationPrior
+from recursor.proposers import EditOutcome, MutationPrior
 from recursor.types import NodeStatus, Objective
 
 

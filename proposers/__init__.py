@@ -29,7 +29,7 @@ from recursor.proposers.learned import (
     ops_of,
     render_parent,
 )
-from recursor.proposers.mutation import MutationProposer
+from recursor.proposers.mutation import EditOutcome, MutationPrior, MutationProposer
 from recursor.proposers.optuna_tuner import OptunaProposer
 from recursor.proposers.registry import build_proposers, instance_configs, use_instances
 
@@ -46,6 +46,8 @@ __all__ = [
     "AlternateChoice",
     "ThompsonChoice",
     "UcbChoice",
+    "EditOutcome",
+    "MutationPrior",
     "MutationProposer",
     "NodeHistory",
     "NodeView",

@@ -10,6 +10,7 @@ from recursor.proposers.mutation.primitives import (
     WeightBySchedule,
     generic_primitives,
 )
+from recursor.proposers.mutation.prior import EditOutcome, MutationPrior
 from recursor.proposers.mutation.proposer import MutationProposer
 from recursor.proposers.mutation.scope import BlockScope, ContextualPrimitive
 
@@ -19,8 +20,10 @@ __all__ = [
     "ClipAtZero",
     "ComposeNames",
     "ContextualPrimitive",
+    "EditOutcome",
     "InsertSchedule",
     "MutationEngine",
+    "MutationPrior",
     "MutationProposer",
     "MutationResult",
     "PerturbConstant",
