@@ -76,6 +76,13 @@ class JobSpec(BaseModel):
         text = json.dumps(identity, sort_keys=True, default=str)
         return f"{self.kind}-{hashlib.sha256(text.encode()).hexdigest()[:16]}"
 
+    @property
+    def reads_in_order(self) -> bool:
+        """Whether the order of the rows in ``data`` can change what the job computes. True
+        unless the kind is known to draw its rows in a seeded random order (SFT and GRPO by
+        default): there, a reordered corpus is the same corpus drawn with another seed."""
+        return True
+
 
 class ModelJob(JobSpec):
     """A job on a model: a checkpoint directory, or tiny-gpt2 built from ``model_options``."""
@@ -94,6 +101,12 @@ class SftJob(ModelJob):
     kind: Literal["sft"]
     data: str = Field(min_length=1, description="JSONL file: text or prompt/completion")
 
+    @property
+    def reads_in_order(self) -> bool:
+        # transformers' Trainer samples at random unless told "sequential"; the other
+        # strategies (group_by_length, batch_rebalance) draw at random too
+        return self.config.get("train_sampling_strategy", "random") == "sequential"
+
 
 class GrpoJob(ModelJob):
     """GRPO from ``model`` on the prompts in ``data``, scored by ``reward``."""
@@ -101,6 +114,10 @@ class GrpoJob(ModelJob):
     kind: Literal["grpo"]
     data: str = Field(min_length=1, description="JSONL file of prompts")
     reward: str = Field(min_length=1, description="'package.module:function'")
+
+    @property
+    def reads_in_order(self) -> bool:
+        return self.config.get("shuffle_dataset", True) is False  # TRL's GRPO shuffles
 
 
 class GenerateJob(ModelJob):

@@ -382,7 +382,26 @@ def _inert_check(ctx: CampaignContext, parent: Mapping[str, str], cycle: int, se
     return InertCheck(
         functools.partial(_build_at, ctx, cycle=cycle, seed=seed, method=phase.method()),
         lambda rows, files: route(rows, routing_id(policy_task(ctx.task), files)), dict(parent),
-        _corpus_paths(ctx))
+        _corpus_paths(ctx), _reads_in_order(ctx, parent, seed, phase.method()))
+
+
+def _reads_in_order(ctx: CampaignContext, files: Mapping[str, str], seed: int,
+                    method: str) -> bool:
+    """Whether the job that would train on ``files``' corpus reads its rows in order (a
+    slot's corpus-only proposals keep the parent's policy, so all share that job but for the
+    data).
+    A job the task cannot describe here counts as reading in order: nothing is called inert
+    that a change of order could change."""
+    from recursor.executors import JobSpec
+
+    task = policy_task(ctx.task)
+    try:
+        base = task.policy_checkpoint(files, ctx.cache_dir)
+        job = task.training_job(Path("corpus.jsonl"), seed, training_method(ctx, files, method),
+                                base)
+        return JobSpec(**job).reads_in_order
+    except (ValueError, TypeError):  # pydantic's ValidationError is a ValueError
+        return True
 
 
 def _training_seed(ctx: CampaignContext, node: Node) -> int:

@@ -9,6 +9,11 @@ slot and compares each proposal's with it; the training round asks again (up to
 :data:`ATTEMPTS` proposals, the earlier ones named to the proposer as failures) and records
 the slot as failed, with every inert proposal logged, when none changes the corpus. A corpus
 that cannot be built, or that is empty, is never called inert: the training reports why.
+
+Rows are compared in order only where the training reads them in order. A trainer that draws
+its rows in a seeded random order (TRL's SFT and GRPO by default) trains a reordered corpus as
+the same corpus drawn with another seed, so there the rows are compared as a multiset: a
+proposal that only reorders (or, for a curriculum, re-lists) the parent's rows is inert too.
 """
 
 from __future__ import annotations
@@ -31,6 +36,12 @@ def training_content(rows: Sequence[Mapping[str, Any]]) -> list[tuple[str, ...]]
     return [tuple(f"{k}={row[k]}" for k in sorted(row) if k != "provenance") for row in rows]
 
 
+def compared(content: list[tuple[str, ...]], ordered: bool) -> list[tuple[str, ...]]:
+    """``content`` as the training sees it: in order, or as a multiset (sorted, each row as
+    often as it occurs: a repeated row is drawn more often) when the training shuffles."""
+    return content if ordered else sorted(content)
+
+
 def corpus_only(edits: Mapping[str, str], paths: Sequence[str]) -> bool:
     """Whether ``edits`` change only files in ``paths`` (the corpus components' files)."""
     return bool(edits) and set(edits) <= set(paths)
@@ -41,12 +52,15 @@ class InertCheck:
     """One training slot's comparison with its parent: ``build(files)`` builds a corpus at
     the slot's cycle and seed (the parent's is built on first use and kept), ``parent`` the
     parent's files, ``paths`` the corpus components' files. ``routed(rows, files)``: the rows
-    a training under ``files`` keeps (routing by harness)."""
+    a training under ``files`` keeps (routing by harness). ``ordered``: whether the training
+    reads its rows in order (``JobSpec.reads_in_order``); when not, rows compare as a
+    multiset."""
 
     build: Callable[[Mapping[str, str]], Built]
     routed: Callable[[list[dict[str, Any]], Mapping[str, str]], list[dict[str, Any]]]
     parent: Mapping[str, str]
     paths: Sequence[str]
+    ordered: bool = True
     _parent: list[tuple[str, ...]] | None = None
     _parent_built: bool = False
     _seen: dict[tuple[tuple[str, str], ...], bool] = field(default_factory=dict)
@@ -77,7 +91,7 @@ class InertCheck:
         if not rows or error is not None:
             return None
         try:
-            return training_content(self.routed(rows, files)) or None
+            return compared(training_content(self.routed(rows, files)), self.ordered) or None
         except ValueError:  # a routing error: the training will report it
             return None
 
@@ -89,5 +103,5 @@ def refusal(tried: int) -> str:
             f"(see the node's '{LOG_STREAM}' log)")
 
 
-__all__ = ["ATTEMPTS", "Built", "InertCheck", "LOG_STREAM", "REFUSED", "corpus_only",
-           "refusal", "training_content"]
+__all__ = ["ATTEMPTS", "Built", "InertCheck", "LOG_STREAM", "REFUSED", "compared",
+           "corpus_only", "refusal", "training_content"]

@@ -28,6 +28,9 @@ from tests.helpers.training_round import SEED_RECIPE, TASK
 # deduplicate, so this edit selects exactly what the seed recipe selects
 INERT = SEED_RECIPE.replace("DEDUPLICATE = True", "DEDUPLICATE = False")
 SMALLER = SEED_RECIPE.replace("SIZE = 400", "SIZE = 5")
+# the seed's selection in reverse: under a trainer that shuffles, the same corpus
+REVERSED = SEED_RECIPE.replace("    return chosen\n", "    return chosen[::-1]\n")
+assert REVERSED != SEED_RECIPE
 
 
 class Recipes(Proposer):
@@ -47,12 +50,14 @@ class Recipes(Proposer):
                         files={"recipe.py": recipe})
 
 
-def _one_data_slot(directory: Path, proposer: Recipes,
-                   archive: str | None = None) -> tuple[Node, dict[str, list[str]], int]:
-    """Round 1 of a fresh worlds campaign (its archive at ``archive``, default SQLite): one
-    adapted data-search slot on the seed. The slot's node, its logs by stream, and the
-    training jobs it recorded."""
-    config = parse_config({"name": "inert", "task": TASK, "seed": 3,
+def _one_data_slot(directory: Path, proposer: Recipes, archive: str | None = None,
+                   sft: dict[str, object] | None = None
+                   ) -> tuple[Node, dict[str, list[str]], int]:
+    """Round 1 of a fresh worlds campaign (its archive at ``archive``, default SQLite; ``sft``
+    added to its policy's training options): one adapted data-search slot on the seed. The
+    slot's node, its logs by stream, and the training jobs it recorded."""
+    task = {**TASK, "policy": {"sft": {**TASK["policy"]["sft"], **(sft or {})}}}
+    config = parse_config({"name": "inert", "task": task, "seed": 3,
                            **({"archive": {"url": archive}} if archive else {}),
                            "components": ["harness", "policy", "data", "curriculum"],
                            "proposers": [{"kind": "instance", "name": "recipes"}],
@@ -97,11 +102,22 @@ def test_an_inert_recipe_is_asked_again_and_the_next_one_trains(tmp_path: Path,
 
 
 def test_a_slot_whose_every_proposal_is_inert_fails_untrained(tmp_path: Path) -> None:
-    proposer = Recipes(INERT)
+    """The same rows, or (the trainer drawing at random) the same rows in another order."""
+    proposer = Recipes(INERT, REVERSED)
     node, logs, jobs = _one_data_slot(tmp_path, proposer)
     assert (node.status, node.run_status) == ("failed", "invalid")
     assert (node.error or "").startswith(REFUSED)
     assert jobs == 0
     assert len(proposer.asked) == ATTEMPTS
-    assert [len(json.loads(content)) for content in logs[LOG_STREAM]] == [ATTEMPTS]
+    assert [[p["files"]["recipe.py"] for p in json.loads(content)]
+            for content in logs[LOG_STREAM]] == [[INERT] + [REVERSED] * (ATTEMPTS - 1)]
     assert "training" not in logs
+
+
+def test_a_reorder_trains_where_the_trainer_reads_in_order(tmp_path: Path) -> None:
+    proposer = Recipes(REVERSED)
+    node, logs, jobs = _one_data_slot(tmp_path, proposer,
+                                      sft={"train_sampling_strategy": "sequential"})
+    assert node.status == "pending" and node.proposal is not None, node.error
+    assert node.proposal["files"]["recipe.py"] == REVERSED
+    assert (jobs, len(proposer.asked), LOG_STREAM in logs) == (1, 1, False)

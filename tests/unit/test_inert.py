@@ -5,7 +5,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from recursor.orchestrator.inert import Built, InertCheck, corpus_only, training_content
+from recursor.executors import JobSpec
+from recursor.orchestrator.inert import (
+    Built,
+    InertCheck,
+    compared,
+    corpus_only,
+    training_content,
+)
 
 PARENT = {"recipe.py": "SIZE = 400\n", "harness.py": "H\n"}
 PATHS = ["recipe.py", "curriculum.py"]
@@ -29,8 +36,8 @@ class Corpora:
         return (rows, {}, None) if rows is not None else (None, {}, "corpus: it crashed")
 
 
-def _check(corpora: Corpora) -> InertCheck:
-    return InertCheck(corpora.build, lambda rows, files: rows, PARENT, PATHS)
+def _check(corpora: Corpora, ordered: bool = True) -> InertCheck:
+    return InertCheck(corpora.build, lambda rows, files: rows, PARENT, PATHS, ordered)
 
 
 def test_the_same_rows_under_other_provenance_are_inert() -> None:
@@ -44,13 +51,31 @@ def test_the_same_rows_under_other_provenance_are_inert() -> None:
     assert corpora.built == ["SIZE = 320\n", "SIZE = 400\n", "SIZE = 1\n"]  # parent once
 
 
-def test_order_and_repeats_count() -> None:
+def test_order_counts_where_the_training_reads_in_order_and_repeats_always() -> None:
     corpora = Corpora({"SIZE = 400\n": _rows(("a", "1"), ("b", "2")),
                        "x\n": _rows(("b", "2"), ("a", "1")),
-                       "y\n": _rows(("a", "1"), ("b", "2"), ("b", "2"))})
-    check = _check(corpora)
-    assert check.check({"recipe.py": "x\n"})[0] is False
-    assert check.check({"recipe.py": "y\n"})[0] is False
+                       "y\n": _rows(("a", "1"), ("b", "2"), ("b", "2")),
+                       "z\n": _rows(("b", "2"), ("b", "2"), ("a", "1"))})
+    in_order = _check(corpora)
+    assert in_order.check({"recipe.py": "x\n"})[0] is False
+    assert in_order.check({"recipe.py": "y\n"})[0] is False
+    shuffled = _check(corpora, ordered=False)  # a reorder is only another seed's draw
+    assert shuffled.check({"recipe.py": "x\n"})[0] is True
+    assert shuffled.check({"recipe.py": "y\n"})[0] is False  # b drawn twice as often
+    assert shuffled.check({"recipe.py": "z\n"})[0] is False
+    assert compared([("b",), ("a",), ("b",)], False) == [("a",), ("b",), ("b",)]
+
+
+def test_which_jobs_read_their_rows_in_order() -> None:
+    sft = {"kind": "sft", "model": "tiny-gpt2", "data": "d.jsonl"}
+    grpo = {"kind": "grpo", "model": "m", "data": "d.jsonl", "reward": "a:b"}
+    assert JobSpec(**sft).reads_in_order is False  # transformers samples at random
+    assert JobSpec(**sft, config={"train_sampling_strategy": "group_by_length"}
+                   ).reads_in_order is False
+    assert JobSpec(**sft, config={"train_sampling_strategy": "sequential"}).reads_in_order
+    assert JobSpec(**grpo).reads_in_order is False  # TRL's shuffle_dataset defaults on
+    assert JobSpec(**grpo, config={"shuffle_dataset": False}).reads_in_order
+    assert JobSpec(kind="command", command=["true"]).reads_in_order  # unknown: in order
 
 
 def test_a_failed_build_on_either_side_is_never_inert() -> None:
