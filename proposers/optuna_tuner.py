@@ -1,7 +1,10 @@
-"""``OptunaProposer``: tune the numeric literals of the parent's EVOLVE blocks with TPE.
+"""``OptunaProposer``: tune the literals of the parent's EVOLVE blocks with TPE.
 
-The parent's *structure* is its source with every numeric literal inside an EVOLVE block
-abstracted (a negated literal ``-c`` counts as one literal). Every evaluated node of
+The tuned literals are the numbers, the flags (``True``/``False``) and the strings that name
+one of several options the program lists together (an option group, as the mutation
+proposer's ``ChooseString`` reads them: ``proposers/mutation/choices.py``). The parent's
+*structure* is its source with every such literal inside an EVOLVE block abstracted (a negated
+literal ``-c`` counts as one literal). Every evaluated node of
 ``context.history`` with the same structure is a finished trial whose parameters are its
 literals and whose value is its score; a seeded TPE sampler then asks for new values. The study
 is rebuilt on every call, so the proposer keeps no state and the same context always gives the
@@ -10,8 +13,10 @@ same proposal.
 Search ranges lie around the parent's values, widened to cover every value seen in history:
 log-uniform over ``[v / 10, 10 v]`` for a positive float, ``[-10|v|, -|v| / 10]`` (uniform) for
 a negative one; an int literal ``n`` stays an int in ``[n - max(2, |n|), n + max(2, |n|)]``.
-Only nonzero literals are moved (:func:`tunable_indices`); a zero stays where it is (it is
-abstracted like any literal, so trials still group by structure).
+Only nonzero numbers are moved (:func:`tunable_indices`); a zero stays where it is (it is
+abstracted like any literal, so trials still group by structure). A flag or an option is
+categorical: its choices are both flags, or its groups' options (and every value seen in
+history).
 """
 
 from __future__ import annotations
@@ -24,11 +29,17 @@ from dataclasses import dataclass
 from typing import Literal
 
 import optuna
-from optuna.distributions import BaseDistribution, FloatDistribution, IntDistribution
+from optuna.distributions import (
+    BaseDistribution,
+    CategoricalDistribution,
+    FloatDistribution,
+    IntDistribution,
+)
 
 from recursor import pyast
 from recursor.errors import ProposerError
 from recursor.proposers._base import NodeView, Proposal, ProposalContext, Proposer
+from recursor.proposers.mutation.choices import block_options
 from recursor.proposers.mutation.primitives import is_number
 from recursor.proposers.mutation.proposer import (
     ValidityCheck,
@@ -36,7 +47,8 @@ from recursor.proposers.mutation.proposer import (
     mutable_paths,
     proposal_kind,
 )
-from recursor.proposers.mutation.source import find_blocks, nodes_in_blocks, splice
+from recursor.proposers.mutation.scope import Options
+from recursor.proposers.mutation.source import Block, find_blocks, nodes_in_blocks, splice
 from recursor.types import NodeStatus
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
@@ -46,12 +58,17 @@ STARTUP_TRIALS = 4
 MAX_TUNED = 2  # constants moved per proposal
 
 
+Value = float | int | bool | str
+
+
 @dataclass(frozen=True)
 class NumericLiteral:
-    """One numeric literal of a block: its node (the ``-c`` node when negated) and value."""
+    """One tunable literal of a block: its node (the ``-c`` node when negated) and value; a
+    flag or an option also has its ``choices`` (the parent's value among them)."""
 
     node: ast.expr
-    value: float | int
+    value: Value
+    choices: tuple[Value, ...] = ()
 
 
 def _number(node: ast.expr) -> float | int:
@@ -60,32 +77,49 @@ def _number(node: ast.expr) -> float | int:
 
 
 def find_literals(source: str) -> list[NumericLiteral]:
-    """The numeric literals inside the EVOLVE blocks of ``source``, in source order."""
+    """The tunable literals inside the EVOLVE blocks of ``source``, in source order."""
     tree = pyast.parse(source)
     negated: set[int] = set()
     found: list[NumericLiteral] = []
-    for node, _ in nodes_in_blocks(tree, find_blocks(source)):
+    options: dict[Block, Options] = {}
+    for node, block in nodes_in_blocks(tree, find_blocks(source)):
         if (isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub)
                 and is_number(node.operand)):
             negated.add(id(node.operand))
             found.append(NumericLiteral(node, -_number(node.operand)))
         elif is_number(node) and id(node) not in negated:
             found.append(NumericLiteral(node, _number(node)))
+        elif isinstance(node, ast.Constant) and isinstance(node.value, bool):
+            found.append(NumericLiteral(node, node.value, (node.value, not node.value)))
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            if block not in options:
+                options[block] = block_options(tree, source, block)
+            choice = _option(node, options[block])
+            if choice is not None:
+                found.append(choice)
     found = [lit for lit in found if not (isinstance(lit.node, ast.Constant)
                                            and id(lit.node) in negated)]
     return sorted(found, key=lambda lit: (lit.node.lineno, lit.node.col_offset))
 
 
+def _option(node: ast.Constant, options: Options) -> NumericLiteral | None:
+    """A string literal that names an option of its block's groups, with its choices."""
+    if (node.lineno, node.col_offset) in options.fixed:
+        return None
+    others = options.alternatives(node.value)
+    return NumericLiteral(node, node.value, (node.value, *others)) if others else None
+
+
 def with_values(source: str, literals: Sequence[NumericLiteral],
-                values: Sequence[float | int]) -> str:
+                values: Sequence[Value]) -> str:
     """``source`` with each literal's text replaced by the matching value."""
     edits = [(lit.node, _literal_text(v)) for lit, v in zip(literals, values, strict=True)]
     return splice(source, edits)
 
 
-def _literal_text(value: float | int) -> str:
+def _literal_text(value: Value) -> str:
     text = repr(value)
-    return f"({text})" if value < 0 else text
+    return f"({text})" if isinstance(value, int | float) and value < 0 else text
 
 
 def structure(source: str) -> str:
@@ -95,11 +129,15 @@ def structure(source: str) -> str:
     return ast.dump(pyast.parse(splice(source, edits)))
 
 
-def _distribution(parent: float | int, seen: Sequence[float | int]) -> BaseDistribution:
+def _distribution(literal: NumericLiteral, seen: Sequence[Value]) -> BaseDistribution:
     """The search range of one literal (see the module docstring)."""
+    parent = literal.value
+    if literal.choices:
+        return CategoricalDistribution(list(dict.fromkeys([*literal.choices, *seen])))
+    assert isinstance(parent, int | float)
     if isinstance(parent, int):
         spread = max(2, abs(parent))
-        ints = [int(round(v)) for v in seen]
+        ints = [int(round(v)) for v in seen if isinstance(v, int | float)]
         return IntDistribution(min([parent - spread, *ints]), max([parent + spread, *ints]))
     if parent > 0:
         low, high = parent * LOW_FACTOR, parent * HIGH_FACTOR
@@ -107,26 +145,27 @@ def _distribution(parent: float | int, seen: Sequence[float | int]) -> BaseDistr
         low, high = parent * HIGH_FACTOR, parent * LOW_FACTOR
     else:  # a zero is never tuned (tunable_indices); its range only holds history values
         low, high = -1.0, 1.0
-    low, high = min([low, *seen]), max([high, *seen])
+    numbers = [float(v) for v in seen if isinstance(v, int | float)]
+    low, high = min([low, *numbers]), max([high, *numbers])
     return FloatDistribution(low, high, log=parent > 0 and low > 0)
 
 
 def tunable_indices(literals: Sequence[NumericLiteral]) -> list[int]:
-    """The literals optuna may move: the nonzero ones.
+    """The literals optuna may move: every flag and option, and the nonzero numbers.
 
     A zero is usually structural (a sign test ``x > 0``, a clip bound ``max(x, 0.0)``, a
     term switched off) and has no scale to search around: moving it is a different program,
     which is the mutation proposer's job, and sampling it from a fixed interval mostly broke
     the program (the campaigns' archives showed such trials among the worst).
     """
-    return [i for i, lit in enumerate(literals) if lit.value != 0]
+    return [i for i, lit in enumerate(literals) if lit.choices or lit.value != 0]
 
 
 def _param_name(index: int, literal: NumericLiteral) -> str:
     return f"c{index}_line{literal.node.lineno}"
 
 
-def _trial_values(node: NodeView, path: str, shape: str, count: int) -> list[float | int] | None:
+def _trial_values(node: NodeView, path: str, shape: str, count: int) -> list[Value] | None:
     """A history node's literal values when it is a scored node of the same structure."""
     source = node.files.get(path)
     if node.status != NodeStatus.DONE or node.score is None or source is None:
@@ -143,7 +182,7 @@ def _trial_values(node: NodeView, path: str, shape: str, count: int) -> list[flo
 
 
 def build_study(literals: Sequence[NumericLiteral],
-                history: Sequence[tuple[list[float | int], float]],
+                history: Sequence[tuple[list[Value], float]],
                 direction: str, seed: int, tuned: Collection[int]
                 ) -> tuple[optuna.Study, dict[str, BaseDistribution]]:
     """A TPE study holding one finished trial per history entry (values, score).
@@ -157,7 +196,7 @@ def build_study(literals: Sequence[NumericLiteral],
     distributions = {}
     for index, lit in enumerate(literals):
         seen = [values[index] for values, _ in history]
-        distributions[_param_name(index, lit)] = _distribution(lit.value, seen)
+        distributions[_param_name(index, lit)] = _distribution(lit, seen)
     fixed = {name: lit.value for index, (name, lit) in enumerate(zip(distributions, literals,
                                                                       strict=True))
              if index not in tuned}
@@ -167,11 +206,20 @@ def build_study(literals: Sequence[NumericLiteral],
         sampler = optuna.samplers.PartialFixedSampler(fixed, tpe)
     study = optuna.create_study(direction=study_direction, sampler=sampler)
     for values, score in history:
-        params = {name: (int(round(v)) if isinstance(d, IntDistribution) else float(v))
+        params = {name: _param(d, v)
                   for (name, d), v in zip(distributions.items(), values, strict=True)}
         study.add_trial(optuna.trial.create_trial(params=params, distributions=distributions,
                                                   value=score))
     return study, distributions
+
+
+def _param(distribution: BaseDistribution, value: Value) -> Value:
+    """A history value as ``distribution`` holds it."""
+    if isinstance(distribution, CategoricalDistribution):
+        return value
+    if isinstance(distribution, IntDistribution):
+        return int(round(float(value)))
+    return float(value)
 
 
 class OptunaProposer(Proposer):
@@ -202,16 +250,18 @@ class OptunaProposer(Proposer):
         with_literals = [(p, find_literals(files[p])) for p in paths]
         with_literals = [(p, lits) for p, lits in with_literals if lits]
         if not with_literals:
-            raise ProposerError("the parent has no numeric constant inside an EVOLVE block "
-                                "of an editable file; nothing for optuna to tune")
+            raise ProposerError("the parent has no constant inside an EVOLVE block of an "
+                                "editable file (a number, a True/False flag, or a string "
+                                "among options the program lists together); nothing for "
+                                "optuna to tune")
         rng = context_rng(self.name, context, self.seed)
         return rng.choice(with_literals)
 
     def history_trials(self, context: ProposalContext, path: str,
-                       literals: Sequence[NumericLiteral]) -> list[tuple[list[float | int], float]]:
+                       literals: Sequence[NumericLiteral]) -> list[tuple[list[Value], float]]:
         """(values, score) of every history node with the parent's structure, deduplicated."""
         shape = structure(context.parent.files[path])
-        trials: dict[tuple[float | int, ...], float] = {}
+        trials: dict[tuple[Value, ...], float] = {}
         for node in context.history:
             values = _trial_values(node, path, shape, len(literals))
             if values is not None and node.score is not None:
@@ -225,8 +275,8 @@ class OptunaProposer(Proposer):
         rng = context_rng(f"{self.name}:tune", context, self.seed)
         tunable = tunable_indices(literals)
         if not tunable:
-            raise ProposerError("every numeric constant in the parent's EVOLVE blocks is zero; "
-                                "optuna tunes nonzero constants only (a zero has no scale)")
+            raise ProposerError("every constant in the parent's EVOLVE blocks is a zero; "
+                                "optuna tunes nonzero numbers only (a zero has no scale)")
         tuned = rng.sample(tunable, rng.randint(1, min(MAX_TUNED, len(tunable))))
         study, distributions = build_study(literals, trials, context.objective_direction,
                                            rng.randrange(2**31), tuned)
@@ -251,7 +301,7 @@ class OptunaProposer(Proposer):
         raise ProposerError(f"optuna found no valid values in {self.max_attempts} asks: {distinct}")
 
     def _proposal(self, context: ProposalContext, path: str, literals: Sequence[NumericLiteral],
-                  values: Sequence[float | int], candidate: str, n_trials: int) -> Proposal:
+                  values: Sequence[Value], candidate: str, n_trials: int) -> Proposal:
         changes = [{"line": lit.node.lineno, "before": lit.value, "after": v}
                    for lit, v in zip(literals, values, strict=True) if v != lit.value]
         words = ", ".join(f"line {c['line']}: {c['before']!r} -> {_short(c['after'])}"
@@ -265,8 +315,8 @@ class OptunaProposer(Proposer):
         )
 
 
-def _short(value: float | int) -> str:
-    return repr(value) if isinstance(value, int) else f"{value:.4g}"
+def _short(value: Value) -> str:
+    return f"{value:.4g}" if isinstance(value, float) else repr(value)
 
 
 __all__ = ["NumericLiteral", "OptunaProposer", "build_study", "find_literals", "structure",

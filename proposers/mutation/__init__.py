@@ -1,5 +1,6 @@
 """Program mutation: an AST-level engine over marked regions and a library of primitives."""
 
+from recursor.proposers.mutation.choices import ChooseString, FlipBool
 from recursor.proposers.mutation.engine import AppliedMutation, MutationEngine, MutationResult
 from recursor.proposers.mutation.primitives import (
     ClipAtZero,
@@ -17,10 +18,12 @@ from recursor.proposers.mutation.scope import BlockScope, ContextualPrimitive
 __all__ = [
     "AppliedMutation",
     "BlockScope",
+    "ChooseString",
     "ClipAtZero",
     "ComposeNames",
     "ContextualPrimitive",
     "EditOutcome",
+    "FlipBool",
     "InsertSchedule",
     "MutationEngine",
     "MutationPrior",

@@ -13,6 +13,7 @@ comes from the ``random.Random`` passed in, so a seed reproduces a run exactly.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import random
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
@@ -21,6 +22,7 @@ from typing import Any
 from recursor import pyast
 from recursor.errors import ProposerError
 from recursor.mutation import MutationPrimitive
+from recursor.proposers.mutation.choices import block_options
 from recursor.proposers.mutation.scope import ContextualPrimitive, block_scope
 from recursor.proposers.mutation.source import (
     find_blocks,
@@ -67,8 +69,11 @@ def _sites(tree: ast.Module, source: str,
     """Every (node, primitive) pair inside a block where the primitive applies."""
     blocks = find_blocks(source)
     bound: dict[int, list[MutationPrimitive]] = {}
+    options = any(getattr(p, "needs_options", False) for p in primitives)
     for index, block in enumerate(blocks):
         scope = block_scope(tree, block)
+        if options:
+            scope = dataclasses.replace(scope, options=block_options(tree, source, block))
         usable: list[MutationPrimitive] = []
         for primitive in primitives:
             if isinstance(primitive, ContextualPrimitive):

@@ -8,7 +8,10 @@
 - :class:`SwapOperands`: the operands of a non-commutative binary operation or a comparison
   exchanged;
 - :class:`ComposeNames`: a variable replaced by another variable of the same block, or combined
-  with it by ``+`` or ``*``.
+  with it by ``+`` or ``*``;
+- :class:`~recursor.proposers.mutation.choices.FlipBool` and
+  :class:`~recursor.proposers.mutation.choices.ChooseString` (``choices.py``): a flag flipped,
+  a named option exchanged for another the program lists with it.
 
 Schedules need an iteration counter in scope (one of :data:`COUNTER_NAMES`) and ``np`` needs
 numpy imported; the contextual primitives (``bind``) check that per block and otherwise stay out.
@@ -24,6 +27,7 @@ from typing import TypeGuard
 
 from recursor import pyast
 from recursor.mutation import MutationPrimitive
+from recursor.proposers.mutation.choices import ChooseString, FlipBool
 from recursor.proposers.mutation.scope import BlockScope, ContextualPrimitive
 
 COUNTER_NAMES: tuple[str, ...] = ("t", "step", "iteration", "epoch")
@@ -217,6 +221,7 @@ class ComposeNames(ContextualPrimitive):
 
 
 def generic_primitives() -> list[MutationPrimitive]:
-    """One instance of every generic primitive, with its default weight."""
+    """One instance of every generic primitive, with its default weight: the numeric and
+    structural ones, then those for flags and named options (``choices.py``)."""
     return [PerturbConstant(), ClipAtZero(), InsertSchedule(), WeightBySchedule(),
-            SwapOperands(), ComposeNames()]
+            SwapOperands(), ComposeNames(), FlipBool(), ChooseString()]

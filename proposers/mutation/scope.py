@@ -19,18 +19,37 @@ from recursor.proposers.mutation.source import Block
 
 
 @dataclass(frozen=True)
+class Options:
+    """A block's option groups, and the positions ``(line, column)`` of its string literals
+    that are no setting (group members in code, docstrings, dict keys, f-string parts)."""
+
+    groups: tuple[tuple[str, ...], ...] = ()
+    fixed: frozenset[tuple[int, int]] = frozenset()
+
+    def alternatives(self, value: str) -> list[str]:
+        """The other options of every group holding ``value``, in order of appearance."""
+        out: dict[str, None] = {}
+        for group in self.groups:
+            if value in group:
+                out.update((option, None) for option in group if option != value)
+        return list(out)
+
+
+@dataclass(frozen=True)
 class BlockScope:
     """Names usable inside one block.
 
     ``variables``: the enclosing function's parameters and the names the block assigns or
     reads as values (module-level names, builtins and names it only calls excluded);
     ``module_names``: imports, functions and classes defined at module level (e.g. ``np`` for
-    ``import numpy as np``).
+    ``import numpy as np``); ``options``: the string options its literals may take
+    (``choices.py``).
     """
 
     variables: frozenset[str]
     module_names: frozenset[str]
     module_aliases: tuple[tuple[str, str], ...] = ()
+    options: Options = Options()  # filled only for a primitive that asks (``needs_options``)
 
     def alias_of(self, module: str) -> str | None:
         """The name under which ``module`` is imported at module level, if it is."""

@@ -87,7 +87,7 @@ def test_parent_without_constants_is_refused() -> None:
                       {HOOK: source})
     context = ProposalContext("cfr", "", "score", "minimize", parent, [HOOK],
                               [ChangeKind.ALGORITHM])
-    with pytest.raises(ProposerError, match="no numeric constant"):
+    with pytest.raises(ProposerError, match="no constant inside an EVOLVE block"):
         proposer.propose(context)
 
 
