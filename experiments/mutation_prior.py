@@ -1,7 +1,8 @@
 """Does a mutation prior learned from earlier campaigns make later ones reach the Leduc levels?
 
     .venv/bin/python experiments/mutation_prior.py --pool DIR [--seeds 500-509]
-        [--strengths 2] [--candidates 16] [--jobs 2] [--dir DIR]
+        [--strengths 2] [--candidates 16] [--replay 0,1] [--no-default] [--jobs 2]
+        [--dir DIR]
 
 ``--pool`` is a folder of finished default cfr campaigns (``experiments/cfr_seeds.py --dir``).
 Each seed runs the built-in default campaign as shipped (the ``default`` arm) and once per
@@ -38,16 +39,20 @@ def _seeds(text: str) -> list[int]:
     return [int(s) for s in text.split(",") if s.strip()]
 
 
-def _arms(pool: Path, strengths: list[float], candidates: list[int]
+def _arms(pool: Path, strengths: list[float], candidates: list[int],
+          replays: list[bool] | None = None, default: bool = True
           ) -> dict[str, MutationPriorConfig | None]:
-    """The default arm, then one per (strength, candidates): ``prior-S`` (``-cN`` when N is
-    not the default 16)."""
-    arms: dict[str, MutationPriorConfig | None] = {"default": None}
+    """The default arm (unless not ``default``), then one per (strength, candidates, replay):
+    ``prior-S`` (``-cN`` when N is not the default 16, ``-replay`` with the pool's improving
+    edits replayed)."""
+    arms: dict[str, MutationPriorConfig | None] = {"default": None} if default else {}
     for strength in strengths:
         for count in candidates:
-            name = f"prior-{strength:g}" + ("" if count == 16 else f"-c{count}")
-            arms[name] = MutationPriorConfig(pool=[str(pool)], strength=strength,
-                                             candidates=count)
+            for replay in replays or [False]:
+                name = (f"prior-{strength:g}" + ("" if count == 16 else f"-c{count}")
+                        + ("-replay" if replay else ""))
+                arms[name] = MutationPriorConfig(pool=[str(pool)], strength=strength,
+                                                 candidates=count, replay=replay)
     return arms
 
 
@@ -82,13 +87,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--strengths", default="2", help="comma-separated prior strengths")
     parser.add_argument("--candidates", default="16",
                         help="comma-separated mutants per proposal (each with each strength)")
+    parser.add_argument("--replay", default="0",
+                        help="comma-separated 0/1: replay the pool's improving edits (each "
+                        "with each strength and count)")
+    parser.add_argument("--no-default", action="store_true",
+                        help="leave out the default arm (comparing priors only; no paired "
+                        "differences are printed)")
     parser.add_argument("--jobs", type=int, default=2, help="campaigns run at once")
     parser.add_argument("--dir", type=Path, default=None, help="where the campaigns go")
     args = parser.parse_args(argv)
     seeds = _seeds(args.seeds)
     base = args.dir or Path(tempfile.mkdtemp(prefix="mutation-prior-"))
     arms = _arms(args.pool, [float(s) for s in args.strengths.split(",")],
-                 [int(c) for c in args.candidates.split(",")])
+                 [int(c) for c in args.candidates.split(",")],
+                 [r.strip() == "1" for r in args.replay.split(",")], not args.no_default)
     task = CFRTask()
     prior = load_mutation_prior(MutationPriorConfig(pool=[str(args.pool)]), task.name,
                                 task.objective)
@@ -106,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
                   f"{row['evaluated']} | {row['wall_s'] / 60:.1f} |", flush=True)
     print()
     for name, rows in results.items():
-        _summary(name, rows, results["default"])
+        _summary(name, rows, results.get("default", rows))
     return 0
 
 

@@ -67,7 +67,8 @@ def build_proposer(config: ProposerConfig, task: TaskHooks, seed: int,
                                 config.max_attempts, seed=seed, crossover=config.crossover,
                                 prior=prior if config.prior is not None else None,
                                 prior_candidates=config.prior.candidates if config.prior
-                                else 16)
+                                else 16,
+                                prior_replay=config.prior.replay if config.prior else False)
     if isinstance(config, OptunaProposerConfig):
         return OptunaProposer(check, seed=seed)
     if isinstance(config, LLMProposerConfig):

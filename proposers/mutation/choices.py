@@ -55,8 +55,8 @@ def _code_groups(tree: ast.Module) -> tuple[list[tuple[str, ...]], set[tuple[int
             fixed.add(_position(node.value))  # a docstring
         elif isinstance(node, ast.Dict):
             fixed.update(_position(k) for k in node.keys if k is not None and _is_string(k))
-        elif isinstance(node, ast.JoinedStr):
-            fixed.update(_position(v) for v in node.values)
+        elif isinstance(node, ast.JoinedStr):  # its parts, and what its fields compute
+            fixed.update(_position(v) for v in ast.walk(node) if _is_string(v))
     return groups, fixed
 
 

@@ -169,6 +169,26 @@ def mutate_at(source: str, primitives: Sequence[MutationPrimitive], rng: random.
     return f"{primitive} offered no replacement at line {line}"
 
 
+def replayed(source: str, sites: Sequence[tuple[ast.AST, MutationPrimitive]],
+             replays: Sequence[tuple[str, int, str, str]]
+             ) -> list[tuple[str, list[AppliedMutation]]]:
+    """``source`` with each known edit applied alone where its site is among ``sites`` (the
+    primitive applies to a node on that line whose text is the edit's ``before``)."""
+    if not replays:
+        return []
+    at: dict[tuple[str, int, str], ast.AST] = {}
+    for node, primitive in sites:
+        text = ast.get_source_segment(source, node) or ast.unparse(node)
+        at.setdefault((primitive.name, getattr(node, "lineno", 0), text), node)
+    out = []
+    for primitive, line, before, after in replays:
+        node = at.get((primitive, line, before))
+        if node is not None and after != before:
+            out.append((splice(source, [(node, after)]),
+                        [AppliedMutation(primitive, line, before, after)]))
+    return out
+
+
 def _check_source(source: str) -> None:
     """ProposerError when ``source`` cannot be mutated at all."""
     try:
@@ -235,15 +255,19 @@ class MutationEngine:
 
     def mutate_weighted(self, source: str, rng: random.Random, is_valid: Validity,
                         weigh: Callable[[Sequence[AppliedMutation]], float],
-                        candidates: int, avoid: Collection[str] = ()) -> MutationResult:
+                        candidates: int, avoid: Collection[str] = (),
+                        replays: Sequence[tuple[str, int, str, str]] = ()) -> MutationResult:
         """Like :meth:`mutate`, but draws ``candidates`` mutants first, orders them by a
         weighted draw without replacement (``weigh`` of each one's edits) and returns the
         first valid one; when none is, :meth:`mutate` goes on as usual. Only the chosen
-        mutant is checked before the next, so validity costs what it costs unweighted."""
+        mutant is checked before the next, so validity costs what it costs unweighted.
+        ``replays``: known edits (primitive, line, before, after), each added as one more
+        mutant wherever ``source`` has that primitive's site on that line with that text."""
         _check_source(source)
         prepared = prepare(source, self.primitives)
         drawn = [self._attempt(source, rng, prepared)
                  for _ in range(min(candidates, self.max_attempts))]
+        drawn += replayed(source, prepared[0], replays)
         keys = [rng.random() ** (1.0 / max(weigh(applied), 1e-12)) if applied else -1.0
                 for _, applied in drawn]
         order = sorted(range(len(drawn)), key=lambda i: -keys[i])

@@ -136,6 +136,14 @@ class MutationPrior:
             weight *= self.rate(m.primitive, path, m.line, m.before, m.after) / base
         return min(MAX_WEIGHT, max(MIN_WEIGHT, float(weight ** self.strength)))
 
+    def improving_edits(self, path: str) -> list[tuple[str, int, str, str]]:
+        """(primitive, line, before, after) of every edit of ``path`` that improved at least
+        once in the pool, in a fixed order (for a replay: the engine applies each where the
+        parent has its site)."""
+        return sorted((primitive, line, before, after)
+                      for (primitive, p, line, before, after), count in self.edits.items()
+                      if p == path and count.improved > 0)
+
     def summary(self) -> str:
         """One line: what the table holds."""
         return (f"{self.total.applied} edits ({self.total.improved} improving, base rate "

@@ -59,7 +59,8 @@ class MutationProposer(Proposer):
     empty, ``context.editable_paths`` decides. Raises ProposerError when no file is mutable or
     no valid mutant was found in ``max_attempts`` attempts. With a ``prior`` (learned from
     earlier campaigns, :mod:`recursor.proposers.mutation.prior`), each proposal is the first
-    valid one of ``prior_candidates`` mutants drawn in the prior's weighted order.
+    valid one of ``prior_candidates`` mutants drawn in the prior's weighted order (with
+    ``prior_replay``, the pool's improving edits whose site the parent holds join them).
     """
 
     name = "mutation"
@@ -68,7 +69,7 @@ class MutationProposer(Proposer):
                  max_mutations: int = 2, max_attempts: int = 50,
                  editable_paths: Sequence[str] = (), seed: int = 0,
                  crossover: float = 0.0, prior: MutationPrior | None = None,
-                 prior_candidates: int = 16) -> None:
+                 prior_candidates: int = 16, prior_replay: bool = False) -> None:
         self.engine = MutationEngine(primitives, max_mutations, max_attempts)
         self.check = check
         self.editable_paths = tuple(editable_paths)
@@ -76,6 +77,7 @@ class MutationProposer(Proposer):
         self.crossover = crossover
         self.prior = prior  # None: the unweighted draw, so a seeded tree stays as it was
         self.prior_candidates = prior_candidates
+        self.prior_replay = prior_replay
 
     def propose(self, context: ProposalContext) -> Proposal:
         files = context.parent.files
@@ -103,8 +105,10 @@ class MutationProposer(Proposer):
             def weigh(applied: Sequence[AppliedMutation]) -> float:
                 return prior.weight(path, applied)
 
+            replays = prior.improving_edits(path) if self.prior_replay else ()
             result = self.engine.mutate_weighted(files[path], rng, is_valid, weigh,
-                                                 self.prior_candidates, avoid=seen)
+                                                 self.prior_candidates, avoid=seen,
+                                                 replays=replays)
             metadata["prior_weight"] = round(weigh(result.mutations), 6)
         return Proposal(
             kind=proposal_kind(context),

@@ -32,8 +32,9 @@ def configure():
         "verbose": False,
     }
     name = f"{config['reader']}-run"
+    tag = f"{'csv' if config['verbose'] else 'xml'}"
     # EVOLVE-BLOCK-END
-    return config, name
+    return config, name, tag
 '''
 
 

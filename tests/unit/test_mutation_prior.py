@@ -113,6 +113,33 @@ def test_the_weighted_draw_skips_invalid_and_avoided_mutants() -> None:
     assert result.source not in refused and "0.0" not in result.source
 
 
+def test_a_replayed_edit_is_offered_where_the_parent_holds_its_site() -> None:
+    """An edit that improved in the pool (a value no primitive draws here) joins the drawn
+    mutants where its site exists, and the weighted draw takes it at times; nowhere else."""
+    prior = MutationPrior.learn([EditOutcome("PerturbConstant", "f.py", 3, "2.0", "7.25",
+                                             True)] + [EditOutcome("PerturbConstant", "f.py", 2,
+                                                                   "1.0", "0.5", False)] * 8,
+                                strength=2.0)
+    replays = prior.improving_edits("f.py")
+    assert replays == [("PerturbConstant", 3, "2.0", "7.25")] and not prior.improving_edits("g")
+    engine = MutationEngine(generic_primitives(), max_mutations=1)
+
+    def weigh(applied: Any) -> float:
+        return prior.weight("f.py", applied)
+
+    taken = [engine.mutate_weighted(SOURCE, random.Random(seed), lambda s: None, weigh, 16,
+                                    replays=replays).source for seed in range(20)]
+    # weighed as the draws are: other edits of the same improving site share its rate
+    assert sum("B = 7.25" in t for t in taken) >= 3
+    moved = SOURCE.replace("B = 2.0", "B = 2.5")  # the site's text differs: nothing replayed
+    assert not any("7.25" in engine.mutate_weighted(moved, random.Random(seed), lambda s: None,
+                                                    weigh, 16, replays=replays).source
+                   for seed in range(20))
+    unweighted = [engine.mutate_weighted(SOURCE, random.Random(seed), lambda s: None, weigh,
+                                         16).source for seed in range(20)]
+    assert not any("7.25" in t for t in unweighted)
+
+
 def _node(node_id: str, parent: str | None, score: float | None, status: NodeStatus,
           mutations: Any = None, round_: int = 1, duplicate_of: str | None = None) -> Node:
     metadata = {} if mutations is None else {"mutations": mutations, "path": "f.py"}
