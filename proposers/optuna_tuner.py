@@ -22,6 +22,7 @@ history).
 from __future__ import annotations
 
 import ast
+import functools
 import math
 import warnings
 from collections.abc import Collection, Sequence
@@ -122,6 +123,7 @@ def _literal_text(value: Value) -> str:
     return f"({text})" if isinstance(value, int | float) and value < 0 else text
 
 
+@functools.lru_cache(maxsize=1024)  # every proposal reads the structure of every history node
 def structure(source: str) -> str:
     """The program with block literals abstracted (an AST dump, formatting ignored)."""
     literals = find_literals(source)

@@ -20,6 +20,7 @@ import io
 import random
 import re
 import tokenize
+from collections.abc import Iterable
 
 from recursor.mutation import MutationPrimitive
 from recursor.proposers.mutation.scope import BlockScope, ContextualPrimitive, Options
@@ -28,7 +29,7 @@ from recursor.proposers.mutation.source import Block
 MAX_OPTION = 80  # characters of one option
 MAX_GROUP = 64  # options of one group
 MAX_GROUPS = 256  # groups of one block
-_QUOTED = re.compile(r"'([^'\\\n]{1,80})'|\"([^\"\\\n]{1,80})\"")  # 80: MAX_OPTION
+_QUOTED = re.compile(rf"'([^'\\\n]{{1,{MAX_OPTION}}})'|\"([^\"\\\n]{{1,{MAX_OPTION}}})\"")
 _BETWEEN = re.compile(r"\s*(,|\||/|\bor\b)?\s*")
 
 
@@ -50,7 +51,7 @@ def _code_groups(tree: ast.Module) -> tuple[list[tuple[str, ...]], set[tuple[int
             members = [e for e in node.elts if _is_string(e)]
             if len(members) >= 2:
                 fixed.update(_position(e) for e in members)
-                groups.append(_bounded(e.value for e in members))  # type: ignore[attr-defined]
+                groups.append(_bounded([getattr(e, "value", "") for e in members]))
         elif isinstance(node, ast.Expr) and _is_string(node.value):
             fixed.add(_position(node.value))  # a docstring
         elif isinstance(node, ast.Dict):
@@ -60,9 +61,11 @@ def _code_groups(tree: ast.Module) -> tuple[list[tuple[str, ...]], set[tuple[int
     return groups, fixed
 
 
-def _bounded(values: object) -> tuple[str, ...]:
-    options = [v for v in dict.fromkeys(values) if isinstance(v, str)]  # type: ignore[call-overload]
-    return tuple(v for v in options if len(v) <= MAX_OPTION)[:MAX_GROUP]
+def _bounded(values: Iterable[object]) -> tuple[str, ...]:
+    """``values``' distinct strings of at most :data:`MAX_OPTION` characters, in order, at
+    most :data:`MAX_GROUP` of them."""
+    options = [v for v in dict.fromkeys(values) if isinstance(v, str) and len(v) <= MAX_OPTION]
+    return tuple(options[:MAX_GROUP])
 
 
 def comment_groups(source: str, block: Block) -> list[tuple[str, ...]]:
