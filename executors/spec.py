@@ -105,7 +105,7 @@ class SftJob(ModelJob):
     def reads_in_order(self) -> bool:
         # transformers' Trainer samples at random unless told "sequential"; the other
         # strategies (group_by_length, batch_rebalance) draw at random too
-        return self.config.get("train_sampling_strategy", "random") == "sequential"
+        return bool(self.config.get("train_sampling_strategy", "random") == "sequential")
 
 
 class GrpoJob(ModelJob):

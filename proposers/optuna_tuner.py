@@ -105,10 +105,11 @@ def find_literals(source: str) -> list[NumericLiteral]:
 
 def _option(node: ast.Constant, options: Options) -> NumericLiteral | None:
     """A string literal that names an option of its block's groups, with its choices."""
-    if (node.lineno, node.col_offset) in options.fixed:
+    value = node.value
+    if not isinstance(value, str) or (node.lineno, node.col_offset) in options.fixed:
         return None
-    others = options.alternatives(node.value)
-    return NumericLiteral(node, node.value, (node.value, *others)) if others else None
+    others = options.alternatives(value)
+    return NumericLiteral(node, value, (value, *others)) if others else None
 
 
 def with_values(source: str, literals: Sequence[NumericLiteral],

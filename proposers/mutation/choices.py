@@ -132,7 +132,7 @@ class _ChooseBound(MutationPrimitive):
     def mutate(self, node: ast.AST, rng: random.Random) -> ast.AST | None:
         if not self.applies(node):
             return None
-        assert isinstance(node, ast.Constant)
+        assert isinstance(node, ast.Constant) and isinstance(node.value, str)
         return ast.Constant(rng.choice(self.options.alternatives(node.value)))
 
 

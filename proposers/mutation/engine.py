@@ -181,11 +181,11 @@ def replayed(source: str, sites: Sequence[tuple[ast.AST, MutationPrimitive]],
         text = ast.get_source_segment(source, node) or ast.unparse(node)
         at.setdefault((primitive.name, getattr(node, "lineno", 0), text), node)
     out = []
-    for primitive, line, before, after in replays:
-        node = at.get((primitive, line, before))
-        if node is not None and after != before:
-            out.append((splice(source, [(node, after)]),
-                        [AppliedMutation(primitive, line, before, after)]))
+    for name, line, before, after in replays:
+        site = at.get((name, line, before))
+        if site is not None and after != before:
+            out.append((splice(source, [(site, after)]),
+                        [AppliedMutation(name, line, before, after)]))
     return out
 
 
