@@ -69,7 +69,7 @@ class MutationProposer(Proposer):
                  max_mutations: int = 2, max_attempts: int = 50,
                  editable_paths: Sequence[str] = (), seed: int = 0,
                  crossover: float = 0.0, prior: MutationPrior | None = None,
-                 prior_candidates: int = 16, prior_replay: bool = False) -> None:
+                 prior_candidates: int = 16, prior_replay: bool = True) -> None:
         self.engine = MutationEngine(primitives, max_mutations, max_attempts)
         self.check = check
         self.editable_paths = tuple(editable_paths)

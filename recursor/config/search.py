@@ -37,9 +37,11 @@ class MutationPriorConfig(_Model):
                             "which the prior's weighted draw picks")
     pseudo_count: float = Field(2.0, gt=0, description="how many edits' worth of evidence an "
                                 "edit needs before its own rate outweighs its site's")
-    replay: bool = Field(False, description="also offer, among the drawn mutants, each edit "
+    replay: bool = Field(True, description="also offer, among the drawn mutants, each edit "
                          "that improved in the pool wherever the parent holds its site (the "
-                         "same primitive, line and text); the weighted draw then decides")
+                         "same primitive, line and text); the weighted draw then decides. On: "
+                         "the DCFR level in 10 of 10 cfr seeds against 6 of 10 without "
+                         "(docs/search.md)")
 
     def resolved(self, base: Path) -> MutationPriorConfig:
         """This config with relative pool directories made absolute against ``base``."""

@@ -25,6 +25,7 @@ from recursor.orchestrator.mutation_prior import node_outcomes, pool_directories
 from recursor.proposers.mutation.engine import MutationEngine
 from recursor.proposers.mutation.primitives import generic_primitives
 from recursor.proposers.mutation.prior import MAX_WEIGHT, EditOutcome, MutationPrior
+from recursor.proposers.mutation.proposer import MutationProposer
 from recursor.proposers.registry import build_proposer
 from recursor.tasks.cfr import CFRTask
 from recursor.types import NodeStatus, Objective
@@ -186,6 +187,11 @@ def test_the_config_needs_a_pool_and_the_proposer_needs_the_table() -> None:
         build_proposer(proposer_config, CFRTask(), 0)
     built = build_proposer(proposer_config, CFRTask(), 0, prior=MutationPrior())
     assert getattr(built, "prior", None) is not None
+    assert isinstance(built, MutationProposer) and built.prior_replay is True
+    off = parse_config({"name": "p", "task": {"kind": "cfr"}, "proposers": [
+        {"kind": "mutation", "prior": {"pool": ["runs"], "replay": False}}]}).proposers[0]
+    unreplayed = build_proposer(off, CFRTask(), 0, prior=MutationPrior())
+    assert isinstance(unreplayed, MutationProposer) and unreplayed.prior_replay is False
 
 
 def test_a_relative_pool_in_a_campaign_file_is_read_from_the_file_s_folder(
